@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages foxhunt builds with. Idempotent: installs only what is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  libzstd-dev zstd zlib1g-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libtomlplusplus-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+# Optional extras: clang builds the libFuzzer targets (make fuzz).
+if [[ "${FXT_SETUP_FUZZ:-0}" == 1 ]]; then packages+=(clang); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+SUDO=""
+if [[ $(id -u) != 0 ]]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,72 @@
+// fxt: the foxhunt command-line tool. Exit codes (DESIGN §1): 0 success,
+// 1 runtime failure, 2 bad usage or bad input. Errors print as one line.
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/log.h"
+#include "core/progress.h"
+
+namespace fxt::cli {
+namespace {
+std::vector<std::unique_ptr<Action>> g_actions;
+Action* g_chosen = nullptr;
+}  // namespace
+
+CLI::App* add_command(CLI::App& app, const std::string& name, const std::string& description,
+                      Action action) {
+  g_actions.push_back(std::make_unique<Action>(std::move(action)));
+  Action* slot = g_actions.back().get();
+  CLI::App* sub = app.add_subcommand(name, description);
+  sub->callback([slot] { g_chosen = slot; });
+  return sub;
+}
+
+}  // namespace fxt::cli
+
+int main(int argc, char** argv) {
+  using namespace fxt;
+  CLI::App app{"foxhunt: limit-order-book research and trading"};
+  app.require_subcommand(1);
+  // `--config run.toml` on any subcommand reads flags from a TOML file; flags given
+  // on the command line override it (CLI11's config reader, one mechanism for all).
+  app.set_config("--config", "", "read options from a TOML config file (command-line flags win)");
+  bool quiet = false, verbose = false;
+  app.add_flag("-q,--quiet", quiet, "print errors only, no progress");
+  app.add_flag("-v,--verbose", verbose, "print debug messages");
+  app.fallthrough();
+
+  cli::register_ingest(app);
+  cli::register_inspect(app);
+  cli::register_synth(app);
+  cli::register_version(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  if (quiet) {
+    set_log_level(LogLevel::kError);
+    Progress::set_enabled(false);
+  } else if (verbose) {
+    set_log_level(LogLevel::kDebug);
+  }
+  if (cli::g_chosen == nullptr || !*cli::g_chosen) {
+    std::fprintf(stderr, "fxt: no command chosen (see fxt --help)\n");
+    return 2;
+  }
+  Status status;
+  try {
+    status = (*cli::g_chosen)();
+  } catch (const std::exception& e) {
+    status = InternalError("unexpected failure: {}", e.what());
+  }
+  if (!status.ok()) {
+    std::fprintf(stderr, "fxt: error: %s\n", status.message().c_str());
+    return status.exit_code();
+  }
+  return 0;
+}

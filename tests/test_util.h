@@ -1,0 +1,34 @@
+// Helpers shared by the test programs: where the real market data lives, scratch
+// directories, and running the fxt binary as a user would.
+#pragma once
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace fxt::test {
+
+// ../shared/data (or $FXT_DATA_DIR). Empty string when absent.
+std::string shared_data_dir();
+
+// Absolute path of a file under the shared data folder ("" when the folder is absent).
+std::string shared_file(const std::string& relative);
+
+// A fresh, empty directory under the build tree, unique per test.
+std::string scratch_dir();
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+// Runs `fxt ARGS` (ARGS already shell-quoted) and captures its output.
+CommandResult run_fxt(const std::string& args);
+
+}  // namespace fxt::test
+
+// Skips the current test with a message when the shared data folder is absent.
+#define FXT_SKIP_WITHOUT_SHARED_DATA()                                              \
+  do {                                                                              \
+    if (::fxt::test::shared_data_dir().empty())                                     \
+      GTEST_SKIP() << "../shared/data is absent: real-data test skipped";           \
+  } while (0)

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -108,6 +109,9 @@ struct MboMsg {
 static_assert(sizeof(MboMsg) == 56);
 #pragma pack(pop)
 
+// Size in bytes of an InstrumentDefMsg in DBN `version` (1: 360, 2: 400, 3: 520); 0 if unknown.
+size_t definition_size(uint8_t version);
+
 // Instrument definition, decoded from any DBN version into one version-independent form.
 struct InstrumentDef {
   uint32_t instrument_id = 0;
@@ -184,6 +188,10 @@ class Reader {
   // Opens `.dbn`, `.dbn.zst`, `.dbn.frag`, `.dbn.frag.zst` (detected by content, not name).
   // A legacy `.dbz` file is rejected with a clear message.
   static Result<Reader> open(const std::string& path, ReaderOptions options = {});
+  // The same, over bytes in memory (tests, fuzzing). `name` stands for the path in
+  // messages; the bytes are not copied and must outlive the reader.
+  static Result<Reader> open_memory(std::string_view name, const uint8_t* data, size_t size,
+                                    ReaderOptions options = {});
 
   const Metadata& metadata() const;
   const std::string& path() const;

@@ -214,6 +214,7 @@ void StoreWriter::on_snapshot(const Snapshot& s) {
     if (!st.ok()) w.error = st;
   }
 
+  if (s.bid_sz[0] > 0 && s.ask_sz[0] > 0) w.note_gap(s.bid_px[0], s.ask_px[0]);
   for (int i = 0; i + 1 < kBookLevels; ++i) {
     if (s.bid_sz[i] > 0 && s.bid_sz[i + 1] > 0) w.note_gap(s.bid_px[i], s.bid_px[i + 1]);
     if (s.ask_sz[i] > 0 && s.ask_sz[i + 1] > 0) w.note_gap(s.ask_px[i], s.ask_px[i + 1]);
@@ -301,7 +302,7 @@ Status StoreWriter::finish() {
        {{"symbol", info.symbol},
         {"instrument_id", info.instrument_id},
         {"tick_px", tick},
-        {"tick_size", static_cast<double>(tick) * kPxScale},
+        {"tick_size", static_cast<double>(tick) / 1e9},
         {"tick_source", tick_source},
         {"currency", info.currency},
         {"contract_multiplier", info.contract_multiplier}}},

@@ -1,0 +1,83 @@
+// fxt ingest SRC... --out DIR: source files → snapshot stores.
+#include <filesystem>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "core/log.h"
+#include "data/ingest.h"
+
+namespace fxt::cli {
+namespace fs = std::filesystem;
+
+namespace {
+struct IngestArgs {
+  std::vector<std::string> sources;
+  std::string out;
+  std::string format = "auto";
+  int dbn_version = 0;
+  std::string binance_market = "auto";
+  std::string lobster_date;
+  bool json = false;
+};
+
+Status run_ingest(const IngestArgs& a) {
+  IngestOptions options;
+  FXT_ASSIGN_OR_RETURN(options.format, parse_source_format(a.format));
+  if (a.dbn_version < 0 || a.dbn_version > 3) {
+    return UsageError("--dbn-version {}: expected 1, 2 or 3", a.dbn_version);
+  }
+  options.dbn_fragment_version = static_cast<uint8_t>(a.dbn_version);
+  options.binance_market = a.binance_market;
+  options.lobster_date = a.lobster_date;
+
+  std::vector<std::string> definitions;
+  FXT_ASSIGN_OR_RETURN(auto jobs, plan_ingest(a.sources, options, &definitions));
+  // One source: --out is the store. Several: --out is a dataset folder, a store per source.
+  const bool single = jobs.size() == 1;
+  nlohmann::json summary = nlohmann::json::array();
+  for (const auto& job : jobs) {
+    std::string dir = single ? a.out : (fs::path(a.out) / job.name).string();
+    FXT_ASSIGN_OR_RETURN(nlohmann::json meta, ingest_to_store(job, definitions, options, dir));
+    const auto& c = meta["counts"];
+    if (!a.json) {
+      fmt::print("{}: {} snapshots, {} trades, {} order events, {} crossed, {} locked, {} .. {} "
+                 "({}, tick {})\n",
+                 dir, c["snapshots"].get<uint64_t>(), c["trades"].get<uint64_t>(),
+                 c["order_events"].get<uint64_t>(), c["crossed"].get<uint64_t>(),
+                 c["locked"].get<uint64_t>(), meta["time"]["first_utc"].get<std::string>(),
+                 meta["time"]["last_utc"].get<std::string>(),
+                 meta["source"]["format"].get<std::string>(),
+                 meta["instrument"]["tick_size"].get<double>());
+    }
+    summary.push_back({{"store", dir}, {"meta", meta}});
+  }
+  if (a.json) fmt::print("{}\n", summary.dump(2));
+  return Status::Ok();
+}
+}  // namespace
+
+void register_ingest(CLI::App& app) {
+  auto a = std::make_shared<IngestArgs>();
+  CLI::App* cmd = add_command(app, "ingest", "turn DBN, Binance or LOBSTER files into snapshot stores",
+                              [a] { return run_ingest(*a); });
+  cmd->add_option("sources", a->sources,
+                  "source files: .dbn/.dbn.zst (+ definition files), Binance .gz captures, "
+                  "LOBSTER message+orderbook CSV pairs")
+      ->required();
+  cmd->add_option("-o,--out", a->out,
+                  "the store directory (one source) or dataset folder (several sources)")
+      ->required();
+  cmd->add_option("--format", a->format, "force the format: auto, dbn, binance, lobster")
+      ->capture_default_str();
+  cmd->add_option("--dbn-version", a->dbn_version,
+                  "DBN version of .dbn.frag inputs (records without metadata): 1, 2 or 3");
+  cmd->add_option("--binance-market", a->binance_market, "auto, spot or usdm")
+      ->capture_default_str();
+  cmd->add_option("--lobster-date", a->lobster_date,
+                  "trading day of LOBSTER files (YYYY-MM-DD; default: from the file name)");
+  cmd->add_flag("--json", a->json, "print the stores' metadata as JSON");
+}
+
+}  // namespace fxt::cli

@@ -1,0 +1,52 @@
+// Turning source files into snapshot stores: format detection and dispatch.
+//
+// One store per source: a DBN file (mbp-10, mbp-1, tbbo, trades or mbo), a Binance
+// depth capture, or a LOBSTER message+orderbook pair. DBN definition files given
+// alongside are not stores of their own: they supply instrument metadata (symbol,
+// tick size, currency, multiplier) to the data files whose instrument ids match.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace fxt {
+
+enum class SourceFormat { kAuto, kDbn, kBinance, kLobster };
+Result<SourceFormat> parse_source_format(const std::string& name);
+
+struct IngestOptions {
+  SourceFormat format = SourceFormat::kAuto;
+  uint8_t dbn_fragment_version = 0;  // for .dbn.frag inputs (records without metadata)
+  std::string binance_market = "auto";  // auto, spot, usdm
+  std::string lobster_date;             // YYYY-MM-DD; default: from the file name
+};
+
+// A unit of work: the files that make one store, and the store's directory name.
+struct IngestJob {
+  SourceFormat format = SourceFormat::kAuto;
+  std::vector<std::string> files;  // one file; a LOBSTER pair is {message, orderbook}
+  std::string name;                // store directory name (from the source file name)
+};
+
+// Groups the given paths into jobs (pairs LOBSTER files, separates DBN definitions).
+// `definitions` receives the definition-only DBN files.
+Result<std::vector<IngestJob>> plan_ingest(const std::vector<std::string>& paths,
+                                           const IngestOptions& options,
+                                           std::vector<std::string>* definitions);
+
+// Ingests one job into a new store at `store_dir`. Returns the store's summary
+// (meta.json counts and the source's own statistics).
+Result<nlohmann::json> ingest_to_store(const IngestJob& job,
+                                       const std::vector<std::string>& definitions,
+                                       const IngestOptions& options,
+                                       const std::string& store_dir);
+
+// The file name without directories and without the .dbn/.zst/.gz/.csv/.frag suffixes.
+std::string source_stem(const std::string& path);
+
+}  // namespace fxt

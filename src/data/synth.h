@@ -1,0 +1,207 @@
+// Synthetic market: a seeded queue-reactive limit-order-book simulation written as DBN mbp-10.
+//
+// The model (docs/SYNTH.md has every formula and default): a tick grid; per side a window of
+// price levels measured in ticks from the best price, each a queue (size in lots, order
+// count). Limit orders, cancellations and market orders arrive as a continuous-time Markov
+// jump process (Gillespie): each event kind has an intensity that depends on the touch queues
+// (Huang-Lehalle-Rosenbaum style) and on a latent Ornstein-Uhlenbeck order-flow drift, so book
+// imbalance and flow carry real but imperfect information about future mid moves. A depleted
+// touch queue moves the price; limit orders inside a wide spread improve it. The book is never
+// crossed or locked.
+//
+// Every event is exactly one Mbp10Msg carrying the book AFTER the event and F_LAST: action 'A'
+// (add), 'C' (cancel) or 'T' (trade, side = aggressor). A market order never trades beyond
+// the touch queue, so no event spans several records.
+//
+// Determinism: the generator uses its own xoshiro256** stream seeded by splitmix64 and only
+// libm's exp/log/sqrt, so the same config and seed give byte-identical output on a given
+// platform build. SynthMarket is not thread-safe; use one per thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/progress.h"
+#include "core/status.h"
+#include "data/dbn.h"
+
+namespace fxt {
+
+struct SynthConfig {
+  uint64_t events = 1'000'000;  // records written after the definition (one per event)
+  uint64_t seed = 1;
+  int64_t tick_px = 250'000'000;         // 0.25 in 1e-9 units
+  int64_t start_px = 5'000'000'000'000;  // 5000.00: initial best bid (rounded to the grid)
+  int64_t start_ts_ns = 1'704'205'800'000'000'000;  // 2024-01-02 14:30:00 UTC
+
+  std::string symbol = "SYN";
+  std::string dataset = "FXT.SYNTH";
+  uint32_t instrument_id = 1;
+  uint16_t publisher_id = 1;
+
+  // Book shape. Levels at tick distance [0, active_levels) from the best price receive adds and
+  // cancels; deeper levels up to window_levels are a reservoir refilled from the stationary
+  // size distribution when the price moves away from them.
+  int window_levels = 32;  // 20..64
+  int active_levels = 10;  // 2..window_levels
+
+  // Order sizes in lots: 1 + floor(Exp * (mean - 1)), i.e. geometric-like with that mean.
+  double limit_size_mean = 4.0;
+  double market_size_mean = 6.0;    // capped at the touch queue
+  double sweep_prob = 0.1;          // chance a market order takes the whole touch queue
+  double refill_orders_mean = 9.0;  // orders in a refilled reservoir level
+
+  // Intensities, events per second (per side unless stated).
+  double touch_add_rate = 90.0;  // at an empty touch; x 1 / (1 + q / touch_add_half_lots)
+  double touch_add_half_lots = 30.0;
+  double touch_cancel_rate = 1.2;  // per resting order at the touch
+  double deep_add_rate = 75.0;     // level k >= 1 weighted exp(-deep_add_decay * (k - 1))
+  double deep_add_decay = 0.15;
+  double deep_cancel_rate = 0.9;       // per resting order on active levels 1..
+  double market_rate = 16.0;           // per side at zero imbalance and zero drift
+  double market_imbalance_beta = 0.6;  // buy rate x (1 + beta * imb), sell x (1 - beta * imb)
+  double inside_add_rate = 150.0;      // per side, only while the spread exceeds one tick
+
+  // Latent order-flow drift x: Ornstein-Uhlenbeck in seconds, stationary N(0, drift_sigma^2).
+  double drift_tau_s = 20.0;
+  double drift_sigma = 1.0;
+  double drift_market_skew = 0.3;  // market buys x exp(+skew x), sells x exp(-skew x)
+  double drift_book_skew = 0.15;   // bid adds and ask cancels x exp(+skew x), mirrored
+
+  // Feed latency: ts_recv = max(previous ts_recv, ts_event + min + Exp * mean_extra).
+  double feed_latency_min_ns = 20'000.0;
+  double feed_latency_extra_ns = 10'000.0;
+};
+
+// What a run produced, measured on the records themselves (MarketStatsCollector).
+struct SynthStats {
+  uint64_t events = 0;  // mbp-10 records
+  uint64_t adds = 0, cancels = 0, trades = 0;
+  uint64_t traded_lots = 0;
+  uint64_t mid_moves = 0;          // records whose mid differs from the previous record's
+  uint64_t crossed_or_locked = 0;  // must be 0
+  uint64_t off_grid = 0;           // prices not a multiple of the tick; must be 0
+  uint64_t not_last = 0;           // records without F_LAST; must be 0
+  uint64_t bad_levels = 0;         // unordered levels, gaps, zero sizes, counts > sizes; must be 0
+  double mean_spread_ticks = 0;
+  double spread_one_tick_frac = 0;
+  int64_t max_spread_ticks = 0;
+  double mean_touch_lots = 0;  // (bsz0 + asz0) / 2
+  double mean_touch_orders = 0;
+  int64_t mid_min_px = 0, mid_max_px = 0;  // 1e-9 units
+  double mid_range_ticks = 0;
+  int64_t net_mid_ticks = 0;  // last mid - first mid
+  // Pearson correlation of the top-of-book imbalance (bsz0 - asz0) / (bsz0 + asz0) with the mid
+  // change over the next `horizon` records, and the hit rate of sign(imbalance) on the nonzero
+  // moves.
+  int horizon = 100;
+  double imbalance_corr = 0;
+  double imbalance_hit_rate = 0;
+  // Pearson correlation of the signed traded lots (buys +, sells -) over the previous `horizon`
+  // records with the mid change over the next `horizon` records: the information in flow.
+  double flow_corr = 0;
+  uint64_t first_ts_ns = 0, last_ts_ns = 0;
+  double mean_interarrival_ns = 0;
+};
+
+// Accumulates SynthStats over any mbp-10 record stream in order (the generator's or a file's).
+class MarketStatsCollector {
+ public:
+  explicit MarketStatsCollector(int64_t tick_px, int horizon = 100);
+  void observe(const dbn::Mbp10Msg& msg);
+  SynthStats finish() const;
+
+ private:
+  static constexpr int kMaxHorizon = 2048;
+  int64_t tick_px_;
+  int horizon_;
+  SynthStats s_;
+  double spread_sum_ = 0, touch_sum_ = 0, touch_ct_sum_ = 0;
+  uint64_t spread_one_ = 0, spread_n_ = 0;
+  int64_t prev_mid2_ = 0, first_mid2_ = 0;  // bid0 + ask0 in ticks (twice the mid)
+  bool have_mid_ = false;
+  // Ring of (imbalance, mid2) for the last horizon records; correlation sums.
+  double ring_imb_[kMaxHorizon] = {};
+  int64_t ring_mid2_[kMaxHorizon] = {};
+  bool ring_ok_[kMaxHorizon] = {};
+  // Cumulative signed traded lots of the last 2 * horizon records.
+  int64_t ring_flow_[2 * kMaxHorizon] = {};
+  int64_t cum_flow_ = 0;
+  double fx_ = 0, fy_ = 0, fxx_ = 0, fyy_ = 0, fxy_ = 0;
+  uint64_t f_pairs_ = 0;
+  uint64_t n_two_sided_ = 0;
+  double sx_ = 0, sy_ = 0, sxx_ = 0, syy_ = 0, sxy_ = 0;
+  uint64_t n_pairs_ = 0, hits_ = 0, moves_ = 0;
+};
+
+// The generator. next() advances the simulation by one event and returns its record, valid
+// until the next call. Allocates nothing per event.
+class SynthMarket {
+ public:
+  static constexpr int kMaxWindow = 64;
+
+  // Checks the config's ranges (UsageError naming the field).
+  static Status validate(const SynthConfig& config);
+  // `config` must pass validate().
+  explicit SynthMarket(const SynthConfig& config);
+
+  const dbn::Mbp10Msg& next();
+
+  uint64_t events() const { return events_; }
+  // Book state in ticks (price / tick_px) and lots, for tests.
+  int64_t best_bid_ticks() const { return side_[kBid].best; }
+  int64_t best_ask_ticks() const { return side_[kAsk].best; }
+  double drift() const { return drift_x_; }
+
+  // The instrument definition record written first, and the file metadata for a run whose
+  // records span [start_ts_ns, end_ts_ns).
+  dbn::InstrumentDef definition() const;
+  dbn::Metadata metadata(uint64_t end_ts_ns) const;
+
+ private:
+  enum SideIx { kBid = 0, kAsk = 1 };
+  struct Side {
+    int64_t best = 0;  // best price in ticks
+    int64_t dir = 0;   // -1 bid (level k at best - k), +1 ask (best + k)
+    uint32_t sz[kMaxWindow];
+    uint32_t ct[kMaxWindow];
+    uint64_t deep_ct = 0;  // orders on active levels [1, active_levels)
+    int64_t px(int k) const { return best + dir * k; }
+  };
+
+  // xoshiro256**.
+  uint64_t rand_u64();
+  double rand_unit();    // [0, 1)
+  double rand_exp();     // Exp(1)
+  double rand_normal();  // approximately N(0, 1): Irwin-Hall of four 16-bit uniforms
+  uint32_t draw_size(double mean);
+
+  void update_drift(double dt_s);
+  void refill(Side& s, int k);
+  void recount_deep(Side& s);
+  void shift_away(Side& s);  // touch depleted: the next non-empty level becomes the touch
+  void improve(Side& s, int ticks, uint32_t size);
+  int visible_index(const Side& s, int k) const;  // non-empty levels strictly better than k
+  void remove_order(Side& s, int k, uint32_t* removed);
+  void fill_levels();
+
+  SynthConfig cfg_;
+  uint64_t rng_[4];
+  Side side_[2];
+  double deep_add_cdf_[kMaxWindow];
+  double elapsed_ns_ = 0;
+  uint64_t last_recv_ns_ = 0;
+  uint64_t events_ = 0;
+  double drift_x_ = 0, drift_dt_s_ = 0;
+  double f_add_[2] = {1, 1}, f_cancel_[2] = {1, 1}, f_market_[2] = {1, 1};
+  dbn::Mbp10Msg msg_{};
+};
+
+// Generates config.events events into `out_path` (zstd when it ends in ".zst"): metadata,
+// one definition record, then the mbp-10 records. Runs the generator twice (the first pass
+// only finds the end timestamp for the metadata); `progress`, whose total should be
+// config.events, advances by half an event per event of each pass. `stats` may be null.
+Status synthesize_market(const SynthConfig& config, const std::string& out_path, SynthStats* stats,
+                         Progress* progress = nullptr);
+
+}  // namespace fxt

@@ -115,9 +115,9 @@ const Inputs& inputs() {
 
 void report(benchmark::State& state, int64_t records, int64_t bytes) {
   state.SetBytesProcessed(bytes * static_cast<int64_t>(state.iterations()));
-  state.counters["records/s"] = benchmark::Counter(
-      static_cast<double>(records) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate);
+  state.counters["records/s"] =
+      benchmark::Counter(static_cast<double>(records) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
   state.counters["records"] = static_cast<double>(records);
 }
 
@@ -147,11 +147,17 @@ void decode(benchmark::State& state, const std::string& path) {
   report(state, records, static_cast<int64_t>(bytes));
 }
 
-void BM_DecodePlain(benchmark::State& state) { decode(state, inputs().plain); }
+void BM_DecodePlain(benchmark::State& state) {
+  decode(state, inputs().plain);
+}
 
-void BM_DecodeZstd(benchmark::State& state) { decode(state, inputs().zst); }
+void BM_DecodeZstd(benchmark::State& state) {
+  decode(state, inputs().zst);
+}
 
-void BM_DecodeFile(benchmark::State& state) { decode(state, inputs().custom); }
+void BM_DecodeFile(benchmark::State& state) {
+  decode(state, inputs().custom);
+}
 
 // Ceiling for plain decoding: map the file and memcpy every byte through a 1 MiB buffer.
 void BM_MemcpyCeiling(benchmark::State& state) {
@@ -192,7 +198,9 @@ void zstd_only(benchmark::State& state, const std::string& path, int64_t records
   report(state, records, static_cast<int64_t>(out_bytes));
 }
 
-void BM_ZstdDecompressOnly(benchmark::State& state) { zstd_only(state, inputs().zst, kRecords); }
+void BM_ZstdDecompressOnly(benchmark::State& state) {
+  zstd_only(state, inputs().zst, kRecords);
+}
 
 int64_t count_records(const std::string& path) {
   auto r = dbn::Reader::open(path);
@@ -214,10 +222,9 @@ void register_all() {
     }
     if (magic == 0xFD2FB528) {
       int64_t n = count_records(in.custom);
-      benchmark::RegisterBenchmark(
-          "BM_ZstdDecompressOnly",
-          [n](benchmark::State& s) { zstd_only(s, inputs().custom, n); })
-          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark("BM_ZstdDecompressOnly", [n](benchmark::State& s) {
+        zstd_only(s, inputs().custom, n);
+      })->Unit(benchmark::kMillisecond);
     }
     return;
   }

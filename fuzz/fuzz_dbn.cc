@@ -20,8 +20,8 @@ void check_error(const fxt::Status& s) {
 }
 
 void drain(const uint8_t* data, size_t size, uint8_t fragment_version) {
-  auto r = fxt::dbn::Reader::open_memory(kName, data, size,
-                                         fxt::dbn::ReaderOptions{fragment_version});
+  auto r =
+      fxt::dbn::Reader::open_memory(kName, data, size, fxt::dbn::ReaderOptions{fragment_version});
   if (!r.ok()) {
     check_error(r.status());
     return;

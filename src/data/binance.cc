@@ -203,9 +203,13 @@ struct PendingTicker {
   uint64_t line_no;
 };
 
+// The book's best bid/ask after the REST snapshot (from_diff false: first_id =
+// final_id = lastUpdateId) or after an applied diff (its U and u).
 struct AppliedTop {
+  int64_t first_id;
   int64_t final_id;
   BinanceTop top;
+  bool from_diff;
 };
 
 constexpr size_t kMaxPendingDiffs = size_t{1} << 20;   // before the first snapshot
@@ -280,6 +284,22 @@ nlohmann::json BinanceStats::to_json() const {
       {"tickers_exact_u_early", tickers_exact_u_early},
       {"ticker_exact_u_match_rate", exact_u_match_rate()},
       {"first_exact_u_mismatch", first_exact_u_mismatch},
+      {"aligned_boundary", aligned_boundary},
+      {"aligned_boundary_matched", aligned_boundary_matched},
+      {"aligned_boundary_rate", aligned_boundary_rate()},
+      {"aligned_at_final", aligned_at_final},
+      {"aligned_at_final_matched", aligned_at_final_matched},
+      {"aligned_between", aligned_between},
+      {"aligned_between_matched", aligned_between_matched},
+      {"aligned_inside", aligned_inside},
+      {"aligned_inside_agree", aligned_inside_agree},
+      {"aligned_inside_agree_px", aligned_inside_agree_px},
+      {"aligned_inside_rate", aligned_inside_rate()},
+      {"aligned_late", aligned_late},
+      {"aligned_before_book", aligned_before_book},
+      {"aligned_too_old", aligned_too_old},
+      {"aligned_unresolved", aligned_unresolved},
+      {"first_aligned_mismatch", first_aligned_mismatch},
       {"first_ts_ns", first_ts_ns},
       {"last_ts_ns", last_ts_ns},
   };
@@ -353,8 +373,9 @@ struct BinanceReplayer::Impl {
   int gaps_logged = 0;
   std::deque<PendingItem> pending;    // kNoBook: diffs and trades in source order
   std::deque<DiffMsg> retained;       // diffs applied since the gap, replayed on a resync
-  std::deque<AppliedTop> recent;      // best bid/ask after each recently applied diff
-  std::deque<PendingTicker> waiting;  // tickers whose u is beyond the last applied diff
+  std::deque<AppliedTop> recent;      // best bid/ask after the snapshot and recent diffs
+  bool recent_has_base = false;       // recent.front() is still the snapshot's state
+  std::deque<PendingTicker> waiting;  // tickers whose state is not built yet
 
   // Scratch reused across lines (no allocation per message in steady state).
   JsonObject outer, data, *msg = nullptr;
@@ -531,6 +552,18 @@ struct BinanceReplayer::Impl {
     state = State::kAwaitFirst;
     in_gap = false;
     recent.clear();
+    recent.push_back({id, id, book.top(), /*from_diff=*/false});
+    recent_has_base = true;
+    // Waiting tickers older than this snapshot describe states the book never had.
+    size_t kept = 0;
+    for (size_t i = 0; i < waiting.size(); ++i) {
+      if (waiting[i].update_id < id) {
+        ++st.aligned_before_book;
+      } else {
+        waiting[kept++] = waiting[i];
+      }
+    }
+    waiting.resize(kept);
     if (resync) {
       // Diffs received since the gap may already be past lastUpdateId: replay them
       // silently so the book catches up; the next live diff emits.
@@ -645,6 +678,7 @@ struct BinanceReplayer::Impl {
         }
       }
     }
+    settle_before(d);
     for (const Level& l : d.bids) book.set_bid(l.px, l.qty);
     for (const Level& l : d.asks) book.set_ask(l.px, l.qty);
     prev_final_id = d.final_id;
@@ -658,8 +692,11 @@ struct BinanceReplayer::Impl {
     }
 
     const BinanceTop t = book.top();
-    if (recent.size() >= kMaxRecentTops) recent.pop_front();
-    recent.push_back({d.final_id, t});
+    if (recent.size() >= kMaxRecentTops) {
+      recent.pop_front();
+      recent_has_base = false;
+    }
+    recent.push_back({d.first_id, d.final_id, t, /*from_diff=*/true});
     resolve_waiting(d.final_id, t);
     if (emit) emit_snapshot(d);
   }
@@ -726,32 +763,111 @@ struct BinanceReplayer::Impl {
       if (now == t) ++st.tickers_agree;
       if (now.bid_px == t.bid_px && now.ask_px == t.ask_px) ++st.tickers_agree_px;
     }
-    // Exact check: against the book right after the diff whose final u is this u,
-    // whether that diff was applied before this line or is still to come.
-    if (state != State::kNoBook && !recent.empty() && id <= recent.back().final_id) {
-      for (auto it = recent.rbegin(); it != recent.rend() && it->final_id >= id; ++it) {
-        if (it->final_id == id) {
-          check_exact(id, t, it->top, line_no);
-          break;
-        }
-      }
+    // Exact and aligned checks: against the book after the last state whose final u
+    // is <= this u, whether that state was built before this line or is still to come.
+    // A u equal to the snapshot's id waits too: the first diff may end at it (USD-M).
+    const PendingTicker w{id, t, line_no};
+    if (state != State::kNoBook && !recent.empty() &&
+        (id < recent.back().final_id ||
+         (id == recent.back().final_id && recent.back().from_diff))) {
+      settle_late(w);
     } else {
-      if (waiting.size() >= kMaxPendingTickers) waiting.pop_front();
-      waiting.push_back({id, t, line_no});
+      if (waiting.size() >= kMaxPendingTickers) {
+        waiting.pop_front();
+        ++st.aligned_unresolved;
+      }
+      waiting.push_back(w);
     }
     return Status::Ok();
   }
 
+  // A ticker whose state is already built (or gone).
+  void settle_late(const PendingTicker& w) {
+    // The last state with final u <= w.update_id (final ids are non-decreasing).
+    auto it = std::upper_bound(
+        recent.begin(), recent.end(), w.update_id,
+        [](int64_t id, const AppliedTop& a) { return id < a.final_id; });
+    if (it == recent.begin()) {
+      if (recent_has_base) {
+        ++st.aligned_before_book;
+      } else {
+        ++st.aligned_too_old;
+      }
+      return;
+    }
+    ++st.aligned_late;
+    const AppliedTop& at = *(it - 1);
+    if (at.final_id == w.update_id) {
+      if (at.from_diff) check_exact(w.update_id, w.top, at.top, w.line_no);
+      check_boundary(w, at.top, /*at_final=*/true);
+      return;
+    }
+    // at is not the newest state (the ticker would be waiting otherwise).
+    const AppliedTop& next = *it;
+    if (w.update_id < std::max(next.first_id, at.final_id + 1)) {
+      check_boundary(w, at.top, /*at_final=*/false);
+    } else {
+      check_inside(w, next.top);
+    }
+  }
+
+  // Called with the diff `d` about to be applied on top of recent.back(): waiting
+  // tickers below its first id saw the book as it stands now.
+  void settle_before(const DiffMsg& d) {
+    if (recent.empty()) return;
+    const AppliedTop& now = recent.back();
+    const int64_t first = std::max(d.first_id, now.final_id + 1);
+    size_t kept = 0;
+    for (size_t i = 0; i < waiting.size(); ++i) {
+      const PendingTicker& w = waiting[i];
+      if (w.update_id < first && w.update_id != d.final_id) {
+        check_boundary(w, now.top, /*at_final=*/w.update_id == now.final_id);
+      } else {
+        waiting[kept++] = w;
+      }
+    }
+    waiting.resize(kept);
+  }
+
+  void check_boundary(const PendingTicker& w, const BinanceTop& book_state, bool at_final) {
+    const bool match = w.top == book_state;
+    ++st.aligned_boundary;
+    st.aligned_boundary_matched += match;
+    if (at_final) {
+      ++st.aligned_at_final;
+      st.aligned_at_final_matched += match;
+    } else {
+      ++st.aligned_between;
+      st.aligned_between_matched += match;
+    }
+    if (!match && st.first_aligned_mismatch.empty()) {
+      st.first_aligned_mismatch =
+          fmt::format("line {}: u={} ({}): ticker {}; book {}", w.line_no, w.update_id,
+                      at_final ? "at a final u" : "between bundles", top_text(w.top),
+                      top_text(book_state));
+    }
+  }
+
+  void check_inside(const PendingTicker& w, const BinanceTop& bundle_end) {
+    ++st.aligned_inside;
+    st.aligned_inside_agree += w.top == bundle_end;
+    st.aligned_inside_agree_px +=
+        w.top.bid_px == bundle_end.bid_px && w.top.ask_px == bundle_end.ask_px;
+  }
+
   void resolve_waiting(int64_t final_id, const BinanceTop& book_top) {
-    // Tickers at or below this u are settled now: equal ones are checked, the
-    // others fell between two diffs.
+    // Tickers at or below this u are settled now: equal ones are checked exactly,
+    // the others (settle_before took those below U) fell inside this diff's bundle.
     size_t kept = 0;
     for (size_t i = 0; i < waiting.size(); ++i) {
       const PendingTicker& w = waiting[i];
       if (w.update_id == final_id) {
         ++st.tickers_exact_u_early;
         check_exact(w.update_id, w.top, book_top, w.line_no);
-      } else if (w.update_id > final_id) {
+        check_boundary(w, book_top, /*at_final=*/true);
+      } else if (w.update_id < final_id) {
+        check_inside(w, book_top);
+      } else {
         waiting[kept++] = w;
       }
     }
@@ -770,6 +886,8 @@ struct BinanceReplayer::Impl {
   }
 
   Status finish() {
+    st.aligned_unresolved += waiting.size();
+    waiting.clear();
     if (state == State::kNoBook) {
       st.diffs_lost += pending_diffs_;
       pending.clear();

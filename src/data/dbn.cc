@@ -19,7 +19,7 @@ constexpr size_t kMetadataFixedLen = 100;  // dataset .. reserved, identical siz
 constexpr size_t kSymbolCstrLenV1 = 22;
 constexpr size_t kSymbolCstrLenV2 = 71;
 constexpr size_t kMinZstdBuffer = 64 << 10;  // small inputs: the window grows if needed
-constexpr size_t kZstdBuffer = 4 << 20;  // decompressed window; records are handed out from it
+constexpr size_t kZstdBuffer = 4 << 20;      // decompressed window; records are handed out from it
 constexpr size_t kWriterStage = 1 << 20;
 
 template <typename T>
@@ -44,32 +44,114 @@ struct StrField {
 // trading_reference_price, widens raw_instrument_id and asset, and adds leg fields.
 struct DefLayout {
   uint16_t size;
-  uint16_t ts_recv, min_price_increment, display_factor, expiration, activation;
-  uint16_t high_limit_price, low_limit_price, max_price_variation;
+  uint16_t ts_recv;
+  uint16_t min_price_increment;
+  uint16_t display_factor;
+  uint16_t expiration;
+  uint16_t activation;
+  uint16_t high_limit_price;
+  uint16_t low_limit_price;
+  uint16_t max_price_variation;
   uint16_t trading_reference_price;  // 0: absent (v3)
-  uint16_t unit_of_measure_qty, min_price_increment_amount, price_ratio, strike_price;
-  uint16_t contract_multiplier;
-  StrField currency, raw_symbol, group, exchange, asset, security_type, unit_of_measure;
+  uint16_t unit_of_measure_qty;
+  uint16_t min_price_increment_amount;
+  uint16_t price_ratio;
+  uint16_t strike_price;
+  uint16_t contract_multiplier;  // i32
+  StrField currency;
+  StrField raw_symbol;
+  StrField group;
+  StrField exchange;
+  StrField asset;
+  StrField security_type;
+  StrField unit_of_measure;
   uint16_t instrument_class;
   uint16_t security_update_action;
 };
 
-constexpr DefLayout kDefV1{360, 16,  24,  32,  40,  48,       56,         64,         72,
-                           80,  88,  96,  104, 328, 160,      {186, 4},   {200, 22},  {222, 21},
-                           {243, 5}, {248, 7}, {262, 7}, {269, 31}, 325, 349};
-constexpr DefLayout kDefV2{400, 16,  24,  32,  40,  48,       56,         64,         72,
-                           80,  88,  96,  104, 112, 164,      {186, 4},   {200, 71},  {271, 21},
-                           {292, 5}, {297, 7}, {311, 7}, {318, 31}, 374, 382};
-constexpr DefLayout kDefV3{520, 16,  24,  32,  40,  48,       56,         64,         72,
-                           0,   80,  88,  96,  104, 176,      {224, 4},   {238, 71},  {309, 21},
-                           {330, 5}, {335, 11}, {353, 7}, {360, 31}, 487, 493};
+constexpr DefLayout kDefV1{.size = 360,
+                           .ts_recv = 16,
+                           .min_price_increment = 24,
+                           .display_factor = 32,
+                           .expiration = 40,
+                           .activation = 48,
+                           .high_limit_price = 56,
+                           .low_limit_price = 64,
+                           .max_price_variation = 72,
+                           .trading_reference_price = 80,
+                           .unit_of_measure_qty = 88,
+                           .min_price_increment_amount = 96,
+                           .price_ratio = 104,
+                           .strike_price = 328,
+                           .contract_multiplier = 160,
+                           .currency = {186, 4},
+                           .raw_symbol = {200, 22},
+                           .group = {222, 21},
+                           .exchange = {243, 5},
+                           .asset = {248, 7},
+                           .security_type = {262, 7},
+                           .unit_of_measure = {269, 31},
+                           .instrument_class = 325,
+                           .security_update_action = 349};
+constexpr DefLayout kDefV2{.size = 400,
+                           .ts_recv = 16,
+                           .min_price_increment = 24,
+                           .display_factor = 32,
+                           .expiration = 40,
+                           .activation = 48,
+                           .high_limit_price = 56,
+                           .low_limit_price = 64,
+                           .max_price_variation = 72,
+                           .trading_reference_price = 80,
+                           .unit_of_measure_qty = 88,
+                           .min_price_increment_amount = 96,
+                           .price_ratio = 104,
+                           .strike_price = 112,
+                           .contract_multiplier = 164,
+                           .currency = {186, 4},
+                           .raw_symbol = {200, 71},
+                           .group = {271, 21},
+                           .exchange = {292, 5},
+                           .asset = {297, 7},
+                           .security_type = {311, 7},
+                           .unit_of_measure = {318, 31},
+                           .instrument_class = 374,
+                           .security_update_action = 382};
+constexpr DefLayout kDefV3{.size = 520,
+                           .ts_recv = 16,
+                           .min_price_increment = 24,
+                           .display_factor = 32,
+                           .expiration = 40,
+                           .activation = 48,
+                           .high_limit_price = 56,
+                           .low_limit_price = 64,
+                           .max_price_variation = 72,
+                           .trading_reference_price = 0,
+                           .unit_of_measure_qty = 80,
+                           .min_price_increment_amount = 88,
+                           .price_ratio = 96,
+                           .strike_price = 104,
+                           .contract_multiplier = 176,
+                           .currency = {224, 4},
+                           .raw_symbol = {238, 71},
+                           .group = {309, 21},
+                           .exchange = {330, 5},
+                           .asset = {335, 11},
+                           .security_type = {353, 7},
+                           .unit_of_measure = {360, 31},
+                           .instrument_class = 487,
+                           .security_update_action = 493};
 
 const DefLayout* def_layout(uint8_t version) {
   switch (version) {
-    case 1: return &kDefV1;
-    case 2: return &kDefV2;
-    case 3: return &kDefV3;
-    default: return nullptr;
+    case 1:
+      return &kDefV1;
+    case 2:
+      return &kDefV2;
+    case 3:
+      return &kDefV3;
+    default:
+      return nullptr;
   }
 }
 
@@ -91,12 +173,18 @@ void fill_min_lengths(uint8_t version, uint16_t* min_len) {
 
 const char* rtype_name(uint8_t rtype) {
   switch (rtype) {
-    case kRTypeMbp0: return "trade";
-    case kRTypeMbp1: return "mbp-1";
-    case kRTypeMbp10: return "mbp-10";
-    case kRTypeDefinition: return "definition";
-    case kRTypeMbo: return "mbo";
-    default: return "record";
+    case kRTypeMbp0:
+      return "trade";
+    case kRTypeMbp1:
+      return "mbp-1";
+    case kRTypeMbp10:
+      return "mbp-10";
+    case kRTypeDefinition:
+      return "definition";
+    case kRTypeMbo:
+      return "mbo";
+    default:
+      return "record";
   }
 }
 
@@ -229,35 +317,57 @@ size_t definition_size(uint8_t version) {
 
 const char* schema_name(Schema s) {
   switch (s) {
-    case Schema::kMbo: return "mbo";
-    case Schema::kMbp1: return "mbp-1";
-    case Schema::kMbp10: return "mbp-10";
-    case Schema::kTbbo: return "tbbo";
-    case Schema::kTrades: return "trades";
-    case Schema::kOhlcv1S: return "ohlcv-1s";
-    case Schema::kOhlcv1M: return "ohlcv-1m";
-    case Schema::kOhlcv1H: return "ohlcv-1h";
-    case Schema::kOhlcv1D: return "ohlcv-1d";
-    case Schema::kDefinition: return "definition";
-    case Schema::kStatistics: return "statistics";
-    case Schema::kStatus: return "status";
-    case Schema::kImbalance: return "imbalance";
-    case Schema::kOhlcvEod: return "ohlcv-eod";
-    case Schema::kCmbp1: return "cmbp-1";
-    case Schema::kCbbo1S: return "cbbo-1s";
-    case Schema::kCbbo1M: return "cbbo-1m";
-    case Schema::kTcbbo: return "tcbbo";
-    case Schema::kBbo1S: return "bbo-1s";
-    case Schema::kBbo1M: return "bbo-1m";
-    case Schema::kMixed: return "mixed";
+    case Schema::kMbo:
+      return "mbo";
+    case Schema::kMbp1:
+      return "mbp-1";
+    case Schema::kMbp10:
+      return "mbp-10";
+    case Schema::kTbbo:
+      return "tbbo";
+    case Schema::kTrades:
+      return "trades";
+    case Schema::kOhlcv1S:
+      return "ohlcv-1s";
+    case Schema::kOhlcv1M:
+      return "ohlcv-1m";
+    case Schema::kOhlcv1H:
+      return "ohlcv-1h";
+    case Schema::kOhlcv1D:
+      return "ohlcv-1d";
+    case Schema::kDefinition:
+      return "definition";
+    case Schema::kStatistics:
+      return "statistics";
+    case Schema::kStatus:
+      return "status";
+    case Schema::kImbalance:
+      return "imbalance";
+    case Schema::kOhlcvEod:
+      return "ohlcv-eod";
+    case Schema::kCmbp1:
+      return "cmbp-1";
+    case Schema::kCbbo1S:
+      return "cbbo-1s";
+    case Schema::kCbbo1M:
+      return "cbbo-1m";
+    case Schema::kTcbbo:
+      return "tcbbo";
+    case Schema::kBbo1S:
+      return "bbo-1s";
+    case Schema::kBbo1M:
+      return "bbo-1m";
+    case Schema::kMixed:
+      return "mixed";
   }
   return "unknown";
 }
 
 const char* stype_name(uint8_t stype) {
   static const char* const kNames[] = {
-      "instrument_id", "raw_symbol", "smart", "continuous", "parent", "nasdaq_symbol",
-      "cms_symbol", "isin", "us_code", "bbg_comp_id", "bbg_comp_ticker", "figi", "figi_ticker"};
+      "instrument_id",   "raw_symbol", "smart",      "continuous", "parent",
+      "nasdaq_symbol",   "cms_symbol", "isin",       "us_code",    "bbg_comp_id",
+      "bbg_comp_ticker", "figi",       "figi_ticker"};
   if (stype < std::size(kNames)) return kNames[stype];
   return stype == 0xFF ? "mixed" : "unknown";
 }
@@ -423,8 +533,7 @@ Status Reader::Impl::open_stream(uint8_t fragment_version) {
   }
   if (avail() >= 3 && std::memcmp(cur, "DBN", 3) == 0) {
     if (avail() < kPreludeLen) {
-      return InvalidInput("{}: offset {}: input ends inside the 8-byte DBN prelude", path,
-                          avail());
+      return InvalidInput("{}: offset {}: input ends inside the 8-byte DBN prelude", path, avail());
     }
     version = cur[3];
     if (version < 1 || version > 3) {
@@ -434,15 +543,15 @@ Status Reader::Impl::open_stream(uint8_t fragment_version) {
     uint32_t len = load<uint32_t>(cur + 4);
     if (len < kMetadataFixedLen + 4) {
       return InvalidInput(
-          "{}: offset 4: metadata length {} is shorter than the {}-byte fixed metadata", path,
-          len, kMetadataFixedLen + 4);
+          "{}: offset 4: metadata length {} is shorter than the {}-byte fixed metadata", path, len,
+          kMetadataFixedLen + 4);
     }
     size_t total = kPreludeLen + size_t{len};
     if (dctx != nullptr && !fill(total)) return status;
     if (avail() < total) {
       return InvalidInput(
-          "{}: offset 4: metadata length {} runs past the end of the {}input ({} bytes)", path,
-          len, dctx != nullptr ? "decompressed " : "", avail());
+          "{}: offset 4: metadata length {} runs past the end of the {}input ({} bytes)", path, len,
+          dctx != nullptr ? "decompressed " : "", avail());
     }
     FXT_RETURN_IF_ERROR(parse_metadata(path, version, cur + kPreludeLen, len, &metadata));
     cur += total;
@@ -490,11 +599,21 @@ Result<Reader> Reader::open_memory(std::string_view name, const uint8_t* data, s
   return Reader(std::move(impl));
 }
 
-const Metadata& Reader::metadata() const { return impl_->metadata; }
-const std::string& Reader::path() const { return impl_->path; }
-const Status& Reader::status() const { return impl_->status; }
-uint64_t Reader::bytes_consumed() const { return impl_->cur_offset; }
-uint64_t Reader::file_size() const { return impl_->input_size; }
+const Metadata& Reader::metadata() const {
+  return impl_->metadata;
+}
+const std::string& Reader::path() const {
+  return impl_->path;
+}
+const Status& Reader::status() const {
+  return impl_->status;
+}
+uint64_t Reader::bytes_consumed() const {
+  return impl_->cur_offset;
+}
+uint64_t Reader::file_size() const {
+  return impl_->input_size;
+}
 
 // The hot path: a whole record of a plausible length is already in the window.
 bool Reader::next(RecordRef* record) {
@@ -504,6 +623,7 @@ bool Reader::next(RecordRef* record) {
   if (have >= sizeof(RecordHeader)) [[likely]] {
     size_t n = size_t{p[0]} * 4;
     if (n <= have && n >= m.min_len[p[1]]) [[likely]] {
+      __builtin_prefetch(p + n + 2048);  // stay ahead of the next records (a no-op past the end)
       record->header = reinterpret_cast<const RecordHeader*>(p);
       record->offset = m.cur_offset;
       m.cur = p + n;
@@ -556,8 +676,7 @@ Result<InstrumentDef> Reader::decode_definition(const RecordRef& record) const {
 
 namespace {
 
-Result<std::string> encode_metadata(const std::string& path, const Metadata& md,
-                                    uint8_t version) {
+Result<std::string> encode_metadata(const std::string& path, const Metadata& md, uint8_t version) {
   const size_t cstr_len = version == 1 ? kSymbolCstrLenV1 : kSymbolCstrLenV2;
   std::string out(kPreludeLen, '\0');
   out[0] = 'D';
@@ -717,9 +836,10 @@ Status Writer::write(const void* record) {
   size_t n = size_t{p[0]} * 4;
   uint8_t rtype = p[1];
   if (n < sizeof(RecordHeader)) {
-    return InvalidInput("{}: offset {}: record header length {} words is shorter than the header "
-                        "(4 words)",
-                        m.path, m.offset, p[0]);
+    return InvalidInput(
+        "{}: offset {}: record header length {} words is shorter than the header "
+        "(4 words)",
+        m.path, m.offset, p[0]);
   }
   if (n < m.min_len[rtype]) {
     return InvalidInput(
@@ -756,8 +876,9 @@ Status Writer::write_definition(const InstrumentDef& def) {
   Status err;
   auto put_str = [&](StrField f, const std::string& s, const char* what) {
     if (s.size() >= f.len && err.ok()) {
-      err = InvalidInput("{}: offset {}: definition {} \"{}\" is longer than {} characters (DBN v{})",
-                         m.path, m.offset, what, s, f.len - 1, m.options.version);
+      err =
+          InvalidInput("{}: offset {}: definition {} \"{}\" is longer than {} characters (DBN v{})",
+                       m.path, m.offset, what, s, f.len - 1, m.options.version);
     }
     std::memcpy(rec + f.offset, s.data(), std::min<size_t>(s.size(), f.len - 1u));
   };
@@ -782,6 +903,8 @@ Status Writer::close() {
   return m.file.commit();
 }
 
-uint64_t Writer::records_written() const { return impl_->records; }
+uint64_t Writer::records_written() const {
+  return impl_->records;
+}
 
 }  // namespace fxt::dbn

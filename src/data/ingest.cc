@@ -191,9 +191,18 @@ nlohmann::json mbo_stats_json(const MboStats& s) {
           {"duplicate_add_ids", s.duplicate_add_ids},
           {"crossed_snapshots", s.crossed_snapshots},
           {"locked_snapshots", s.locked_snapshots},
+          {"ignored_adds", s.ignored_adds},
+          {"removing_modifies", s.removing_modifies},
+          {"unknown_actions", s.unknown_actions},
+          {"unterminated_events", s.unterminated_events},
+          {"maybe_bad_book_snapshots", s.maybe_bad_book_snapshots},
+          {"bad_ts_snapshots", s.bad_ts_snapshots},
           {"orders_resting_at_end", s.orders_resting},
           {"max_orders_resting", s.max_orders_resting},
-          {"other_records", s.other_records}};
+          {"max_bid_levels", s.max_bid_levels},
+          {"max_ask_levels", s.max_ask_levels},
+          {"other_records", s.other_records},
+          {"other_instrument_records", s.other_instrument_records}};
 }
 
 // Instrument metadata from definition files (and definition records inside the data file).
@@ -290,6 +299,7 @@ Result<nlohmann::json> ingest_dbn(const IngestJob& job, const std::vector<std::s
     MboStats stats;
     MboReplayOptions mo;
     mo.instrument_id = info.instrument_id;
+    mo.dbn_fragment_version = options.dbn_fragment_version;
     FXT_RETURN_IF_ERROR(replay_mbo_file(path, &writer, &stats, mo));
     writer.source_stats() = mbo_stats_json(stats);
   } else {

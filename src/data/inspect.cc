@@ -191,6 +191,7 @@ Result<nlohmann::json> inspect_dbn(const std::string& path, const InspectOptions
     MboStats stats;
     MboReplayOptions mo;
     if (instruments.size() > 1) mo.instrument_id = instruments.begin()->first;
+    mo.dbn_fragment_version = options.dbn_fragment_version;
     FXT_RETURN_IF_ERROR(replay_mbo_file(path, &sink, &stats, mo));
     out["book"] = {{"snapshots", stats.snapshots}, {"crossed", stats.crossed_snapshots},
                    {"locked", stats.locked_snapshots}, {"unknown_order_ids", stats.unknown_order_ids}};

@@ -129,7 +129,6 @@ class MarketStatsCollector {
   int64_t cum_flow_ = 0;
   double fx_ = 0, fy_ = 0, fxx_ = 0, fyy_ = 0, fxy_ = 0;
   uint64_t f_pairs_ = 0;
-  uint64_t n_two_sided_ = 0;
   double sx_ = 0, sy_ = 0, sxx_ = 0, syy_ = 0, sxy_ = 0;
   uint64_t n_pairs_ = 0, hits_ = 0, moves_ = 0;
 };

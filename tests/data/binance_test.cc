@@ -214,6 +214,112 @@ TEST(BinanceSpot, TickerMatchesOnlyAtADiffsFinalUpdateId) {
       << st.first_exact_u_mismatch;
 }
 
+// Every ticker lands in exactly one class of the aligned check once finish() ran.
+void expect_aligned_partition(const BinanceStats& st) {
+  EXPECT_EQ(st.aligned_boundary, st.aligned_at_final + st.aligned_between);
+  EXPECT_EQ(st.aligned_boundary_matched, st.aligned_at_final_matched + st.aligned_between_matched);
+  EXPECT_EQ(st.aligned_boundary + st.aligned_inside + st.aligned_before_book + st.aligned_too_old +
+                st.aligned_unresolved,
+            st.tickers);
+}
+
+TEST(BinanceSpot, AlignedCheckUsesTheStateAtTheTickersUpdateId) {
+  BinanceReplayer r("t", {}, nullptr);
+  feed_all(&r, {
+                   ticker(90, "1", "1", "2", "1"),  // before the book, older than it
+                   rest_snapshot(100, kSnapBids, kSnapAsks),
+                   ticker(99, "1", "1", "2", "1"),                 // older than the snapshot
+                   ticker(100, "100.00", "1.0", "100.01", "1.5"),  // the snapshot's state
+                   ticker(102, "100.00", "0.9", "100.01", "1.5"),  // early, inside 101..103
+                   ticker(103, "100.00", "0.7", "100.01", "1.5"),  // early, at 103
+                   diff(101, 103, {{"100.00", "0.7"}}, {}),
+                   ticker(102, "100.00", "0.7", "100.01", "1.5"),  // late, inside 101..103
+                   ticker(103, "100.00", "0.7", "100.01", "1.5"),  // late, at 103
+                   ticker(100, "100.00", "1.0", "100.01", "1.5"),  // late, the snapshot's state
+                   ticker(105, "100.00", "0.7", "100.01", "1.4"),  // early, inside 104..106
+                   ticker(106, "100.00", "0.7", "100.01", "1.3"),  // early, at 106, wrong qty
+                   diff(104, 106, {}, {{"100.01", "1.4"}}),
+                   ticker(107, "100.00", "0.7", "100.01", "1.4"),  // no diff reaches it
+               });
+  ASSERT_TRUE(r.finish().ok());
+  const BinanceStats& st = r.stats();
+  EXPECT_EQ(st.tickers, 11u);
+  EXPECT_EQ(st.aligned_before_book, 2u);  // u 90 (arrived before the book) and 99
+  EXPECT_EQ(st.aligned_at_final, 5u);     // 100, 103, 103, 100, 106
+  EXPECT_EQ(st.aligned_at_final_matched, 4u);
+  EXPECT_EQ(st.aligned_between, 0u);  // spot ids are contiguous: nothing lies between
+  EXPECT_EQ(st.aligned_boundary, 5u);
+  EXPECT_EQ(st.aligned_boundary_matched, 4u);
+  EXPECT_EQ(st.aligned_inside, 3u);        // 102, 102, 105
+  EXPECT_EQ(st.aligned_inside_agree, 2u);  // the early 102 had a different bid size
+  EXPECT_EQ(st.aligned_inside_agree_px, 3u);
+  EXPECT_EQ(st.aligned_late, 3u);
+  EXPECT_EQ(st.aligned_too_old, 0u);
+  EXPECT_EQ(st.aligned_unresolved, 1u);
+  EXPECT_DOUBLE_EQ(st.aligned_boundary_rate(), 0.8);
+  EXPECT_NE(st.first_aligned_mismatch.find("u=106 (at a final u)"), std::string::npos)
+      << st.first_aligned_mismatch;
+  // The exact-u check sees the diffs' final ids only, not the snapshot's.
+  EXPECT_EQ(st.tickers_exact_u, 3u);
+  EXPECT_EQ(st.tickers_exact_u_matched, 2u);
+  expect_aligned_partition(st);
+  const nlohmann::json j = st.to_json();
+  EXPECT_EQ(j.at("aligned_inside").get<uint64_t>(), 3u);
+  EXPECT_DOUBLE_EQ(j.at("aligned_boundary_rate").get<double>(), 0.8);
+}
+
+TEST(BinanceUsdm, AlignedCheckBetweenBundles) {
+  // USD-M diffs may skip ids (pu chain): a ticker whose u falls in the skip saw the
+  // book after the earlier diff, with nothing unobservable in between.
+  BinanceReplayer r("t", {}, nullptr);
+  feed_all(&r, {
+                   rest_snapshot(100, kSnapBids, kSnapAsks, true),
+                   ticker(102, "100.00", "1.0", "100.01", "1.5"),  // early, between 100 and 105
+                   ticker(103, "100.00", "1.1", "100.01", "1.5"),  // early, between, wrong qty
+                   ticker(100, "100.00", "1.0", "100.01", "1.5"),  // waits: a diff may end at 100
+                   diff(95, 100, {}, {}, 90),                      // first: U <= 100 <= u
+                   diff(105, 108, {{"100.00", "5"}}, {}, 100),
+                   ticker(104, "100.00", "1.0", "100.01", "1.5"),  // late, between 100 and 105
+                   ticker(106, "100.00", "5", "100.01", "1.5"),    // late, inside 105..108
+                   diff(110, 112, {{"100.00", "6"}}, {}, 108),
+                   ticker(109, "100.00", "5", "100.01", "1.5"),  // late, between 108 and 110
+                   ticker(112, "100.00", "6", "100.01", "1.5"),  // late, at 112
+               });
+  ASSERT_TRUE(r.finish().ok());
+  const BinanceStats& st = r.stats();
+  EXPECT_EQ(st.gaps, 0u);
+  EXPECT_EQ(st.aligned_between, 4u);  // 102, 103, 104, 109
+  EXPECT_EQ(st.aligned_between_matched, 3u);
+  EXPECT_EQ(st.aligned_at_final, 2u);  // 100 (against the first diff), 112
+  EXPECT_EQ(st.aligned_at_final_matched, 2u);
+  EXPECT_EQ(st.tickers_exact_u, 2u);
+  EXPECT_EQ(st.tickers_exact_u_early, 1u);
+  EXPECT_EQ(st.aligned_inside, 1u);
+  EXPECT_EQ(st.aligned_inside_agree, 1u);
+  EXPECT_EQ(st.aligned_late, 4u);
+  EXPECT_NE(st.first_aligned_mismatch.find("u=103 (between bundles)"), std::string::npos)
+      << st.first_aligned_mismatch;
+  expect_aligned_partition(st);
+}
+
+TEST(Binance, AlignedCheckCountsTickersOlderThanTheRing) {
+  // 2^14 tops are kept; a ticker whose state has been pushed out is "too old".
+  BinanceReplayer r("t", {}, nullptr);
+  std::vector<std::string> lines = {rest_snapshot(100, kSnapBids, kSnapAsks)};
+  for (int64_t id = 101; id <= 101 + 16384; ++id) lines.push_back(diff(id, id, {}, {}));
+  // The snapshot's state and diff 101 have been pushed out by the 16,385 later ones.
+  lines.push_back(ticker(101, "100.00", "1.0", "100.01", "1.5"));  // evicted
+  lines.push_back(ticker(102, "100.00", "1.0", "100.01", "1.5"));  // the oldest kept
+  lines.push_back(ticker(99, "100.00", "1.0", "100.01", "1.5"));   // older than the book
+  feed_all(&r, lines);
+  ASSERT_TRUE(r.finish().ok());
+  const BinanceStats& st = r.stats();
+  EXPECT_EQ(st.aligned_too_old, 2u);  // once the snapshot's state is gone, 99 is too old too
+  EXPECT_EQ(st.aligned_at_final_matched, 1u);
+  EXPECT_EQ(st.aligned_before_book, 0u);
+  expect_aligned_partition(st);
+}
+
 TEST(BinanceUsdm, PuChainAndBridgingRules) {
   VectorSink sink;
   BinanceReplayer r("t", {}, &sink);
@@ -374,6 +480,10 @@ struct Expected {
   BinanceMarket market;
   uint64_t lines, diffs, applied, dropped, buffered, gaps, trades, tickers, before_book, agree,
       exact_u;
+  // Aligned check: boundary (all at a final u: none fall between bundles), inside,
+  // inside agreeing exactly / on prices, resolved late, older than the book, unresolved.
+  uint64_t boundary, inside, inside_agree, inside_agree_px, late, aligned_before_book,
+      unresolved;
 };
 
 void check_books_sorted_and_uncrossed(const std::vector<Snapshot>& snaps) {
@@ -429,6 +539,27 @@ void replay_real(const Expected& want) {
   // The key check: every ticker at an applied diff's final u equals the rebuilt top.
   EXPECT_EQ(st.tickers_exact_u, want.exact_u);
   EXPECT_EQ(st.tickers_exact_u_matched, st.tickers_exact_u) << st.first_exact_u_mismatch;
+  // The honest overall rate: every ticker whose state the book passes through, i.e.
+  // whose u is not inside a diff's bundle, matches exactly.
+  std::printf(
+      "  aligned: boundary %llu/%llu (at final u %llu, between %llu), inside %llu (agree %llu, "
+      "prices %llu), late %llu, before book %llu, too old %llu, unresolved %llu\n",
+      ull(st.aligned_boundary_matched), ull(st.aligned_boundary), ull(st.aligned_at_final),
+      ull(st.aligned_between), ull(st.aligned_inside), ull(st.aligned_inside_agree),
+      ull(st.aligned_inside_agree_px), ull(st.aligned_late), ull(st.aligned_before_book),
+      ull(st.aligned_too_old), ull(st.aligned_unresolved));
+  EXPECT_EQ(st.aligned_boundary, want.boundary);
+  EXPECT_EQ(st.aligned_boundary_matched, st.aligned_boundary) << st.first_aligned_mismatch;
+  EXPECT_EQ(st.aligned_at_final, want.boundary);
+  EXPECT_EQ(st.aligned_between, 0u);
+  EXPECT_EQ(st.aligned_inside, want.inside);
+  EXPECT_EQ(st.aligned_inside_agree, want.inside_agree);
+  EXPECT_EQ(st.aligned_inside_agree_px, want.inside_agree_px);
+  EXPECT_EQ(st.aligned_late, want.late);
+  EXPECT_EQ(st.aligned_before_book, want.aligned_before_book);
+  EXPECT_EQ(st.aligned_too_old, 0u);
+  EXPECT_EQ(st.aligned_unresolved, want.unresolved);
+  expect_aligned_partition(st);
   EXPECT_EQ(sink.snapshots.size(), st.snapshots_emitted);
   EXPECT_EQ(sink.trades.size(), st.trades);
   check_books_sorted_and_uncrossed(sink.snapshots);
@@ -447,13 +578,14 @@ void replay_real(const Expected& want) {
 TEST(BinanceReal, Spot) {
   FXT_SKIP_WITHOUT_SHARED_DATA();
   replay_real({"binance-hftbacktest/examples/spot/btcusdt_20240808.gz", BinanceMarket::kSpot, 41249,
-               3451, 3449, 2, 3, 0, 9757, 28040, 3, 198, 564});
+               3451, 3449, 2, 3, 0, 9757, 28040, 3, 198, 564, 564, 27466, 2549, 18446, 0, 1, 9});
 }
 
 TEST(BinanceReal, Usdm) {
   FXT_SKIP_WITHOUT_SHARED_DATA();
   replay_real({"binance-hftbacktest/examples/usdm/btcusdt_20240808.gz", BinanceMarket::kUsdm, 93954,
-               6551, 6547, 4, 6, 0, 21313, 66089, 43, 389, 629});
+               6551, 6547, 4, 6, 0, 21313, 66089, 43, 389, 629, 629, 65427, 5498, 52378, 1093,
+               33, 0});
 }
 
 // ---- deterministic mutation test ----------------------------------------------

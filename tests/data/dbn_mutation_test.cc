@@ -37,8 +37,8 @@ void expect_good_error(const Status& s, const std::string& name, const char* wha
 void run_one(const std::string& bytes, ReaderOptions options, const char* what, Tally* t) {
   static const std::string kName = "mutant.dbn";
   ++t->inputs;
-  auto r = Reader::open_memory(kName, reinterpret_cast<const uint8_t*>(bytes.data()),
-                               bytes.size(), options);
+  auto r = Reader::open_memory(kName, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
+                               options);
   if (!r.ok()) {
     ++t->errors;
     expect_good_error(r.status(), kName, what);
@@ -215,8 +215,8 @@ TEST(DbnMutation, EveryFixtureSurvivesEveryMutation) {
       }
     }
   }
-  fmt::print("dbn mutation: {} inputs, {} clean, {} errors, {} records\n", t.inputs, t.ok,
-             t.errors, t.records);
+  fmt::print("dbn mutation: {} inputs, {} clean, {} errors, {} records\n", t.inputs, t.ok, t.errors,
+             t.records);
   EXPECT_GT(t.errors, t.inputs / 2);
   EXPECT_GT(t.ok, 0u);
 }

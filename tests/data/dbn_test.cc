@@ -22,7 +22,9 @@ constexpr const char* kDbnDir = "dbn-fixtures/databento-dbn/tests/data/";
 constexpr const char* kCppDir = "dbn-fixtures/databento-cpp/tests/data/";
 constexpr const char* kPyDir = "dbn-fixtures/databento-python/tests/data/";
 
-std::string fixture(const std::string& relative) { return test::shared_file(relative); }
+std::string fixture(const std::string& relative) {
+  return test::shared_file(relative);
+}
 
 struct Decoded {
   Metadata md;
@@ -104,7 +106,7 @@ void expect_glbx_metadata(const Metadata& md, uint8_t version, Schema schema) {
   if (version == 1) {
     EXPECT_TRUE(md.record_count == 2 || md.record_count == UINT64_MAX) << md.record_count;
   }
-  EXPECT_EQ(md.stype_in, 1);  // raw_symbol
+  EXPECT_EQ(md.stype_in, 1);   // raw_symbol
   EXPECT_EQ(md.stype_out, 0);  // instrument_id
   EXPECT_STREQ(stype_name(md.stype_in), "raw_symbol");
   EXPECT_STREQ(stype_name(md.stype_out), "instrument_id");
@@ -392,8 +394,8 @@ TEST(DbnFixtures, PythonDatasetsV3) {
   for (const char* dataset :
        {"GLBX.MDP3", "XNAS.ITCH", "IFEU.IMPACT", "NDEX.IMPACT", "OPRA.PILLAR", "EQUS.MINI"}) {
     for (const Expect& e : kSchemas) {
-      std::string path = fixture(std::string(kPyDir) + dataset + "/test_data." + e.schema +
-                                 ".dbn.zst");
+      std::string path =
+          fixture(std::string(kPyDir) + dataset + "/test_data." + e.schema + ".dbn.zst");
       if (!fs::exists(path)) continue;  // OPRA and EQUS have no mbp-10
       SCOPED_TRACE(path);
       ++files;
@@ -409,7 +411,7 @@ TEST(DbnFixtures, PythonDatasetsV3) {
         EXPECT_EQ(hd.rtype, e.rtype);
         EXPECT_EQ(r.size(), e.size);
         EXPECT_GT(hd.instrument_id, 0u);
-        if (e.rtype == kRTypeDefinition) continue;  // ICE definitions carry ts_event 0
+        if (e.rtype == kRTypeDefinition) continue;       // ICE definitions carry ts_event 0
         EXPECT_GT(hd.ts_event, 1500000000000000000ull);  // after 2017
         EXPECT_LT(hd.ts_event, 1900000000000000000ull);
         auto m = as<TradeMsg>(r);
@@ -524,8 +526,8 @@ TEST(DbnFixtures, NautilusCmeFiles) {
     EXPECT_EQ(es.expiration, 1686922200000000000);
     EXPECT_EQ(es.instrument_class, 'F');
   }
-  Decoded nq = decode_all(
-      fixture(dir + "historical_bars_catalog/databento/futures_definition.dbn.zst"));
+  Decoded nq =
+      decode_all(fixture(dir + "historical_bars_catalog/databento/futures_definition.dbn.zst"));
   ASSERT_EQ(nq.defs.size(), 2u);
   EXPECT_EQ(nq.defs[0].raw_symbol, "ESU4");
   EXPECT_EQ(nq.defs[1].raw_symbol, "NQU4");
@@ -543,8 +545,9 @@ TEST(DbnReader, LegacyDbzRejected) {
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput);
     EXPECT_EQ(r.status().exit_code(), 2);
     EXPECT_EQ(r.status().message(),
-              path + ": offset 0: legacy .dbz format is not supported (re-encode it with "
-                     "databento's dbn CLI as DBN)");
+              path +
+                  ": offset 0: legacy .dbz format is not supported (re-encode it with "
+                  "databento's dbn CLI as DBN)");
   }
   const uint8_t raw_dbz[] = {'D', 'B', 'Z', 1, 0, 0, 0, 0};
   auto r = Reader::open_memory("x.dbz", raw_dbz, sizeof(raw_dbz));
@@ -554,7 +557,8 @@ TEST(DbnReader, LegacyDbzRejected) {
 
 TEST(DbnReader, FragmentNeedsVersion) {
   FXT_SKIP_WITHOUT_SHARED_DATA();
-  for (const char* name : {"test_data.definition.v1.dbn.frag", "test_data.definition.dbn.frag.zst"}) {
+  for (const char* name :
+       {"test_data.definition.v1.dbn.frag", "test_data.definition.dbn.frag.zst"}) {
     std::string path = fixture(std::string(kDbnDir) + name);
     auto r = Reader::open(path);
     ASSERT_FALSE(r.ok());
@@ -671,7 +675,7 @@ struct SampleRecords {
   Mbp1Msg mbp1{};
   Mbp10Msg mbp10{};
   MboMsg mbo{};
-  uint8_t ohlcv[56] = {};        // an rtype the reader does not know: skipped by length
+  uint8_t ohlcv[56] = {};         // an rtype the reader does not know: skipped by length
   uint8_t trade_ts_out[56] = {};  // a trade with the ts_out suffix
   InstrumentDef def;
 };
@@ -692,8 +696,12 @@ SampleRecords sample_records() {
   s.mbp1.action = 'A';
   init_header(&s.mbp10, kRTypeMbp10, 1, 5482, 300);
   for (int64_t i = 0; i < 10; ++i) {
-    s.mbp10.levels[i] = {3720000000000 - i * 250000000, 3720250000000 + i * 250000000,
-                         static_cast<uint32_t>(i + 1), static_cast<uint32_t>(2 * i + 1), 1, 2};
+    s.mbp10.levels[i] = {3720000000000 - i * 250000000,
+                         3720250000000 + i * 250000000,
+                         static_cast<uint32_t>(i + 1),
+                         static_cast<uint32_t>(2 * i + 1),
+                         1,
+                         2};
   }
   s.mbp10.depth = 3;
   init_header(&s.mbo, kRTypeMbo, 1, 5482, 400);
@@ -833,8 +841,7 @@ TEST(DbnWriter, ReencodesFixturesByteForByte) {
     if (!fs::exists(path)) continue;
     SCOPED_TRACE(path);
     ++n;
-    std::string original =
-        rel.ends_with(".zst") ? zstd_decompress(path) : read_bytes(path);
+    std::string original = rel.ends_with(".zst") ? zstd_decompress(path) : read_bytes(path);
     Decoded d = decode_all(path);
     std::string out = fmt::format("{}/re{}.dbn", dir, n);
     auto w = Writer::create(out, d.md, WriterOptions{false, 3, d.md.version});
@@ -915,11 +922,25 @@ TEST(DbnReader, ZstdWindowRefillsAndMultipleFrames) {
   size_t n = 40000;
   for (size_t i = 0; i < n; ++i) {
     switch (rng() % 5) {
-      case 0: s.trade.sequence = static_cast<uint32_t>(i); ASSERT_TRUE(w->write(&s.trade).ok()); break;
-      case 1: s.mbp1.sequence = static_cast<uint32_t>(i); ASSERT_TRUE(w->write(&s.mbp1).ok()); break;
-      case 2: s.mbp10.sequence = static_cast<uint32_t>(i); ASSERT_TRUE(w->write(&s.mbp10).ok()); break;
-      case 3: s.mbo.sequence = static_cast<uint32_t>(i); ASSERT_TRUE(w->write(&s.mbo).ok()); break;
-      default: s.def.instrument_id = static_cast<uint32_t>(i); ASSERT_TRUE(w->write_definition(s.def).ok());
+      case 0:
+        s.trade.sequence = static_cast<uint32_t>(i);
+        ASSERT_TRUE(w->write(&s.trade).ok());
+        break;
+      case 1:
+        s.mbp1.sequence = static_cast<uint32_t>(i);
+        ASSERT_TRUE(w->write(&s.mbp1).ok());
+        break;
+      case 2:
+        s.mbp10.sequence = static_cast<uint32_t>(i);
+        ASSERT_TRUE(w->write(&s.mbp10).ok());
+        break;
+      case 3:
+        s.mbo.sequence = static_cast<uint32_t>(i);
+        ASSERT_TRUE(w->write(&s.mbo).ok());
+        break;
+      default:
+        s.def.instrument_id = static_cast<uint32_t>(i);
+        ASSERT_TRUE(w->write_definition(s.def).ok());
     }
   }
   ASSERT_TRUE(w->close().ok());

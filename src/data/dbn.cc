@@ -818,6 +818,9 @@ Result<Writer> Writer::create(const std::string& path, const Metadata& metadata,
     if (impl->cctx == nullptr) return InternalError("{}: cannot create a zstd encoder", path);
     size_t r = ZSTD_CCtx_setParameter(impl->cctx, ZSTD_c_compressionLevel, options.zstd_level);
     if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(impl->cctx, ZSTD_c_checksumFlag, 1);
+    if (!ZSTD_isError(r) && options.zstd_workers > 0) {
+      r = ZSTD_CCtx_setParameter(impl->cctx, ZSTD_c_nbWorkers, options.zstd_workers);
+    }
     if (ZSTD_isError(r)) {
       return UsageError("{}: bad zstd setting (level {}): {}", path, options.zstd_level,
                         ZSTD_getErrorName(r));

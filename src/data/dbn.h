@@ -220,6 +220,9 @@ struct WriterOptions {
   bool zstd = true;          // compress (one zstd stream); false writes plain DBN
   int zstd_level = 3;
   uint8_t version = 3;       // DBN version of the metadata written (records are identical)
+  // Background compression threads (0: compress on the calling thread). The bytes written
+  // are the same for every value >= 1 (libzstd's guarantee), so seeded outputs stay stable.
+  int zstd_workers = 0;
 };
 
 // Writes metadata then records; close() commits the file atomically

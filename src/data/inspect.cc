@@ -30,27 +30,34 @@ nlohmann::json px_json(int64_t px) {
   return static_cast<double>(px) / 1e9;  // division keeps 3720.5 exact (x 1e-9 does not)
 }
 
+// DBN records are packed and may sit at unaligned addresses: fields are copied out by
+// value (val) before anything binds a reference to them.
+template <typename T>
+T val(T x) {
+  return x;
+}
+
 nlohmann::json record_json(const dbn::Reader& reader, const dbn::RecordRef& rec) {
   const auto& hd = *rec.header;
   nlohmann::json j = {{"offset", rec.offset},     {"rtype", rtype_name(hd.rtype)},
-                      {"rtype_id", hd.rtype},     {"publisher_id", hd.publisher_id},
-                      {"instrument_id", hd.instrument_id}, {"ts_event", hd.ts_event}};
+                      {"rtype_id", val(hd.rtype)},     {"publisher_id", val(hd.publisher_id)},
+                      {"instrument_id", val(hd.instrument_id)}, {"ts_event", val(hd.ts_event)}};
   if (hd.rtype == dbn::kRTypeMbp0 || hd.rtype == dbn::kRTypeMbp1 || hd.rtype == dbn::kRTypeMbp10) {
     const auto& t = rec.as<dbn::TradeMsg>();
-    j.update({{"price", px_json(t.price)}, {"size", t.size}, {"action", chr(t.action)},
-              {"side", chr(t.side)}, {"flags", t.flags}, {"depth", t.depth},
-              {"ts_recv", t.ts_recv}, {"sequence", t.sequence}});
+    j.update({{"price", px_json(t.price)}, {"size", val(t.size)}, {"action", chr(t.action)},
+              {"side", chr(t.side)}, {"flags", val(t.flags)}, {"depth", val(t.depth)},
+              {"ts_recv", val(t.ts_recv)}, {"sequence", val(t.sequence)}});
     if (hd.rtype != dbn::kRTypeMbp0) {
       const auto& l = rec.as<dbn::Mbp1Msg>().levels[0];
       j["level0"] = {{"bid_px", px_json(l.bid_px)}, {"ask_px", px_json(l.ask_px)},
-                     {"bid_sz", l.bid_sz}, {"ask_sz", l.ask_sz},
-                     {"bid_ct", l.bid_ct}, {"ask_ct", l.ask_ct}};
+                     {"bid_sz", val(l.bid_sz)}, {"ask_sz", val(l.ask_sz)},
+                     {"bid_ct", val(l.bid_ct)}, {"ask_ct", val(l.ask_ct)}};
     }
   } else if (hd.rtype == dbn::kRTypeMbo) {
     const auto& m = rec.as<dbn::MboMsg>();
-    j.update({{"order_id", m.order_id}, {"price", px_json(m.price)}, {"size", m.size},
-              {"action", chr(m.action)}, {"side", chr(m.side)}, {"flags", m.flags},
-              {"ts_recv", m.ts_recv}, {"sequence", m.sequence}});
+    j.update({{"order_id", val(m.order_id)}, {"price", px_json(m.price)}, {"size", val(m.size)},
+              {"action", chr(m.action)}, {"side", chr(m.side)}, {"flags", val(m.flags)},
+              {"ts_recv", val(m.ts_recv)}, {"sequence", val(m.sequence)}});
   } else if (hd.rtype == dbn::kRTypeDefinition) {
     auto def = reader.decode_definition(rec);
     if (def.ok()) {
@@ -150,7 +157,8 @@ Result<nlohmann::json> inspect_dbn(const std::string& path, const InspectOptions
       if (first.is_null()) first = record_json(reader, rec);
       continue;
     }
-    ++instruments[hd.instrument_id];
+    const uint32_t instrument_id = hd.instrument_id;  // a copy: records may be unaligned
+    ++instruments[instrument_id];
     if (first.is_null()) first = record_json(reader, rec);
     auto ts = static_cast<int64_t>(hd.ts_event);
     if (hd.rtype == dbn::kRTypeMbp0 || hd.rtype == dbn::kRTypeMbp1 || hd.rtype == dbn::kRTypeMbp10) {

@@ -215,24 +215,40 @@ int64_t count_records(const std::string& path) {
 void register_all() {
   const Inputs& in = inputs();
   if (!in.custom.empty()) {
-    benchmark::RegisterBenchmark("BM_DecodeFile", BM_DecodeFile)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("BM_DecodeFile", BM_DecodeFile)
+        ->Unit(benchmark::kMillisecond)
+        ->MinWarmUpTime(0.5)
+        ->MinTime(2.0);
     uint32_t magic = 0;
     if (auto f = MappedFile::open(in.custom); f.ok() && f->size() >= 4) {
       std::memcpy(&magic, f->data(), 4);
     }
     if (magic == 0xFD2FB528) {
       int64_t n = count_records(in.custom);
-      benchmark::RegisterBenchmark("BM_ZstdDecompressOnly", [n](benchmark::State& s) {
-        zstd_only(s, inputs().custom, n);
-      })->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark("BM_ZstdDecompressOnly",
+                                   [n](benchmark::State& s) { zstd_only(s, inputs().custom, n); })
+          ->Unit(benchmark::kMillisecond)
+          ->MinWarmUpTime(0.5)
+          ->MinTime(2.0);
     }
     return;
   }
-  benchmark::RegisterBenchmark("BM_MemcpyCeiling", BM_MemcpyCeiling)->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("BM_DecodePlain", BM_DecodePlain)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("BM_MemcpyCeiling", BM_MemcpyCeiling)
+      ->Unit(benchmark::kMillisecond)
+      ->MinWarmUpTime(0.5)
+      ->MinTime(2.0);
+  benchmark::RegisterBenchmark("BM_DecodePlain", BM_DecodePlain)
+      ->Unit(benchmark::kMillisecond)
+      ->MinWarmUpTime(0.5)
+      ->MinTime(2.0);
   benchmark::RegisterBenchmark("BM_ZstdDecompressOnly", BM_ZstdDecompressOnly)
-      ->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("BM_DecodeZstd", BM_DecodeZstd)->Unit(benchmark::kMillisecond);
+      ->Unit(benchmark::kMillisecond)
+      ->MinWarmUpTime(0.5)
+      ->MinTime(2.0);
+  benchmark::RegisterBenchmark("BM_DecodeZstd", BM_DecodeZstd)
+      ->Unit(benchmark::kMillisecond)
+      ->MinWarmUpTime(0.5)
+      ->MinTime(2.0);
 }
 
 }  // namespace

@@ -15,9 +15,13 @@ namespace {
 
 class NullSink : public BookSink {
  public:
-  void on_snapshot(const Snapshot& s) override { benchmark::DoNotOptimize(s.bid_px[0]); }
-  void on_trade(const Trade& t) override { benchmark::DoNotOptimize(t.px); }
-  void on_order_event(const OrderEvent& e) override { benchmark::DoNotOptimize(e.px); }
+  // Non-const copies: newer Google Benchmark deprecates DoNotOptimize on const values.
+  void on_snapshot(const Snapshot& s) override { sink(s.bid_px[0]); }
+  void on_trade(const Trade& t) override { sink(t.px); }
+  void on_order_event(const OrderEvent& e) override { sink(e.px); }
+
+ private:
+  static void sink(int64_t v) { benchmark::DoNotOptimize(v); }
 };
 
 std::vector<dbn::MboMsg> load_mbo(const std::string& path) {

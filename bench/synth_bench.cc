@@ -30,7 +30,8 @@ void BM_SynthGenerateWithStats(benchmark::State& state) {
   for (auto _ : state) {
     for (int i = 0; i < 1024; ++i) collector.observe(market.next());
   }
-  benchmark::DoNotOptimize(collector.finish().trades);
+  uint64_t trades = collector.finish().trades;
+  benchmark::DoNotOptimize(trades);
   state.counters["events/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * 1024,
                                                   benchmark::Counter::kIsRate);
 }

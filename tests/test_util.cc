@@ -28,15 +28,13 @@ std::string shared_file(const std::string& relative) {
 std::string scratch_dir() {
   static std::atomic<int> counter{0};
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string name = info != nullptr
-                         ? std::string(info->test_suite_name()) + "." + info->name()
-                         : std::string("global");
+  std::string name = info != nullptr ? std::string(info->test_suite_name()) + "." + info->name()
+                                     : std::string("global");
   for (char& c : name) {
     if (c == '/') c = '_';
   }
-  fs::path dir = fs::temp_directory_path() /
-                 ("fxt-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) +
-                  "-" + name);
+  fs::path dir = fs::temp_directory_path() / ("fxt-test-" + std::to_string(::getpid()) + "-" +
+                                              std::to_string(counter++) + "-" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();

@@ -3,8 +3,11 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
+
+#include "data/book.h"
 
 namespace fxt::test {
 
@@ -24,11 +27,35 @@ struct CommandResult {
 // Runs `fxt ARGS` (ARGS already shell-quoted) and captures its output.
 CommandResult run_fxt(const std::string& args);
 
+// A BookSink that keeps everything it receives, and the order the kinds arrived in:
+// 'S' snapshot, 'T' trade, 'E' order event.
+class RecordingSink : public BookSink {
+ public:
+  void on_snapshot(const Snapshot& s) override {
+    snapshots.push_back(s);
+    order += 'S';
+  }
+  void on_trade(const Trade& t) override {
+    trades.push_back(t);
+    order += 'T';
+  }
+  void on_order_event(const OrderEvent& e) override {
+    events.push_back(e);
+    order += 'E';
+  }
+  const Snapshot& last() const { return snapshots.back(); }
+
+  std::vector<Snapshot> snapshots;
+  std::vector<Trade> trades;
+  std::vector<OrderEvent> events;
+  std::string order;
+};
+
 }  // namespace fxt::test
 
 // Skips the current test with a message when the shared data folder is absent.
-#define FXT_SKIP_WITHOUT_SHARED_DATA()                                              \
-  do {                                                                              \
-    if (::fxt::test::shared_data_dir().empty())                                     \
-      GTEST_SKIP() << "../shared/data is absent: real-data test skipped";           \
+#define FXT_SKIP_WITHOUT_SHARED_DATA()                                    \
+  do {                                                                    \
+    if (::fxt::test::shared_data_dir().empty())                           \
+      GTEST_SKIP() << "../shared/data is absent: real-data test skipped"; \
   } while (0)

@@ -42,14 +42,14 @@ Status run_ingest(const IngestArgs& a) {
     FXT_ASSIGN_OR_RETURN(nlohmann::json meta, ingest_to_store(job, definitions, options, dir));
     const auto& c = meta["counts"];
     if (!a.json) {
-      fmt::print("{}: {} snapshots, {} trades, {} order events, {} crossed, {} locked, {} .. {} "
-                 "({}, tick {})\n",
-                 dir, c["snapshots"].get<uint64_t>(), c["trades"].get<uint64_t>(),
-                 c["order_events"].get<uint64_t>(), c["crossed"].get<uint64_t>(),
-                 c["locked"].get<uint64_t>(), meta["time"]["first_utc"].get<std::string>(),
-                 meta["time"]["last_utc"].get<std::string>(),
-                 meta["source"]["format"].get<std::string>(),
-                 meta["instrument"]["tick_size"].get<double>());
+      fmt::print(
+          "{}: {} snapshots, {} trades, {} order events, {} crossed, {} locked, {} .. {} "
+          "({}, tick {})\n",
+          dir, c["snapshots"].get<uint64_t>(), c["trades"].get<uint64_t>(),
+          c["order_events"].get<uint64_t>(), c["crossed"].get<uint64_t>(),
+          c["locked"].get<uint64_t>(), meta["time"]["first_utc"].get<std::string>(),
+          meta["time"]["last_utc"].get<std::string>(), meta["source"]["format"].get<std::string>(),
+          meta["instrument"]["tick_size"].get<double>());
     }
     summary.push_back({{"store", dir}, {"meta", meta}});
   }
@@ -60,8 +60,9 @@ Status run_ingest(const IngestArgs& a) {
 
 void register_ingest(CLI::App& app) {
   auto a = std::make_shared<IngestArgs>();
-  CLI::App* cmd = add_command(app, "ingest", "turn DBN, Binance or LOBSTER files into snapshot stores",
-                              [a] { return run_ingest(*a); });
+  CLI::App* cmd =
+      add_command(app, "ingest", "turn DBN, Binance or LOBSTER files into snapshot stores",
+                  [a] { return run_ingest(*a); });
   cmd->add_option("sources", a->sources,
                   "source files: .dbn/.dbn.zst (+ definition files), Binance .gz captures, "
                   "LOBSTER message+orderbook CSV pairs")

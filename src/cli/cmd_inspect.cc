@@ -61,8 +61,8 @@ Status run_inspect(const InspectArgs& a) {
   nlohmann::json all = nlohmann::json::array();
   for (const auto& path : a.paths) {
     std::error_code ec;
-    auto summary = fs::is_directory(path, ec) ? inspect_store(path, options)
-                                              : inspect_dbn(path, options);
+    auto summary =
+        fs::is_directory(path, ec) ? inspect_store(path, options) : inspect_dbn(path, options);
     if (!summary.ok()) return summary.status();
     if (a.json) {
       all.push_back(*summary);

@@ -46,10 +46,11 @@ Status run_synth(SynthArgs a) {
   if (a.json) {
     fmt::print("{}\n", j.dump(2));
   } else {
-    fmt::print("{}: {} events ({} adds, {} cancels, {} trades), mean spread {:.2f} ticks, mid "
-               "range {:.0f} ticks, imbalance/future-mid correlation {:.3f}, {:.1f} s\n",
-               a.out, s.events, s.adds, s.cancels, s.trades, s.mean_spread_ticks,
-               s.mid_range_ticks, s.imbalance_corr, secs);
+    fmt::print(
+        "{}: {} events ({} adds, {} cancels, {} trades), mean spread {:.2f} ticks, mid "
+        "range {:.0f} ticks, imbalance/future-mid correlation {:.3f}, {:.1f} s\n",
+        a.out, s.events, s.adds, s.cancels, s.trades, s.mean_spread_ticks, s.mid_range_ticks,
+        s.imbalance_corr, secs);
   }
   return Status::Ok();
 }
@@ -57,9 +58,9 @@ Status run_synth(SynthArgs a) {
 
 void register_synth(CLI::App& app) {
   auto a = std::make_shared<SynthArgs>();
-  CLI::App* cmd = add_command(app, "synth",
-                              "generate a synthetic queue-reactive market as a DBN mbp-10 file",
-                              [a] { return run_synth(*a); });
+  CLI::App* cmd =
+      add_command(app, "synth", "generate a synthetic queue-reactive market as a DBN mbp-10 file",
+                  [a] { return run_synth(*a); });
   cmd->add_option("-o,--out", a->out, "output DBN file (.dbn.zst compresses)")->required();
   cmd->add_option("-n,--events", a->config.events, "number of book events")->capture_default_str();
   cmd->add_option("--seed", a->config.seed, "random seed (same seed, same bytes)")

@@ -5,7 +5,9 @@
 
 namespace fxt {
 
-bool cuda_compiled() { return true; }
+bool cuda_compiled() {
+  return true;
+}
 
 std::vector<CudaDevice> list_cuda_devices() {
   std::vector<CudaDevice> out;

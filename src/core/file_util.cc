@@ -28,11 +28,17 @@ uint32_t crc32_update(uint32_t crc, const void* data, size_t size) {
   return static_cast<uint32_t>(c);
 }
 
-BufferedFileWriter::~BufferedFileWriter() { abandon(); }
+BufferedFileWriter::~BufferedFileWriter() {
+  abandon();
+}
 
 BufferedFileWriter::BufferedFileWriter(BufferedFileWriter&& o) noexcept
-    : file_(o.file_), path_(std::move(o.path_)), tmp_path_(std::move(o.tmp_path_)),
-      buffer_(std::move(o.buffer_)), bytes_(o.bytes_), crc_(o.crc_) {
+    : file_(o.file_),
+      path_(std::move(o.path_)),
+      tmp_path_(std::move(o.tmp_path_)),
+      buffer_(std::move(o.buffer_)),
+      bytes_(o.bytes_),
+      crc_(o.crc_) {
   o.file_ = nullptr;
 }
 
@@ -63,13 +69,15 @@ Result<BufferedFileWriter> BufferedFileWriter::create(const std::string& path, b
   w.path_ = path;
   w.tmp_path_ = atomic ? path + ".tmp-" + std::to_string(::getpid()) : path;
   w.file_ = std::fopen(w.tmp_path_.c_str(), "wb");
-  if (w.file_ == nullptr) return IoError("{}: cannot create: {}", w.tmp_path_, std::strerror(errno));
+  if (w.file_ == nullptr)
+    return IoError("{}: cannot create: {}", w.tmp_path_, std::strerror(errno));
   w.buffer_.reserve(kBufferBytes);
   return w;
 }
 
 Status BufferedFileWriter::flush_buffer() {
   if (buffer_.empty()) return Status::Ok();
+  crc_ = crc32_update(crc_, buffer_.data(), buffer_.size());  // one pass per buffer, not per write
   if (std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size()) {
     return IoError("{}: write failed after {} bytes: {}", tmp_path_, bytes_, std::strerror(errno));
   }
@@ -79,11 +87,11 @@ Status BufferedFileWriter::flush_buffer() {
 
 Status BufferedFileWriter::write(const void* data, size_t size) {
   if (file_ == nullptr) return InternalError("{}: write after close", path_);
-  crc_ = crc32_update(crc_, data, size);
   bytes_ += size;
   auto p = static_cast<const uint8_t*>(data);
   if (buffer_.size() + size > kBufferBytes) FXT_RETURN_IF_ERROR(flush_buffer());
   if (size >= kBufferBytes) {
+    crc_ = crc32_update(crc_, data, size);
     if (std::fwrite(p, 1, size, file_) != size) {
       return IoError("{}: write failed: {}", tmp_path_, std::strerror(errno));
     }

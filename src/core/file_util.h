@@ -35,7 +35,8 @@ class BufferedFileWriter {
   Status commit();  // flush, fsync, rename into place; the writer is closed afterwards
 
   uint64_t bytes_written() const { return bytes_; }
-  uint32_t crc32() const { return crc_; }
+  // CRC32 of everything written so far (buffered bytes included).
+  uint32_t crc32() const { return crc32_update(crc_, buffer_.data(), buffer_.size()); }
   const std::string& path() const { return path_; }
 
  private:

@@ -29,15 +29,23 @@ std::string human_count(double v) {
   return fmt::format("{:.0f} ", v);
 }
 
-void Progress::set_enabled(bool enabled) { g_enabled = enabled; }
+void Progress::set_enabled(bool enabled) {
+  g_enabled = enabled;
+}
 
 Progress::Progress(std::string label, uint64_t total, std::string unit)
-    : label_(std::move(label)), unit_(std::move(unit)), total_(total),
-      start_(Clock::now()), last_print_(start_), tty_(::isatty(STDERR_FILENO) == 1) {
+    : label_(std::move(label)),
+      unit_(std::move(unit)),
+      total_(total),
+      start_(Clock::now()),
+      last_print_(start_),
+      tty_(::isatty(STDERR_FILENO) == 1) {
   next_check_ = kCheckEvery;
 }
 
-Progress::~Progress() { finish(); }
+Progress::~Progress() {
+  finish();
+}
 
 void Progress::maybe_report() {
   next_check_ = done_ + kCheckEvery;

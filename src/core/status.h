@@ -37,11 +37,14 @@ class [[nodiscard]] Status {
   // The process exit code of DESIGN §1: 2 for bad usage or bad input, 1 otherwise.
   int exit_code() const {
     switch (code_) {
-      case StatusCode::kOk: return 0;
+      case StatusCode::kOk:
+        return 0;
       case StatusCode::kInvalidInput:
       case StatusCode::kUsage:
-      case StatusCode::kNotFound: return 2;
-      default: return 1;
+      case StatusCode::kNotFound:
+        return 2;
+      default:
+        return 1;
     }
   }
 
@@ -75,7 +78,7 @@ Status InternalError(fmt::format_string<Args...> f, Args&&... args) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT
     assert(!std::get<Status>(v_).ok() && "Result built from an OK status");
   }
@@ -99,9 +102,9 @@ class [[nodiscard]] Result {
 }  // namespace fxt
 
 // Early-return helpers: propagate a failed Status / Result to the caller.
-#define FXT_RETURN_IF_ERROR(expr)            \
-  do {                                       \
-    ::fxt::Status fxt_status_ = (expr);      \
+#define FXT_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    ::fxt::Status fxt_status_ = (expr);        \
     if (!fxt_status_.ok()) return fxt_status_; \
   } while (0)
 

@@ -784,9 +784,8 @@ struct BinanceReplayer::Impl {
   // A ticker whose state is already built (or gone).
   void settle_late(const PendingTicker& w) {
     // The last state with final u <= w.update_id (final ids are non-decreasing).
-    auto it = std::upper_bound(
-        recent.begin(), recent.end(), w.update_id,
-        [](int64_t id, const AppliedTop& a) { return id < a.final_id; });
+    auto it = std::upper_bound(recent.begin(), recent.end(), w.update_id,
+                               [](int64_t id, const AppliedTop& a) { return id < a.final_id; });
     if (it == recent.begin()) {
       if (recent_has_base) {
         ++st.aligned_before_book;
@@ -841,10 +840,9 @@ struct BinanceReplayer::Impl {
       st.aligned_between_matched += match;
     }
     if (!match && st.first_aligned_mismatch.empty()) {
-      st.first_aligned_mismatch =
-          fmt::format("line {}: u={} ({}): ticker {}; book {}", w.line_no, w.update_id,
-                      at_final ? "at a final u" : "between bundles", top_text(w.top),
-                      top_text(book_state));
+      st.first_aligned_mismatch = fmt::format(
+          "line {}: u={} ({}): ticker {}; book {}", w.line_no, w.update_id,
+          at_final ? "at a final u" : "between bundles", top_text(w.top), top_text(book_state));
     }
   }
 

@@ -83,17 +83,17 @@ struct BinanceStats {
   uint64_t tickers_before_book = 0;  // arrived before the first snapshot: not compared
   // Arrival-order comparison (not a correctness measure: the ticker stream runs ahead
   // of the diff stream, so the book is usually a bundle behind the ticker).
-  uint64_t tickers_compared = 0;     // compared with the book state when they arrived
-  uint64_t tickers_agree = 0;        // ... and matched it exactly
-  uint64_t tickers_agree_px = 0;     // ... and matched its best prices (sizes may differ)
-  uint64_t tickers_exact_u = 0;      // u equal to an applied diff's final u
+  uint64_t tickers_compared = 0;  // compared with the book state when they arrived
+  uint64_t tickers_agree = 0;     // ... and matched it exactly
+  uint64_t tickers_agree_px = 0;  // ... and matched its best prices (sizes may differ)
+  uint64_t tickers_exact_u = 0;   // u equal to an applied diff's final u
   uint64_t tickers_exact_u_matched = 0;
   uint64_t tickers_exact_u_early = 0;  // exact-u tickers that arrived before their diff
   std::string first_exact_u_mismatch;  // "line N: ..." of the first exact-u mismatch
   // Update-id-aligned check (docs/BINANCE_LOBSTER.md). Every ticker lands in exactly one
   // of boundary / inside / before_book / too_old / unresolved. A "state" is the book
   // after the REST snapshot (final u = lastUpdateId) or after an applied diff.
-  uint64_t aligned_boundary = 0;  // the book at the ticker's u is known: at_final + between
+  uint64_t aligned_boundary = 0;          // the book at the ticker's u is known: at_final + between
   uint64_t aligned_boundary_matched = 0;  // ... and equals the ticker exactly
   uint64_t aligned_at_final = 0;          // u == a state's final u (snapshot or diff)
   uint64_t aligned_at_final_matched = 0;
@@ -103,11 +103,11 @@ struct BinanceStats {
   uint64_t aligned_inside_agree = 0;     // ... equal to that diff's end state anyway
   uint64_t aligned_inside_agree_px = 0;  // ... its best prices only
   uint64_t aligned_late = 0;             // resolved on arrival: their state was already built
-  uint64_t aligned_before_book = 0;  // u < lastUpdateId of the snapshot the book came from
-  uint64_t aligned_too_old = 0;      // their state has left the ring of recent tops
-  uint64_t aligned_unresolved = 0;   // no applied diff reached u (end of capture, overflow)
-  std::string first_aligned_mismatch;  // "line N: ..." of the first boundary mismatch
-  int64_t first_ts_ns = 0;             // event time of the first / last emitted snapshot
+  uint64_t aligned_before_book = 0;      // u < lastUpdateId of the snapshot the book came from
+  uint64_t aligned_too_old = 0;          // their state has left the ring of recent tops
+  uint64_t aligned_unresolved = 0;       // no applied diff reached u (end of capture, overflow)
+  std::string first_aligned_mismatch;    // "line N: ..." of the first boundary mismatch
+  int64_t first_ts_ns = 0;               // event time of the first / last emitted snapshot
   int64_t last_ts_ns = 0;
   double seconds = 0;  // wall time of replay_binance_capture
 
@@ -127,9 +127,9 @@ struct BinanceStats {
                                        static_cast<double>(aligned_boundary);
   }
   double aligned_inside_rate() const {
-    return aligned_inside == 0 ? 0.0
-                               : static_cast<double>(aligned_inside_agree) /
-                                     static_cast<double>(aligned_inside);
+    return aligned_inside == 0
+               ? 0.0
+               : static_cast<double>(aligned_inside_agree) / static_cast<double>(aligned_inside);
   }
   nlohmann::json to_json() const;
 };

@@ -25,7 +25,7 @@ enum SnapshotFlags : uint8_t {
 };
 
 struct Snapshot {
-  int64_t ts_ns = 0;        // exchange time, ns since the UNIX epoch (UTC)
+  int64_t ts_ns = 0;  // exchange time, ns since the UNIX epoch (UTC)
   // The source's second clock, for feed-latency studies: DBN ts_event (venue time;
   // ts_ns holds ts_recv, as DESIGN §2.3 asks), Binance local receive ns; 0 when none.
   int64_t ts_alt_ns = 0;
@@ -51,8 +51,10 @@ struct Snapshot {
   void mark_crossed_or_locked() {
     flags &= static_cast<uint8_t>(~(kFlagCrossed | kFlagLocked));
     if (has_bid() && has_ask()) {
-      if (bid_px[0] > ask_px[0]) flags |= kFlagCrossed;
-      else if (bid_px[0] == ask_px[0]) flags |= kFlagLocked;
+      if (bid_px[0] > ask_px[0])
+        flags |= kFlagCrossed;
+      else if (bid_px[0] == ask_px[0])
+        flags |= kFlagLocked;
     }
   }
 };

@@ -37,10 +37,27 @@ enum Flags : uint8_t {
 };
 
 enum class Schema : uint16_t {
-  kMbo = 0, kMbp1 = 1, kMbp10 = 2, kTbbo = 3, kTrades = 4, kOhlcv1S = 5, kOhlcv1M = 6,
-  kOhlcv1H = 7, kOhlcv1D = 8, kDefinition = 9, kStatistics = 10, kStatus = 11,
-  kImbalance = 12, kOhlcvEod = 13, kCmbp1 = 14, kCbbo1S = 15, kCbbo1M = 16, kTcbbo = 17,
-  kBbo1S = 18, kBbo1M = 19, kMixed = 0xFFFF,
+  kMbo = 0,
+  kMbp1 = 1,
+  kMbp10 = 2,
+  kTbbo = 3,
+  kTrades = 4,
+  kOhlcv1S = 5,
+  kOhlcv1M = 6,
+  kOhlcv1H = 7,
+  kOhlcv1D = 8,
+  kDefinition = 9,
+  kStatistics = 10,
+  kStatus = 11,
+  kImbalance = 12,
+  kOhlcvEod = 13,
+  kCmbp1 = 14,
+  kCbbo1S = 15,
+  kCbbo1M = 16,
+  kTcbbo = 17,
+  kBbo1S = 18,
+  kBbo1M = 19,
+  kMixed = 0xFFFF,
 };
 const char* schema_name(Schema s);
 
@@ -148,10 +165,10 @@ struct Metadata {
   std::string dataset;
   Schema schema = Schema::kMixed;  // kMixed (0xFFFF) when the file holds several schemas
   uint64_t start = 0;
-  uint64_t end = 0;     // UINT64_MAX when unset
-  uint64_t limit = 0;   // 0 when unset
+  uint64_t end = 0;           // UINT64_MAX when unset
+  uint64_t limit = 0;         // 0 when unset
   uint64_t record_count = 0;  // v1 only
-  uint8_t stype_in = 0xFF;     // 0xFF when mixed/unset
+  uint8_t stype_in = 0xFF;    // 0xFF when mixed/unset
   uint8_t stype_out = 0;
   bool ts_out = false;
   std::vector<std::string> symbols;
@@ -176,7 +193,9 @@ struct RecordRef {
   uint8_t rtype() const { return header->rtype; }
   size_t size() const { return size_t{header->length} * 4; }
   template <typename T>
-  const T& as() const { return *reinterpret_cast<const T*>(header); }
+  const T& as() const {
+    return *reinterpret_cast<const T*>(header);
+  }
 };
 
 class Reader {
@@ -217,9 +236,9 @@ class Reader {
 
 // ---- writing ------------------------------------------------------------------
 struct WriterOptions {
-  bool zstd = true;          // compress (one zstd stream); false writes plain DBN
+  bool zstd = true;  // compress (one zstd stream); false writes plain DBN
   int zstd_level = 3;
-  uint8_t version = 3;       // DBN version of the metadata written (records are identical)
+  uint8_t version = 3;  // DBN version of the metadata written (records are identical)
   // Background compression threads (0: compress on the calling thread). The bytes written
   // are the same for every value >= 1 (libzstd's guarantee), so seeded outputs stay stable.
   int zstd_workers = 0;

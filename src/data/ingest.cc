@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 namespace {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // The first bytes of a file, for content sniffing.
@@ -44,7 +45,8 @@ bool is_lobster_name(const std::string& path) {
 Result<SourceFormat> detect_format(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return NotFound("{}: no such file", path);
-  if (fs::is_directory(path, ec)) return InvalidInput("{}: is a directory, expected a source file", path);
+  if (fs::is_directory(path, ec))
+    return InvalidInput("{}: is a directory, expected a source file", path);
   std::string head = head_bytes(path, 4);
   if (head.size() >= 2 && static_cast<uint8_t>(head[0]) == 0x1f &&
       static_cast<uint8_t>(head[1]) == 0x8b) {
@@ -65,10 +67,11 @@ Result<SourceFormat> detect_format(const std::string& path) {
     std::string line = head_bytes(path, 64);
     if (line.find(" {") != std::string::npos) return SourceFormat::kBinance;
   }
-  return InvalidInput("{}: offset 0: unrecognised format (expected DBN, zstd-compressed DBN, a "
-                      "gzip Binance capture or a LOBSTER *_message_*/*_orderbook_* CSV); use "
-                      "--format to force one",
-                      path);
+  return InvalidInput(
+      "{}: offset 0: unrecognised format (expected DBN, zstd-compressed DBN, a "
+      "gzip Binance capture or a LOBSTER *_message_*/*_orderbook_* CSV); use "
+      "--format to force one",
+      path);
 }
 
 // Is this DBN file made only of instrument definitions?
@@ -78,8 +81,8 @@ Result<bool> is_definition_file(const std::string& path, const IngestOptions& op
   FXT_ASSIGN_OR_RETURN(auto reader, dbn::Reader::open(path, ro));
   if (reader.metadata().schema == dbn::Schema::kDefinition) return true;
   dbn::RecordRef rec;
-  if (reader.next(&rec)) return rec.rtype() == dbn::kRTypeDefinition &&
-                                reader.metadata().schema != dbn::Schema::kMixed;
+  if (reader.next(&rec))
+    return rec.rtype() == dbn::kRTypeDefinition && reader.metadata().schema != dbn::Schema::kMixed;
   return false;
 }
 
@@ -105,7 +108,9 @@ void fill_snapshot(const dbn::MbpMsg<kLevels>& m, Snapshot* s) {
   }
 }
 
-int8_t aggressor_side(char side) { return side == 'B' ? 1 : side == 'A' ? -1 : 0; }
+int8_t aggressor_side(char side) {
+  return side == 'B' ? 1 : side == 'A' ? -1 : 0;
+}
 
 struct MbpCounts {
   uint64_t records = 0, book_records = 0, trade_records = 0, definitions = 0, other = 0;
@@ -250,8 +255,8 @@ Status describe_dbn(const std::string& path, const IngestOptions& options, Defin
   const dbn::Metadata& md = reader.metadata();
   *schema = md.schema;
   if (!md.symbols.empty()) info->symbol = md.symbols.front();
-  info->extra["dbn"] = {{"version", md.version}, {"dataset", md.dataset},
-                        {"schema", dbn::schema_name(md.schema)}};
+  info->extra["dbn"] = {
+      {"version", md.version}, {"dataset", md.dataset}, {"schema", dbn::schema_name(md.schema)}};
   *first_rtype = 0xFF;
   dbn::RecordRef rec;
   while (reader.next(&rec)) {
@@ -266,14 +271,16 @@ Status describe_dbn(const std::string& path, const IngestOptions& options, Defin
   }
   FXT_RETURN_IF_ERROR(reader.status());
   // A definition-only file describes its (first) instrument.
-  if (*first_rtype == 0xFF && !defs->by_id.empty()) info->instrument_id = defs->by_id.begin()->first;
+  if (*first_rtype == 0xFF && !defs->by_id.empty())
+    info->instrument_id = defs->by_id.begin()->first;
   auto it = defs->by_id.find(info->instrument_id);
   if (it != defs->by_id.end()) {
     apply_definition(it->second, info);
   } else if (!defs->by_id.empty()) {
-    log_warn("{}: no definition for instrument {} among those given ({} instruments); the tick "
-             "size will be inferred from the book",
-             path, info->instrument_id, defs->by_id.size());
+    log_warn(
+        "{}: no definition for instrument {} among those given ({} instruments); the tick "
+        "size will be inferred from the book",
+        path, info->instrument_id, defs->by_id.size());
   }
   return Status::Ok();
 }
@@ -418,9 +425,10 @@ Result<std::vector<IngestJob>> plan_ingest(const std::vector<std::string>& paths
       return fs::path(b).filename().string() == want;
     });
     if (it == lobster_books.end()) {
-      return UsageError("{}: its orderbook file {} was not given (a LOBSTER pair is given as its "
-                        "two files)",
-                        msg, want);
+      return UsageError(
+          "{}: its orderbook file {} was not given (a LOBSTER pair is given as its "
+          "two files)",
+          msg, want);
     }
     std::string stem = source_stem(msg);
     stem.replace(stem.find("_message_"), 9, "_");
@@ -428,9 +436,10 @@ Result<std::vector<IngestJob>> plan_ingest(const std::vector<std::string>& paths
     lobster_books.erase(it);
   }
   if (!lobster_books.empty()) {
-    return UsageError("{}: its message file was not given (a LOBSTER pair is given as its two "
-                      "files)",
-                      lobster_books.front());
+    return UsageError(
+        "{}: its message file was not given (a LOBSTER pair is given as its two "
+        "files)",
+        lobster_books.front());
   }
   // Definition files alone make a (book-less) store each, so their metadata can be inspected.
   if (jobs.empty()) {
@@ -441,13 +450,16 @@ Result<std::vector<IngestJob>> plan_ingest(const std::vector<std::string>& paths
 
 Result<nlohmann::json> ingest_to_store(const IngestJob& job,
                                        const std::vector<std::string>& definitions,
-                                       const IngestOptions& options,
-                                       const std::string& store_dir) {
+                                       const IngestOptions& options, const std::string& store_dir) {
   switch (job.format) {
-    case SourceFormat::kDbn: return ingest_dbn(job, definitions, options, store_dir);
-    case SourceFormat::kBinance: return ingest_binance(job, options, store_dir);
-    case SourceFormat::kLobster: return ingest_lobster(job, options, store_dir);
-    default: return InternalError("ingest: unresolved format for {}", job.files.front());
+    case SourceFormat::kDbn:
+      return ingest_dbn(job, definitions, options, store_dir);
+    case SourceFormat::kBinance:
+      return ingest_binance(job, options, store_dir);
+    case SourceFormat::kLobster:
+      return ingest_lobster(job, options, store_dir);
+    default:
+      return InternalError("ingest: unresolved format for {}", job.files.front());
   }
 }
 

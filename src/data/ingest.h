@@ -21,7 +21,7 @@ Result<SourceFormat> parse_source_format(const std::string& name);
 
 struct IngestOptions {
   SourceFormat format = SourceFormat::kAuto;
-  uint8_t dbn_fragment_version = 0;  // for .dbn.frag inputs (records without metadata)
+  uint8_t dbn_fragment_version = 0;     // for .dbn.frag inputs (records without metadata)
   std::string binance_market = "auto";  // auto, spot, usdm
   std::string lobster_date;             // YYYY-MM-DD; default: from the file name
 };
@@ -43,8 +43,7 @@ Result<std::vector<IngestJob>> plan_ingest(const std::vector<std::string>& paths
 // (meta.json counts and the source's own statistics).
 Result<nlohmann::json> ingest_to_store(const IngestJob& job,
                                        const std::vector<std::string>& definitions,
-                                       const IngestOptions& options,
-                                       const std::string& store_dir);
+                                       const IngestOptions& options, const std::string& store_dir);
 
 // The file name without directories and without the .dbn/.zst/.gz/.csv/.frag suffixes.
 std::string source_stem(const std::string& path);

@@ -14,16 +14,24 @@ namespace {
 
 const char* rtype_name(uint8_t rtype) {
   switch (rtype) {
-    case dbn::kRTypeMbp0: return "trades";
-    case dbn::kRTypeMbp1: return "mbp-1";
-    case dbn::kRTypeMbp10: return "mbp-10";
-    case dbn::kRTypeDefinition: return "definition";
-    case dbn::kRTypeMbo: return "mbo";
-    default: return "other";
+    case dbn::kRTypeMbp0:
+      return "trades";
+    case dbn::kRTypeMbp1:
+      return "mbp-1";
+    case dbn::kRTypeMbp10:
+      return "mbp-10";
+    case dbn::kRTypeDefinition:
+      return "definition";
+    case dbn::kRTypeMbo:
+      return "mbo";
+    default:
+      return "other";
   }
 }
 
-std::string chr(char c) { return c >= 32 && c < 127 ? std::string(1, c) : fmt::format("0x{:02x}", c); }
+std::string chr(char c) {
+  return c >= 32 && c < 127 ? std::string(1, c) : fmt::format("0x{:02x}", c);
+}
 
 nlohmann::json px_json(int64_t px) {
   if (px == kEmptyPx) return nullptr;
@@ -39,30 +47,45 @@ T val(T x) {
 
 nlohmann::json record_json(const dbn::Reader& reader, const dbn::RecordRef& rec) {
   const auto& hd = *rec.header;
-  nlohmann::json j = {{"offset", rec.offset},     {"rtype", rtype_name(hd.rtype)},
-                      {"rtype_id", val(hd.rtype)},     {"publisher_id", val(hd.publisher_id)},
-                      {"instrument_id", val(hd.instrument_id)}, {"ts_event", val(hd.ts_event)}};
+  nlohmann::json j = {{"offset", rec.offset},
+                      {"rtype", rtype_name(hd.rtype)},
+                      {"rtype_id", val(hd.rtype)},
+                      {"publisher_id", val(hd.publisher_id)},
+                      {"instrument_id", val(hd.instrument_id)},
+                      {"ts_event", val(hd.ts_event)}};
   if (hd.rtype == dbn::kRTypeMbp0 || hd.rtype == dbn::kRTypeMbp1 || hd.rtype == dbn::kRTypeMbp10) {
     const auto& t = rec.as<dbn::TradeMsg>();
-    j.update({{"price", px_json(t.price)}, {"size", val(t.size)}, {"action", chr(t.action)},
-              {"side", chr(t.side)}, {"flags", val(t.flags)}, {"depth", val(t.depth)},
-              {"ts_recv", val(t.ts_recv)}, {"sequence", val(t.sequence)}});
+    j.update({{"price", px_json(t.price)},
+              {"size", val(t.size)},
+              {"action", chr(t.action)},
+              {"side", chr(t.side)},
+              {"flags", val(t.flags)},
+              {"depth", val(t.depth)},
+              {"ts_recv", val(t.ts_recv)},
+              {"sequence", val(t.sequence)}});
     if (hd.rtype != dbn::kRTypeMbp0) {
       const auto& l = rec.as<dbn::Mbp1Msg>().levels[0];
       j["level0"] = {{"bid_px", px_json(l.bid_px)}, {"ask_px", px_json(l.ask_px)},
-                     {"bid_sz", val(l.bid_sz)}, {"ask_sz", val(l.ask_sz)},
-                     {"bid_ct", val(l.bid_ct)}, {"ask_ct", val(l.ask_ct)}};
+                     {"bid_sz", val(l.bid_sz)},     {"ask_sz", val(l.ask_sz)},
+                     {"bid_ct", val(l.bid_ct)},     {"ask_ct", val(l.ask_ct)}};
     }
   } else if (hd.rtype == dbn::kRTypeMbo) {
     const auto& m = rec.as<dbn::MboMsg>();
-    j.update({{"order_id", val(m.order_id)}, {"price", px_json(m.price)}, {"size", val(m.size)},
-              {"action", chr(m.action)}, {"side", chr(m.side)}, {"flags", val(m.flags)},
-              {"ts_recv", val(m.ts_recv)}, {"sequence", val(m.sequence)}});
+    j.update({{"order_id", val(m.order_id)},
+              {"price", px_json(m.price)},
+              {"size", val(m.size)},
+              {"action", chr(m.action)},
+              {"side", chr(m.side)},
+              {"flags", val(m.flags)},
+              {"ts_recv", val(m.ts_recv)},
+              {"sequence", val(m.sequence)}});
   } else if (hd.rtype == dbn::kRTypeDefinition) {
     auto def = reader.decode_definition(rec);
     if (def.ok()) {
-      j.update({{"raw_symbol", def->raw_symbol}, {"min_price_increment", px_json(def->min_price_increment)},
-                {"currency", def->currency}, {"exchange", def->exchange},
+      j.update({{"raw_symbol", def->raw_symbol},
+                {"min_price_increment", px_json(def->min_price_increment)},
+                {"currency", def->currency},
+                {"exchange", def->exchange},
                 {"unit_of_measure", def->unit_of_measure}});
     }
   }
@@ -85,7 +108,9 @@ class GapTracker {
   nlohmann::json to_json(const char* unit) const {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& g : gaps_) {
-      arr.push_back({{unit, g.index}, {"from_ts_ns", g.from}, {"to_ts_ns", g.to},
+      arr.push_back({{unit, g.index},
+                     {"from_ts_ns", g.from},
+                     {"to_ts_ns", g.to},
                      {"gap_s", static_cast<double>(g.gap_ns) * 1e-9}});
     }
     return {{"largest", arr}, {"backwards_steps", backwards_}};
@@ -128,11 +153,19 @@ Result<nlohmann::json> inspect_dbn(const std::string& path, const InspectOptions
       {"kind", "dbn"},
       {"path", path},
       {"metadata",
-       {{"version", md.version}, {"dataset", md.dataset}, {"schema", dbn::schema_name(md.schema)},
-        {"start", md.start}, {"end", md.end}, {"limit", md.limit},
-        {"stype_in", dbn::stype_name(md.stype_in)}, {"stype_out", dbn::stype_name(md.stype_out)},
-        {"ts_out", md.ts_out}, {"symbols", md.symbols}, {"partial", md.partial},
-        {"not_found", md.not_found}, {"mappings", mappings}}},
+       {{"version", md.version},
+        {"dataset", md.dataset},
+        {"schema", dbn::schema_name(md.schema)},
+        {"start", md.start},
+        {"end", md.end},
+        {"limit", md.limit},
+        {"stype_in", dbn::stype_name(md.stype_in)},
+        {"stype_out", dbn::stype_name(md.stype_out)},
+        {"ts_out", md.ts_out},
+        {"symbols", md.symbols},
+        {"partial", md.partial},
+        {"not_found", md.not_found},
+        {"mappings", mappings}}},
   };
   std::map<std::string, uint64_t> counts;
   std::map<uint32_t, uint64_t> instruments;
@@ -161,19 +194,24 @@ Result<nlohmann::json> inspect_dbn(const std::string& path, const InspectOptions
     ++instruments[instrument_id];
     if (first.is_null()) first = record_json(reader, rec);
     auto ts = static_cast<int64_t>(hd.ts_event);
-    if (hd.rtype == dbn::kRTypeMbp0 || hd.rtype == dbn::kRTypeMbp1 || hd.rtype == dbn::kRTypeMbp10) {
+    if (hd.rtype == dbn::kRTypeMbp0 || hd.rtype == dbn::kRTypeMbp1 ||
+        hd.rtype == dbn::kRTypeMbp10) {
       ts = static_cast<int64_t>(rec.as<dbn::TradeMsg>().ts_recv);
     } else if (hd.rtype == dbn::kRTypeMbo) {
       ts = static_cast<int64_t>(rec.as<dbn::MboMsg>().ts_recv);
     }
-    if (first_ts == 0) first_ts = ts;
-    else gaps.add(records - 1, last_ts, ts);
+    if (first_ts == 0)
+      first_ts = ts;
+    else
+      gaps.add(records - 1, last_ts, ts);
     last_ts = ts;
     if (hd.rtype == dbn::kRTypeMbp1 || hd.rtype == dbn::kRTypeMbp10) {
       const auto& l = rec.as<dbn::Mbp1Msg>().levels[0];
       if (l.bid_px != kEmptyPx && l.ask_px != kEmptyPx && l.bid_sz > 0 && l.ask_sz > 0) {
-        if (l.bid_px > l.ask_px) ++crossed;
-        else if (l.bid_px == l.ask_px) ++locked;
+        if (l.bid_px > l.ask_px)
+          ++crossed;
+        else if (l.bid_px == l.ask_px)
+          ++locked;
       }
     }
   }
@@ -190,7 +228,8 @@ Result<nlohmann::json> inspect_dbn(const std::string& path, const InspectOptions
   out["instruments"] = inst;
   out["first_record"] = first;
   out["last_record"] = last;
-  out["time"] = {{"first_ts_ns", first_ts}, {"last_ts_ns", last_ts},
+  out["time"] = {{"first_ts_ns", first_ts},
+                 {"last_ts_ns", last_ts},
                  {"span_s", static_cast<double>(last_ts - first_ts) * 1e-9}};
   out["gaps"] = gaps.to_json("record");
   if (has_mbo) {
@@ -201,8 +240,10 @@ Result<nlohmann::json> inspect_dbn(const std::string& path, const InspectOptions
     if (instruments.size() > 1) mo.instrument_id = instruments.begin()->first;
     mo.dbn_fragment_version = options.dbn_fragment_version;
     FXT_RETURN_IF_ERROR(replay_mbo_file(path, &sink, &stats, mo));
-    out["book"] = {{"snapshots", stats.snapshots}, {"crossed", stats.crossed_snapshots},
-                   {"locked", stats.locked_snapshots}, {"unknown_order_ids", stats.unknown_order_ids}};
+    out["book"] = {{"snapshots", stats.snapshots},
+                   {"crossed", stats.crossed_snapshots},
+                   {"locked", stats.locked_snapshots},
+                   {"unknown_order_ids", stats.unknown_order_ids}};
   } else {
     out["book"] = {{"crossed", crossed}, {"locked", locked}};
   }
@@ -218,10 +259,14 @@ Result<nlohmann::json> inspect_store(const std::string& dir, const InspectOption
   out["checksums_verified"] = true;
   auto top = [&](uint64_t i) {
     Snapshot s = r.snapshot(i);
-    return nlohmann::json{{"index", i},          {"ts_ns", s.ts_ns},
-                          {"bid_px", px_json(s.bid_px[0])}, {"bid_sz", s.bid_sz[0]},
-                          {"ask_px", px_json(s.ask_px[0])}, {"ask_sz", s.ask_sz[0]},
-                          {"flags", s.flags},    {"cum_trades", r.cum_trade_count[i]},
+    return nlohmann::json{{"index", i},
+                          {"ts_ns", s.ts_ns},
+                          {"bid_px", px_json(s.bid_px[0])},
+                          {"bid_sz", s.bid_sz[0]},
+                          {"ask_px", px_json(s.ask_px[0])},
+                          {"ask_sz", s.ask_sz[0]},
+                          {"flags", s.flags},
+                          {"cum_trades", r.cum_trade_count[i]},
                           {"cum_signed_volume", r.signed_volume[i]}};
   };
   if (r.size() > 0) {

@@ -54,9 +54,29 @@ constexpr ColumnSpec kColumns[] = {
 constexpr int kNumColumns = static_cast<int>(std::size(kColumns));
 
 enum ColumnIndex {
-  kTs, kTsAlt, kBidPx, kAskPx, kBidSz, kAskSz, kBidCt, kAskCt, kFlags, kTradeCount, kSignedVolume,
-  kTradeTs, kTradePx, kTradeSz, kTradeSide, kTradeSnapshot,
-  kEventTs, kEventOrderId, kEventPx, kEventSz, kEventAction, kEventSide, kEventFlags,
+  kTs,
+  kTsAlt,
+  kBidPx,
+  kAskPx,
+  kBidSz,
+  kAskSz,
+  kBidCt,
+  kAskCt,
+  kFlags,
+  kTradeCount,
+  kSignedVolume,
+  kTradeTs,
+  kTradePx,
+  kTradeSz,
+  kTradeSide,
+  kTradeSnapshot,
+  kEventTs,
+  kEventOrderId,
+  kEventPx,
+  kEventSz,
+  kEventAction,
+  kEventSide,
+  kEventFlags,
   kEventSnapshot,
 };
 
@@ -153,8 +173,8 @@ StoreWriter& StoreWriter::operator=(StoreWriter&&) noexcept = default;
 Result<StoreWriter> StoreWriter::create(const std::string& dir, StoreInfo info) {
   std::error_code ec;
   if (fs::exists(dir, ec)) {
-    return UsageError("{}: already exists; stores are immutable (choose another --out or remove it)",
-                      dir);
+    return UsageError(
+        "{}: already exists; stores are immutable (choose another --out or remove it)", dir);
   }
   fs::path parent = fs::path(dir).parent_path();
   if (!parent.empty()) {
@@ -180,9 +200,15 @@ Result<StoreWriter> StoreWriter::create(const std::string& dir, StoreInfo info) 
   return StoreWriter(std::move(impl));
 }
 
-nlohmann::json& StoreWriter::source_stats() { return impl_->source_stats; }
-StoreInfo& StoreWriter::info() { return impl_->info; }
-uint64_t StoreWriter::snapshot_count() const { return impl_->n; }
+nlohmann::json& StoreWriter::source_stats() {
+  return impl_->source_stats;
+}
+StoreInfo& StoreWriter::info() {
+  return impl_->info;
+}
+uint64_t StoreWriter::snapshot_count() const {
+  return impl_->n;
+}
 
 void StoreWriter::on_snapshot(const Snapshot& s) {
   Impl& w = *impl_;
@@ -269,7 +295,9 @@ Status StoreWriter::finish() {
     uint64_t rows = std::string_view(c.table) == "snapshots" ? w.n
                     : std::string_view(c.table) == "trades"  ? w.m
                                                              : w.e;
-    columns[c.name] = {{"dtype", c.dtype}, {"width", c.width}, {"rows", rows},
+    columns[c.name] = {{"dtype", c.dtype},
+                       {"width", c.width},
+                       {"rows", rows},
                        {"bytes", w.columns[i].bytes_written()},
                        {"crc32", w.columns[i].crc32()}};
   }
@@ -296,7 +324,8 @@ Status StoreWriter::finish() {
   nlohmann::json meta = {
       {"format", "foxhunt-store"},
       {"schema_version", kStoreSchemaVersion},
-      {"created_utc", utc_string(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count())},
+      {"created_utc",
+       utc_string(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count())},
       {"source", {{"path", info.source_path}, {"format", info.source_format}}},
       {"instrument",
        {{"symbol", info.symbol},
@@ -354,9 +383,10 @@ Status bind_column(const std::string& dir, const nlohmann::json& meta, const Col
   FXT_ASSIGN_OR_RETURN(MappedFile f, MappedFile::open(path));
   uint64_t expected = rows * static_cast<uint64_t>(spec.width) * sizeof(T);
   if (f.size() != expected) {
-    return InvalidInput("{}: size {} bytes, expected {} ({} rows x {} x {} bytes): truncated or "
-                        "corrupt store",
-                        path, f.size(), expected, rows, spec.width, sizeof(T));
+    return InvalidInput(
+        "{}: size {} bytes, expected {} ({} rows x {} x {} bytes): truncated or "
+        "corrupt store",
+        path, f.size(), expected, rows, spec.width, sizeof(T));
   }
   if (verify) {
     uint32_t crc = crc32_update(0, f.data(), f.size());

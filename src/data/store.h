@@ -38,15 +38,15 @@ constexpr int kStoreSchemaVersion = 1;
 
 // What we know about the instrument and source, recorded in meta.json.
 struct StoreInfo {
-  std::string source_path;     // the file(s) this store was built from
-  std::string source_format;   // "dbn-mbp10", "dbn-mbo", "binance-usdm", "lobster", ...
+  std::string source_path;    // the file(s) this store was built from
+  std::string source_format;  // "dbn-mbp10", "dbn-mbo", "binance-usdm", "lobster", ...
   std::string symbol;
   uint32_t instrument_id = 0;
-  int64_t tick_px = 0;         // tick size in 1e-9 units; 0: infer from the book
-  std::string tick_source;     // "definition", "inferred", "source"
+  int64_t tick_px = 0;      // tick size in 1e-9 units; 0: infer from the book
+  std::string tick_source;  // "definition", "inferred", "source"
   std::string currency;
   double contract_multiplier = 1.0;
-  bool has_trades = false;     // false: signed volume comes from the tick rule (§2.3)
+  bool has_trades = false;  // false: signed volume comes from the tick rule (§2.3)
   nlohmann::json extra = nlohmann::json::object();  // source-specific counters (gaps, ...)
 };
 
@@ -95,9 +95,9 @@ class StoreReader {
 
   const std::string& dir() const { return dir_; }
   const nlohmann::json& meta() const { return meta_; }
-  uint64_t size() const { return n_; }            // snapshots
-  uint64_t trade_count() const { return m_; }     // trades table rows
-  uint64_t event_count() const { return e_; }     // order events (0 unless MBO)
+  uint64_t size() const { return n_; }         // snapshots
+  uint64_t trade_count() const { return m_; }  // trades table rows
+  uint64_t event_count() const { return e_; }  // order events (0 unless MBO)
   int64_t tick_px() const { return tick_px_; }
 
   // Random access to one snapshot (copies ~400 bytes; columns are faster for scans).

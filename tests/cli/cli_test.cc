@@ -114,7 +114,8 @@ TEST(Cli, BadInputFilesGiveOneLineErrors) {
   for (const auto& [name, bytes] : cases) {
     std::string path = dir + "/" + name;
     write_all(path, bytes);
-    for (const std::string& cmd : {"inspect " + path, "ingest " + path + " --out " + dir + "/s-" + name}) {
+    for (const std::string& cmd :
+         {"inspect " + path, "ingest " + path + " --out " + dir + "/s-" + name}) {
       auto r = run_fxt(cmd);
       EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.output;
       EXPECT_EQ(count_lines(r.output), 1) << cmd << "\n" << r.output;
@@ -125,8 +126,8 @@ TEST(Cli, BadInputFilesGiveOneLineErrors) {
     }
     EXPECT_FALSE(fs::exists(dir + "/s-" + name)) << name;
   }
-  auto dbz = run_fxt("inspect " + test::shared_file(
-                                      "dbn-fixtures/databento-dbn/tests/data/test_data.mbp-10.dbz"));
+  auto dbz = run_fxt(
+      "inspect " + test::shared_file("dbn-fixtures/databento-dbn/tests/data/test_data.mbp-10.dbz"));
   EXPECT_EQ(dbz.exit_code, 2);
   EXPECT_NE(dbz.output.find(".dbz"), std::string::npos) << dbz.output;
   auto missing = run_fxt("inspect " + dir + "/does-not-exist.dbn");

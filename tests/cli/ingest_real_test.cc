@@ -24,7 +24,9 @@ nlohmann::json ingest_and_inspect(const std::string& sources, const std::string&
   return j;
 }
 
-std::string data(const std::string& rel) { return test::shared_file(rel); }
+std::string data(const std::string& rel) {
+  return test::shared_file(rel);
+}
 
 struct Expected {
   const char* name;
@@ -45,32 +47,71 @@ TEST(IngestReal, EverySourceBecomesAStore) {
   const std::vector<Expected> cases = {
       {"es-mbo-20231224",
        {nt + "esh4-glbx-mdp3-20231224.mbo.dbn.zst", nt + "definition-glbx-es-fut.dbn.zst"},
-       "dbn-mbo", 1, 0, 8725, 0, 0},
+       "dbn-mbo",
+       1,
+       0,
+       8725,
+       0,
+       0},
       {"es-mbo-20231225",
        {nt + "esh4-glbx-mdp3-20231225.mbo.dbn.zst", nt + "definition-glbx-es-fut.dbn.zst"},
-       "dbn-mbo", 47023, 2973, 68792, 891, 0},
+       "dbn-mbo",
+       47023,
+       2973,
+       68792,
+       891,
+       0},
       {"es-mbo-20240508",
        {nt + "order_book_deltas_catalog/databento/"
              "orderbooks_mbo_2024-05-08T00-00-00_2024-05-08T00-00-02.dbn.zst",
         nt + "order_book_deltas_catalog/databento/orderbooks_definition.dbn.zst"},
-       "dbn-mbo", 185, 5, 13796, 0, 0},
+       "dbn-mbo",
+       185,
+       5,
+       13796,
+       0,
+       0},
       {"es-mbp1",
-       {nt + "historical_bars_catalog/databento/futures_mbp-1_2024-07-01T23-58_2024-07-02T00-02.dbn.zst",
+       {nt + "historical_bars_catalog/databento/"
+             "futures_mbp-1_2024-07-01T23-58_2024-07-02T00-02.dbn.zst",
         nt + "historical_bars_catalog/databento/futures_definition.dbn.zst"},
-       "dbn-mbp-1", 2168, 120, 0, 0, 0},
+       "dbn-mbp-1",
+       2168,
+       120,
+       0,
+       0,
+       0},
       {"es-trades",
-       {nt + "historical_bars_catalog/databento/futures_trades_2024-07-01T23-58_2024-07-02T00-02.dbn.zst"},
-       "dbn-trades", 0, 120, 0, 0, 0},
+       {nt + "historical_bars_catalog/databento/"
+             "futures_trades_2024-07-01T23-58_2024-07-02T00-02.dbn.zst"},
+       "dbn-trades",
+       0,
+       120,
+       0,
+       0,
+       0},
       {"binance-spot", {bn + "spot/btcusdt_20240808.gz"}, "binance-spot", 3449, 9757, 0, 0, 0},
       {"binance-usdm", {bn + "usdm/btcusdt_20240808.gz"}, "binance-usdm", 6547, 21313, 0, 0, 0},
-      {"lobster-aapl", {lob + "message_10.csv", lob + "orderbook_10.csv"}, "lobster", 999, 159, 999,
-       0, 0},
+      {"lobster-aapl",
+       {lob + "message_10.csv", lob + "orderbook_10.csv"},
+       "lobster",
+       999,
+       159,
+       999,
+       0,
+       0},
       {"fixture-mbp10", {fx + "test_data.mbp-10.v3.dbn.zst"}, "dbn-mbp-10", 2, 0, 0, 0, 0},
       {"fixture-mbp1", {fx + "test_data.mbp-1.v2.dbn.zst"}, "dbn-mbp-1", 2, 0, 0, 0, 0},
       {"fixture-tbbo", {fx + "test_data.tbbo.v1.dbn.zst"}, "dbn-tbbo", 2, 2, 0, 0, 0},
       {"fixture-trades", {fx + "test_data.trades.dbn"}, "dbn-trades", 0, 2, 0, 0, 0},
-      {"fixture-definition", {fx + "test_data.definition.v3.dbn.zst"}, "dbn-definition", 0, 0, 0,
-       0, 0},
+      {"fixture-definition",
+       {fx + "test_data.definition.v3.dbn.zst"},
+       "dbn-definition",
+       0,
+       0,
+       0,
+       0,
+       0},
   };
   for (const auto& c : cases) {
     std::string sources;
@@ -89,8 +130,9 @@ TEST(IngestReal, EverySourceBecomesAStore) {
 // Instrument metadata comes from a matching definition file; without one the tick is inferred.
 TEST(IngestReal, DefinitionsSupplyTheTick) {
   FXT_SKIP_WITHOUT_SHARED_DATA();
-  const std::string nt = "nautilus_trader/tests/test_data/databento/order_book_deltas_catalog/"
-                         "databento/";
+  const std::string nt =
+      "nautilus_trader/tests/test_data/databento/order_book_deltas_catalog/"
+      "databento/";
   auto with = ingest_and_inspect(
       data(nt + "orderbooks_mbo_2024-05-08T00-00-00_2024-05-08T00-00-02.dbn.zst") + " " +
           data(nt + "orderbooks_definition.dbn.zst"),

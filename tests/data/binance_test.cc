@@ -21,21 +21,6 @@
 namespace fxt {
 namespace {
 
-class VectorSink : public BookSink {
- public:
-  void on_snapshot(const Snapshot& s) override {
-    snapshots.push_back(s);
-    order.push_back('S');
-  }
-  void on_trade(const Trade& t) override {
-    trades.push_back(t);
-    order.push_back('T');
-  }
-  std::vector<Snapshot> snapshots;
-  std::vector<Trade> trades;
-  std::string order;  // 'S' / 'T' in arrival order
-};
-
 using Levels = std::vector<std::pair<std::string, std::string>>;
 
 std::string levels_json(const Levels& levels) {
@@ -96,7 +81,7 @@ const Levels kSnapBids = {{"100.00", "1.0"}, {"99.99", "2.0"}, {"99.98", "3.0"}}
 const Levels kSnapAsks = {{"100.01", "1.5"}, {"100.02", "2.5"}};
 
 TEST(BinanceSpot, BuffersDropsStaleAndBridgesFirstDiff) {
-  VectorSink sink;
+  test::RecordingSink sink;
   BinanceReplayer r("t", {}, &sink);
   feed_all(&r, {
                    diff(90, 95, {{"100.00", "9.0"}}, {}),         // stale: u <= 100
@@ -137,7 +122,7 @@ TEST(BinanceSpot, BuffersDropsStaleAndBridgesFirstDiff) {
 }
 
 TEST(BinanceSpot, FirstDiffPastSnapshotIsAGap) {
-  VectorSink sink;
+  test::RecordingSink sink;
   BinanceReplayer r("t", {}, &sink);
   feed_all(&r, {rest_snapshot(100, kSnapBids, kSnapAsks),
                 diff(102, 105, {{"100.00", "2"}}, {})});  // 101 was missed
@@ -149,7 +134,7 @@ TEST(BinanceSpot, FirstDiffPastSnapshotIsAGap) {
 }
 
 TEST(BinanceSpot, ContinuityGapFlagsUntilResync) {
-  VectorSink sink;
+  test::RecordingSink sink;
   BinanceReplayer r("t", {}, &sink);
   feed_all(&r, {
                    rest_snapshot(100, kSnapBids, kSnapAsks),
@@ -321,7 +306,7 @@ TEST(Binance, AlignedCheckCountsTickersOlderThanTheRing) {
 }
 
 TEST(BinanceUsdm, PuChainAndBridgingRules) {
-  VectorSink sink;
+  test::RecordingSink sink;
   BinanceReplayer r("t", {}, &sink);
   feed_all(&r, {
                    diff(80, 90, {{"100.00", "9"}}, {}, 79),   // u < 100: dropped
@@ -460,7 +445,7 @@ TEST(Binance, ReplaysPlainAndGzipFilesWithLongLines) {
     gzclose(f);
   }
   for (const char* name : {"/plain.txt", "/cap.gz"}) {
-    VectorSink sink;
+    test::RecordingSink sink;
     BinanceStats st;
     Status s = replay_binance_capture(dir + name, {}, &sink, &st);
     ASSERT_TRUE(s.ok()) << s.message();
@@ -482,8 +467,7 @@ struct Expected {
       exact_u;
   // Aligned check: boundary (all at a final u: none fall between bundles), inside,
   // inside agreeing exactly / on prices, resolved late, older than the book, unresolved.
-  uint64_t boundary, inside, inside_agree, inside_agree_px, late, aligned_before_book,
-      unresolved;
+  uint64_t boundary, inside, inside_agree, inside_agree_px, late, aligned_before_book, unresolved;
 };
 
 void check_books_sorted_and_uncrossed(const std::vector<Snapshot>& snaps) {
@@ -502,7 +486,7 @@ void check_books_sorted_and_uncrossed(const std::vector<Snapshot>& snaps) {
 
 void replay_real(const Expected& want) {
   const std::string path = test::shared_file(want.file);
-  VectorSink sink;
+  test::RecordingSink sink;
   BinanceStats st;
   const auto t0 = std::chrono::steady_clock::now();
   Status s = replay_binance_capture(path, {}, &sink, &st);
@@ -577,15 +561,50 @@ void replay_real(const Expected& want) {
 
 TEST(BinanceReal, Spot) {
   FXT_SKIP_WITHOUT_SHARED_DATA();
-  replay_real({"binance-hftbacktest/examples/spot/btcusdt_20240808.gz", BinanceMarket::kSpot, 41249,
-               3451, 3449, 2, 3, 0, 9757, 28040, 3, 198, 564, 564, 27466, 2549, 18446, 0, 1, 9});
+  replay_real({"binance-hftbacktest/examples/spot/btcusdt_20240808.gz",
+               BinanceMarket::kSpot,
+               41249,
+               3451,
+               3449,
+               2,
+               3,
+               0,
+               9757,
+               28040,
+               3,
+               198,
+               564,
+               564,
+               27466,
+               2549,
+               18446,
+               0,
+               1,
+               9});
 }
 
 TEST(BinanceReal, Usdm) {
   FXT_SKIP_WITHOUT_SHARED_DATA();
-  replay_real({"binance-hftbacktest/examples/usdm/btcusdt_20240808.gz", BinanceMarket::kUsdm, 93954,
-               6551, 6547, 4, 6, 0, 21313, 66089, 43, 389, 629, 629, 65427, 5498, 52378, 1093,
-               33, 0});
+  replay_real({"binance-hftbacktest/examples/usdm/btcusdt_20240808.gz",
+               BinanceMarket::kUsdm,
+               93954,
+               6551,
+               6547,
+               4,
+               6,
+               0,
+               21313,
+               66089,
+               43,
+               389,
+               629,
+               629,
+               65427,
+               5498,
+               52378,
+               1093,
+               33,
+               0});
 }
 
 // ---- deterministic mutation test ----------------------------------------------

@@ -15,26 +15,6 @@
 namespace fxt {
 namespace {
 
-class VectorSink : public BookSink {
- public:
-  void on_snapshot(const Snapshot& s) override {
-    snapshots.push_back(s);
-    order += 'S';
-  }
-  void on_trade(const Trade& t) override {
-    trades.push_back(t);
-    order += 'T';
-  }
-  void on_order_event(const OrderEvent& e) override {
-    events.push_back(e);
-    order += 'E';
-  }
-  std::vector<Snapshot> snapshots;
-  std::vector<Trade> trades;
-  std::vector<OrderEvent> events;
-  std::string order;
-};
-
 std::vector<std::vector<std::string>> read_csv(const std::string& path) {
   std::vector<std::vector<std::string>> rows;
   std::ifstream in(path);
@@ -98,7 +78,7 @@ TEST(LobsterReal, EverySnapshotEqualsItsOrderbookRow) {
   const std::string base =
       test::shared_file("lobster-YileZheng-OrderBook_HLS/data/AAPL_2012-06-21_34200000_57600000_");
   const std::string msg_path = base + "message_10.csv", book_path = base + "orderbook_10.csv";
-  VectorSink sink;
+  test::RecordingSink sink;
   LobsterStats st;
   Status s = import_lobster(msg_path, book_path, {}, &sink, &st);
   ASSERT_TRUE(s.ok()) << s.message();
@@ -176,7 +156,7 @@ TEST(LobsterReal, EverySnapshotEqualsItsOrderbookRow) {
   LobsterOptions opt;
   opt.utc_offset_minutes = 0;
   opt.date = "2012-01-03";
-  VectorSink sink2;
+  test::RecordingSink sink2;
   ASSERT_TRUE(import_lobster(msg_path, book_path, opt, &sink2, nullptr).ok());
   EXPECT_EQ(sink2.snapshots[0].ts_ns,
             days_from_civil(2012, 1, 3) * 86400 * 1'000'000'000 + 34200'004'241'176LL);
@@ -186,13 +166,14 @@ class LobsterFiles : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = test::scratch_dir(); }
   // Writes a pair named like LOBSTER's own files and imports it.
-  Status run(const std::string& messages, const std::string& book, VectorSink* sink = nullptr,
-             LobsterStats* st = nullptr, const std::string& stem = "MSFT_2012-01-03_0_0_") {
+  Status run(const std::string& messages, const std::string& book,
+             test::RecordingSink* sink = nullptr, LobsterStats* st = nullptr,
+             const std::string& stem = "MSFT_2012-01-03_0_0_") {
     msg_ = dir_ + "/" + stem + "message_2.csv";
     book_ = dir_ + "/" + stem + "orderbook_2.csv";
     write(msg_, messages);
     write(book_, book);
-    VectorSink local;
+    test::RecordingSink local;
     return import_lobster(msg_, book_, {}, sink != nullptr ? sink : &local, st);
   }
   std::string dir_, msg_, book_;
@@ -201,7 +182,7 @@ class LobsterFiles : public ::testing::Test {
 constexpr const char* kRow = "300000,10,299000,20,9999999999,0,-9999999999,0\n";
 
 TEST_F(LobsterFiles, EventTypesTradesAndEmptyLevels) {
-  VectorSink sink;
+  test::RecordingSink sink;
   LobsterStats st;
   Status s = run(
       "34200.5,1,11,10,300000,-1\n"

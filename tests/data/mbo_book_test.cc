@@ -37,31 +37,8 @@ dbn::MboMsg msg(char action, char side, uint64_t id, int64_t price, uint32_t siz
   return m;
 }
 
-// Records everything, plus the order the three kinds arrived in ('S', 'T', 'O').
-class RecordingSink : public BookSink {
- public:
-  void on_snapshot(const Snapshot& s) override {
-    snapshots.push_back(s);
-    log += 'S';
-  }
-  void on_trade(const Trade& t) override {
-    trades.push_back(t);
-    log += 'T';
-  }
-  void on_order_event(const OrderEvent& e) override {
-    events.push_back(e);
-    log += 'O';
-  }
-  const Snapshot& last() const { return snapshots.back(); }
-
-  std::vector<Snapshot> snapshots;
-  std::vector<Trade> trades;
-  std::vector<OrderEvent> events;
-  std::string log;
-};
-
 TEST(MboBook, FifoQueuePositionAfterAddsAndPartialCancels) {
-  RecordingSink sink;
+  test::RecordingSink sink;
   MboBook book(&sink);
   book.apply(msg('A', 'B', 1, px(0), 5));
   book.apply(msg('A', 'B', 2, px(0), 3));
@@ -107,7 +84,7 @@ TEST(MboBook, FifoQueuePositionAfterAddsAndPartialCancels) {
 }
 
 TEST(MboBook, PartialCancelsAggregateAcrossLevels) {
-  RecordingSink sink;
+  test::RecordingSink sink;
   MboBook book(&sink);
   book.apply(msg('A', 'B', 1, px(0), 4));
   book.apply(msg('A', 'B', 2, px(-1), 6));
@@ -211,7 +188,7 @@ TEST(MboBook, ModifyOfUnknownIdIsAnAddAndCounted) {
 }
 
 TEST(MboBook, UnknownCancelsAndOversizeCancelsAreCounted) {
-  RecordingSink sink;
+  test::RecordingSink sink;
   MboBook book(&sink);
   book.apply(msg('A', 'B', 1, px(0), 2));
   book.apply(msg('C', 'B', 99, px(0), 1));
@@ -243,7 +220,7 @@ TEST(MboBook, AddWithoutSideIsIgnoredAndDuplicateAddReplaces) {
 }
 
 TEST(MboBook, ClearEmptiesTheBook) {
-  RecordingSink sink;
+  test::RecordingSink sink;
   MboBook book(&sink);
   book.apply(msg('A', 'B', 1, px(0), 2));
   book.apply(msg('A', 'A', 2, px(1), 2));
@@ -261,17 +238,17 @@ TEST(MboBook, ClearEmptiesTheBook) {
 }
 
 TEST(MboBook, TradeAndFillDoNotChangeTheBookAndComeBeforeTheirSnapshot) {
-  RecordingSink sink;
+  test::RecordingSink sink;
   MboBook book(&sink);
   book.apply(msg('A', 'A', 1, px(1), 5, kFLast, 1000));
-  ASSERT_EQ(sink.log, "OS");
+  ASSERT_EQ(sink.order, "ES");
   // One CME event: trade (aggressor buy), fill of the resting ask, its cancel.
   book.apply(msg('T', 'B', 0, px(1), 2, 0, 2000));
   book.apply(msg('F', 'A', 1, px(1), 2, 0, 2000));
   EXPECT_EQ(sink.snapshots.size(), 1u);  // no F_LAST yet
   EXPECT_EQ(book.queue_position(1)->size, 5u);
   book.apply(msg('C', 'A', 1, px(1), 2, kFLast, 2001));
-  EXPECT_EQ(sink.log, "OSOTOOS");
+  EXPECT_EQ(sink.order, "ESETEES");
 
   ASSERT_EQ(sink.trades.size(), 1u);
   EXPECT_EQ(sink.trades[0].side, 1);
@@ -302,7 +279,7 @@ TEST(MboBook, TradeAndFillDoNotChangeTheBookAndComeBeforeTheirSnapshot) {
 }
 
 TEST(MboBook, SnapshotRunWithoutLastEmitsAtItsEnd) {
-  RecordingSink sink;
+  test::RecordingSink sink;
   MboBook book(&sink);
   const uint8_t run = kFSnapshot | kFBadTsRecv;
   book.apply(msg('A', 'B', 1, px(0), 1, run, 10));
@@ -312,7 +289,7 @@ TEST(MboBook, SnapshotRunWithoutLastEmitsAtItsEnd) {
   // The first live record closes the run: one snapshot of the run, then its own.
   book.apply(msg('A', 'A', 4, px(2), 4, kFLast, 20));
   ASSERT_EQ(sink.snapshots.size(), 2u);
-  EXPECT_EQ(sink.log, "OOOSOS");
+  EXPECT_EQ(sink.order, "EEESES");
   const Snapshot& s0 = sink.snapshots[0];
   EXPECT_EQ(s0.flags, kFlagSnapshotRun | kFlagBadTimestamp);
   EXPECT_EQ(s0.ts_ns, 11);
@@ -326,7 +303,7 @@ TEST(MboBook, SnapshotRunWithoutLastEmitsAtItsEnd) {
 
 TEST(MboBook, SnapshotRunEndingWithLastOrAtFinish) {
   // A run whose last record sets F_LAST emits once, there.
-  RecordingSink a;
+  test::RecordingSink a;
   MboBook with_last(&a);
   with_last.apply(msg('R', 'N', 0, kEmptyPx, 0, kFSnapshot));
   with_last.apply(msg('A', 'B', 1, px(0), 1, kFSnapshot));
@@ -338,7 +315,7 @@ TEST(MboBook, SnapshotRunEndingWithLastOrAtFinish) {
   EXPECT_EQ(a.snapshots[1].flags, 0);
 
   // A file that is only a run emits at finish(), which is idempotent.
-  RecordingSink b;
+  test::RecordingSink b;
   MboBook only_run(&b);
   only_run.apply(msg('A', 'B', 1, px(0), 1, kFSnapshot));
   only_run.apply(msg('A', 'A', 2, px(1), 1, kFSnapshot));
@@ -351,7 +328,7 @@ TEST(MboBook, SnapshotRunEndingWithLastOrAtFinish) {
 }
 
 TEST(MboBook, FinishInsideAnEventFlagsMaybeBadBook) {
-  RecordingSink sink;
+  test::RecordingSink sink;
   MboBook book(&sink);
   book.apply(msg('A', 'B', 1, px(0), 1, kFLast));
   book.apply(msg('A', 'B', 2, px(0), 1, 0));
@@ -363,7 +340,7 @@ TEST(MboBook, FinishInsideAnEventFlagsMaybeBadBook) {
 }
 
 TEST(MboBook, SourceFlagsCarryIntoTheSnapshot) {
-  RecordingSink sink;
+  test::RecordingSink sink;
   MboBook book(&sink);
   book.apply(msg('A', 'B', 1, px(0), 1, kFMaybeBadBook));
   book.apply(msg('A', 'B', 2, px(0), 1, kFLast));
@@ -375,7 +352,7 @@ TEST(MboBook, SourceFlagsCarryIntoTheSnapshot) {
 }
 
 TEST(MboBook, CrossedAndLockedBooksAreKeptAndFlagged) {
-  RecordingSink sink;
+  test::RecordingSink sink;
   MboBook book(&sink);
   book.apply(msg('A', 'B', 1, px(0), 1));
   book.apply(msg('A', 'A', 2, px(0), 1));  // locked
@@ -393,7 +370,7 @@ TEST(MboBook, CrossedAndLockedBooksAreKeptAndFlagged) {
 }
 
 TEST(MboBook, TopTenTruncatesDeeperBooks) {
-  RecordingSink sink;
+  test::RecordingSink sink;
   MboBook book(&sink);
   uint64_t id = 1;
   // Added in scrambled order so inserts land mid-vector.
@@ -672,7 +649,7 @@ TEST(MboBookFile, OneInstrumentPerBook) {
   EXPECT_EQ(status.code(), StatusCode::kInvalidInput);
   EXPECT_NE(status.message().find(path), std::string::npos) << status.message();
   // Choosing one skips and counts the others; non-MBO records are counted too.
-  RecordingSink sink;
+  test::RecordingSink sink;
   MboReplayOptions options;
   options.instrument_id = 42;
   status = replay_mbo_file(path, &sink, &st, options);

@@ -44,7 +44,7 @@ TEST(Store, RoundTripSnapshotsTradesAndEvents) {
   w->on_trade({250, 1000, 1.5, -1});
   w->on_trade({260, 1025, 0.5, +1});
   w->on_snapshot(make_snapshot(300, 1025, 1025, 7, 19));  // locked
-  w->on_trade({400, 1025, 3.0, -1});                       // after the last snapshot
+  w->on_trade({400, 1025, 3.0, -1});                      // after the last snapshot
   ASSERT_TRUE(w->finish().ok());
   EXPECT_FALSE(fs::exists(dir + ".tmp-" + std::to_string(::getpid())));
 

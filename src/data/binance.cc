@@ -962,6 +962,16 @@ Status replay_binance_capture(const std::string& path, const BinanceOptions& opt
     }
     if (!status.ok()) break;
     if (eof) {
+      // zlib reports a stream cut short (Z_BUF_ERROR) only at the end: say so rather than
+      // complain about the partial last line.
+      int errnum = Z_OK;
+      const char* msg = gzerror(f, &errnum);
+      if (errnum != Z_OK && errnum != Z_STREAM_END) {
+        status = InvalidInput(
+            "{}: corrupt or truncated gzip after line {}: {}", path, line_no,
+            errnum == Z_BUF_ERROR ? "unexpected end of file" : (msg != nullptr ? msg : "?"));
+        break;
+      }
       if (pos < have)
         status = replayer.feed_line(std::string_view(buf.data() + pos, have - pos), ++line_no);
       break;

@@ -3,6 +3,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include <zlib.h>
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -133,6 +136,69 @@ TEST(Cli, BadInputFilesGiveOneLineErrors) {
   auto missing = run_fxt("inspect " + dir + "/does-not-exist.dbn");
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.output.find("does-not-exist.dbn"), std::string::npos);
+}
+
+void write_gzip(const std::string& path, const std::string& text) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())),
+            static_cast<int>(text.size()));
+  gzclose(f);
+}
+
+// Text sources: the error names the file and the line.
+TEST(Cli, BadTextSourcesGiveOneLineErrors) {
+  std::string dir = test::scratch_dir();
+  const std::string good =
+      "1 {\"lastUpdateId\":100,\"bids\":[[\"1.00\",\"1.0\"]],\"asks\":[[\"1.01\",\"1.0\"]]}\n"
+      "2 {\"stream\":\"btcusdt@depth@100ms\",\"data\":{\"e\":\"depthUpdate\",\"E\":1,"
+      "\"s\":\"BTCUSDT\",\"U\":101,\"u\":102,\"b\":[[\"1.00\",\"2.0\"]],\"a\":[]}}\n";
+  write_gzip(dir + "/ok.gz", good);
+  auto ok = run_fxt("-q ingest " + dir + "/ok.gz --out " + dir + "/ok");
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+
+  write_gzip(dir + "/badline.gz", good + "3 {\"stream\":\"btcusdt@dep\n");
+  auto bad = run_fxt("ingest " + dir + "/badline.gz --out " + dir + "/s1");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_EQ(count_lines(bad.output), 1) << bad.output;
+  EXPECT_NE(bad.output.find(dir + "/badline.gz: line 3:"), std::string::npos) << bad.output;
+  EXPECT_FALSE(fs::exists(dir + "/s1"));
+
+  std::string big;
+  for (int i = 0; i < 2000; ++i) {
+    big += fmt::format(
+        "{} {{\"stream\":\"btcusdt@depth@100ms\",\"data\":{{\"e\":\"depthUpdate\",\"E\":{},"
+        "\"s\":\"BTCUSDT\",\"U\":{},\"u\":{},\"b\":[[\"1.00\",\"{}.0\"]],\"a\":[]}}}}\n",
+        3 + i, 2 + i, 103 + i, 103 + i, 1 + i % 7);
+  }
+  write_gzip(dir + "/full.gz", good + big);
+  std::string gz = read_all(dir + "/full.gz");
+  write_all(dir + "/truncated.gz", gz.substr(0, gz.size() / 2));
+  auto cut = run_fxt("ingest " + dir + "/truncated.gz --out " + dir + "/s2");
+  EXPECT_EQ(cut.exit_code, 2) << cut.output;
+  EXPECT_EQ(count_lines(cut.output), 1) << cut.output;
+  EXPECT_NE(cut.output.find("truncated gzip"), std::string::npos) << cut.output;
+  EXPECT_FALSE(fs::exists(dir + "/s2"));
+
+  // A LOBSTER pair whose files disagree in length, and a malformed message row.
+  write_all(dir + "/X_2012-06-21_message_1.csv",
+            "34200.1,1,7,10,1000000,1\n34200.2,3,7,10,1000000,1\n");
+  write_all(dir + "/X_2012-06-21_orderbook_1.csv", "1010000,5,1000000,10\n");
+  auto rows = run_fxt("ingest " + dir + "/X_2012-06-21_message_1.csv " + dir +
+                      "/X_2012-06-21_orderbook_1.csv --out " + dir + "/s3");
+  EXPECT_EQ(rows.exit_code, 2) << rows.output;
+  EXPECT_EQ(count_lines(rows.output), 1) << rows.output;
+  EXPECT_NE(rows.output.find("X_2012-06-21_orderbook_1.csv"), std::string::npos) << rows.output;
+  write_all(dir + "/Y_2012-06-21_message_1.csv", "34200.1,1,7,ten,1000000,1\n");
+  write_all(dir + "/Y_2012-06-21_orderbook_1.csv", "1010000,5,1000000,10\n");
+  auto field = run_fxt("ingest " + dir + "/Y_2012-06-21_message_1.csv " + dir +
+                       "/Y_2012-06-21_orderbook_1.csv --out " + dir + "/s4");
+  EXPECT_EQ(field.exit_code, 2) << field.output;
+  EXPECT_NE(field.output.find("Y_2012-06-21_message_1.csv: line 1"), std::string::npos)
+      << field.output;
+  auto unpaired = run_fxt("ingest " + dir + "/Y_2012-06-21_message_1.csv --out " + dir + "/s5");
+  EXPECT_EQ(unpaired.exit_code, 2);
+  EXPECT_NE(unpaired.output.find("orderbook"), std::string::npos) << unpaired.output;
 }
 
 }  // namespace

@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libzstd-dev zstd zlib1g-dev
-  nlohmann-json3-dev libcli11-dev libfmt-dev libtomlplusplus-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libeigen3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 # Optional extras: clang builds the libFuzzer targets (make fuzz).

@@ -18,6 +18,7 @@ using Action = std::function<Status()>;
 CLI::App* add_command(CLI::App& app, const std::string& name, const std::string& description,
                       Action action);
 
+void register_features(CLI::App& app);
 void register_ingest(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_synth(CLI::App& app);

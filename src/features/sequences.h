@@ -1,0 +1,125 @@
+// Sequences and time splits of DESIGN §2.6, over a dataset of one or more stores.
+//
+// A sample is K positions at decision stride S: snapshots a, a+S, ..., a+(K-1)S of one
+// store (anchor a), with features and labels at every position. The stores of a dataset
+// are taken in the order given (time order) and their snapshots concatenated; the split
+// cuts that sequence by fraction into train | gap | validation | gap | test, each purge gap
+// being max(horizons) x S snapshots, so no training label (which looks at most max(h)
+// snapshots ahead) sees a validation snapshot, and likewise validation -> test. An anchor
+// belongs to a split when all K positions lie inside the split's range and inside one
+// store, so no window and no label crosses a store boundary (labels are masked at store
+// ends). Anchors whose window holds a crossed or locked snapshot are skipped by default.
+// Training anchors are drawn uniformly from the split's anchors with a seeded xoshiro256**;
+// evaluation anchors walk the split in order without overlap; inference windows end at
+// every snapshot (shorter at a store's start: see window_positions()).
+// Thread-safety: a built Dataset is immutable and may be read from several threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "data/store.h"
+#include "features/features.h"
+#include "features/labels.h"
+
+namespace fxt {
+
+// xoshiro256** seeded through splitmix64: a small deterministic generator whose output
+// does not depend on the standard library.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed);
+  uint64_t next();
+  // Uniform in [0, bound), bound > 0, without modulo bias (rejection).
+  uint64_t uniform(uint64_t bound);
+
+ private:
+  uint64_t s_[4];
+};
+
+enum class Split { kTrain = 0, kValidation = 1, kTest = 2 };
+const char* split_name(Split split);
+
+struct SequenceConfig {
+  int window = 64;  // K positions
+  int stride = 1;   // S snapshots between positions
+  bool skip_crossed = true;
+};
+
+struct SplitConfig {
+  double train = 0.70, validation = 0.15;  // test gets the rest
+};
+
+// A window: store index and its first snapshot; position k is start + k * stride.
+struct Anchor {
+  uint32_t store = 0;
+  uint64_t start = 0;
+  bool operator==(const Anchor& o) const { return store == o.store && start == o.start; }
+};
+
+// A half-open range of the dataset's concatenated snapshot index.
+struct GlobalRange {
+  uint64_t begin = 0, end = 0;
+};
+
+struct DatasetConfig {
+  SequenceConfig sequence;
+  SplitConfig split;
+  LabelConfig labels;
+};
+
+class Dataset {
+ public:
+  struct Store {
+    StoreReader reader;
+    uint64_t offset = 0;          // first global index
+    std::vector<float> features;  // n x 40, raw (NaN = undefined) until standardise()
+    Labels labels;
+  };
+
+  // Opens the stores (in this order) and computes their features and labels.
+  static Result<Dataset> open(const std::vector<std::string>& dirs, const DatasetConfig& config);
+  static Result<Dataset> build(std::vector<StoreReader> readers, const DatasetConfig& config);
+
+  const DatasetConfig& config() const { return config_; }
+  size_t store_count() const { return stores_.size(); }
+  const Store& store(size_t i) const { return stores_[i]; }
+  uint64_t total_snapshots() const { return total_; }
+  uint64_t purge_gap() const { return gap_; }
+  GlobalRange range(Split split) const { return ranges_[static_cast<int>(split)]; }
+
+  // Every anchor whose window lies in the split (and is clean, with skip_crossed), in order.
+  const std::vector<Anchor>& anchors(Split split) const {
+    return anchors_[static_cast<int>(split)];
+  }
+  // `count` training anchors drawn uniformly (with replacement) from anchors(kTrain).
+  std::vector<Anchor> sample_train(Rng& rng, size_t count) const;
+  // Non-overlapping anchors of a split in order: each next one starts at or after the
+  // previous window's end (start + K x S).
+  std::vector<Anchor> evaluation_anchors(Split split) const;
+
+  // Mean/std over the training range's defined values; standardise() applies them to
+  // every store (undefined -> 0, clipped to +-10).
+  FeatureStats measure_train_stats() const;
+  void standardise_features(const FeatureStats& stats);
+
+  // Copies one window: x (K x 40), y and mask (K x H, as float 0/1).
+  void gather(const Anchor& a, float* x, float* y, float* mask) const;
+
+ private:
+  DatasetConfig config_;
+  std::vector<Store> stores_;
+  uint64_t total_ = 0, gap_ = 0;
+  GlobalRange ranges_[3];
+  std::vector<Anchor> anchors_[3];
+};
+
+// The snapshots of the inference window of K positions at stride S ending at `end`
+// (live use: every snapshot is scored with the window ending at it). Near a store's
+// start fewer than K positions exist; the window is left-padded by repeating its first
+// position, and the number of real positions is returned. out receives K indices.
+int window_positions(uint64_t end, int window, int stride, uint64_t* out);
+
+}  // namespace fxt

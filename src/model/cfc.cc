@@ -1,0 +1,214 @@
+// CfC recurrence, CPU reference: forward and backward side by side.
+#include "model/cfc.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <random>
+
+#include <Eigen/Core>
+
+namespace fxt::model {
+namespace {
+
+template <typename T>
+using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename T>
+using MapMat = Eigen::Map<RowMat<T>>;
+template <typename T>
+using ConstMapMat = Eigen::Map<const RowMat<T>>;
+// The [B, D] slice of position k inside a [B, K, D] array: rows K*D apart.
+template <typename T>
+using MapStrided = Eigen::Map<RowMat<T>, 0, Eigen::OuterStride<>>;
+template <typename T>
+using ConstMapStrided = Eigen::Map<const RowMat<T>, 0, Eigen::OuterStride<>>;
+
+template <typename T>
+T sigmoid(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
+template <typename T>
+T softplus(T x) {
+  return x > T(20) ? x : std::log1p(std::exp(x));
+}
+
+double uniform(std::mt19937_64& rng, double lo, double hi) {
+  return lo + (hi - lo) * static_cast<double>(rng() >> 11) * 0x1.0p-53;
+}
+
+}  // namespace
+
+Status cfc_validate(const CfcConfig& cfg) {
+  if (cfg.in_dim <= 0 || cfg.hidden <= 0) {
+    return UsageError("cfc: sizes must be positive (in_dim {}, hidden {})", cfg.in_dim, cfg.hidden);
+  }
+  return Status::Ok();
+}
+
+CfcLayout cfc_layout(const CfcConfig& cfg) {
+  const auto d = static_cast<std::size_t>(cfg.hidden);
+  CfcLayout l{};
+  std::size_t at = 0;
+  l.w_in = at, at += d * cfg.in_dim;
+  l.w_rec = at, at += d * d;
+  l.bias = at, at += d;
+  l.tau_raw = at, at += d;
+  l.total = at;
+  return l;
+}
+
+std::vector<ParamSpec> cfc_param_specs(const CfcConfig& cfg, const std::string& prefix) {
+  const CfcLayout l = cfc_layout(cfg);
+  const auto d = static_cast<std::size_t>(cfg.hidden);
+  return {
+      {prefix + ".w_in", l.w_in, d * cfg.in_dim, {cfg.hidden, cfg.in_dim}, true},
+      {prefix + ".w_rec", l.w_rec, d * d, {cfg.hidden, cfg.hidden}, true},
+      {prefix + ".bias", l.bias, d, {cfg.hidden}, false},
+      {prefix + ".tau_raw", l.tau_raw, d, {cfg.hidden}, false},
+  };
+}
+
+template <typename T>
+void cfc_init(const CfcConfig& cfg, T* params, std::uint64_t seed) {
+  const CfcLayout l = cfc_layout(cfg);
+  std::mt19937_64 rng(seed);
+  const auto d = static_cast<std::size_t>(cfg.hidden);
+  const auto n_in = static_cast<std::size_t>(cfg.in_dim);
+  // Xavier-uniform: U(-a, a), a = sqrt(6 / (fan_in + fan_out)).
+  const double a_in = std::sqrt(6.0 / double(cfg.in_dim + cfg.hidden));
+  for (std::size_t i = 0; i < d * n_in; ++i) params[l.w_in + i] = T(uniform(rng, -a_in, a_in));
+  const double a_rec = std::sqrt(6.0 / double(2 * cfg.hidden));
+  for (std::size_t i = 0; i < d * d; ++i) params[l.w_rec + i] = T(uniform(rng, -a_rec, a_rec));
+  // softplus(tau_raw) + 0.1 = 1  <=>  tau_raw = log(exp(0.9) - 1).
+  const double tau_raw = std::log(std::expm1(1.0 - kCfcTauMin));
+  for (std::size_t i = 0; i < d; ++i) {
+    params[l.bias + i] = T(0);
+    params[l.tau_raw + i] = T(tau_raw);
+  }
+}
+
+template <typename T>
+void CfcWorkspace<T>::resize(const CfcConfig& cfg, int batch_size, int seq_len_k) {
+  batch = batch_size;
+  seq_len = seq_len_k;
+  const auto d = static_cast<std::size_t>(cfg.hidden);
+  const auto n = static_cast<std::size_t>(batch_size) * seq_len_k * d;
+  tau.assign(d, T(0));
+  pre.assign(n, T(0));
+  act.assign(n, T(0));
+  decay.assign(n, T(0));
+  s_prev.assign(n, T(0));
+  out.assign(n, T(0));
+  d_pre.assign(n, T(0));
+  d_carry.assign(static_cast<std::size_t>(batch_size) * d, T(0));
+  d_tau.assign(d, T(0));
+}
+
+template <typename T>
+void cfc_forward(const CfcConfig& cfg, const T* params, const T* h, const T* c, const T* dt,
+                 T dt_const, CfcWorkspace<T>* ws) {
+  assert(ws->tau.size() == static_cast<std::size_t>(cfg.hidden) &&
+         ws->pre.size() == static_cast<std::size_t>(ws->batch) * ws->seq_len * cfg.hidden &&
+         "workspace not resized for this config");
+  const CfcLayout l = cfc_layout(cfg);
+  const int bsz = ws->batch, seq = ws->seq_len, d = cfg.hidden, rows = bsz * seq;
+  const Eigen::Index row_stride = static_cast<Eigen::Index>(seq) * d;
+
+  for (int i = 0; i < d; ++i) ws->tau[i] = softplus(params[l.tau_raw + i]) + T(kCfcTauMin);
+
+  // W_in h_k + b for every (b, k) at once.
+  MapMat<T> pre_all(ws->pre.data(), rows, d);
+  pre_all.noalias() = ConstMapMat<T>(h, rows, cfg.in_dim) *
+                      ConstMapMat<T>(params + l.w_in, d, cfg.in_dim).transpose();
+  pre_all.rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(params + l.bias, d);
+
+  ConstMapMat<T> w_rec(params + l.w_rec, d, d);
+  for (int k = 0; k < seq; ++k) {
+    const std::size_t at = static_cast<std::size_t>(k) * d;  // (b=0, k) in [B, K, D]
+    for (int b = 0; b < bsz; ++b) {
+      const T* src = k == 0 ? c + static_cast<std::size_t>(b) * d
+                            : ws->out.data() + (static_cast<std::size_t>(b) * seq + k - 1) * d;
+      std::copy(src, src + d, ws->s_prev.data() + (static_cast<std::size_t>(b) * seq + k) * d);
+    }
+    // pre_k [B, D] += s_{k-1} [B, D] W_rec^T.
+    MapStrided<T>(ws->pre.data() + at, bsz, d, Eigen::OuterStride<>(row_stride)).noalias() +=
+        ConstMapStrided<T>(ws->s_prev.data() + at, bsz, d, Eigen::OuterStride<>(row_stride)) *
+        w_rec.transpose();
+    for (int b = 0; b < bsz; ++b) {
+      const std::size_t r = static_cast<std::size_t>(b) * seq + k;
+      const T dt_k = dt != nullptr ? dt[r] : dt_const;
+      for (int i = 0; i < d; ++i) {
+        const std::size_t j = r * d + i;
+        const T e = std::exp(-dt_k / ws->tau[i]);
+        const T t = std::tanh(ws->pre[j]);
+        ws->decay[j] = e;
+        ws->act[j] = t;
+        ws->out[j] = e * ws->s_prev[j] + (T(1) - e) * t;
+      }
+    }
+  }
+}
+
+// Backward: with g_k = d_s_k + (carry from k+1) the total dL/ds_k,
+//   d pre_k = g (1 - e) (1 - tanh^2);   d e = g (s_{k-1} - tanh);   de/dtau = e dt / tau^2
+//   dL/ds_{k-1} = g e + W_rec^T d pre_k;   dW_rec += d pre_k s_{k-1}^T;  db += d pre_k
+// and after the loop the input projection and tau_raw (dtau/dtau_raw = sigmoid(tau_raw)).
+template <typename T>
+void cfc_backward(const CfcConfig& cfg, const T* params, const T* h, const T* dt, T dt_const,
+                  const T* d_s, CfcWorkspace<T>* ws, T* grads, T* d_h, T* d_c) {
+  assert(ws->tau.size() == static_cast<std::size_t>(cfg.hidden) &&
+         ws->pre.size() == static_cast<std::size_t>(ws->batch) * ws->seq_len * cfg.hidden &&
+         "workspace not resized for this config");
+  const CfcLayout l = cfc_layout(cfg);
+  const int bsz = ws->batch, seq = ws->seq_len, d = cfg.hidden, rows = bsz * seq;
+  const Eigen::Index row_stride = static_cast<Eigen::Index>(seq) * d;
+
+  std::fill(ws->d_carry.begin(), ws->d_carry.end(), T(0));
+  std::fill(ws->d_tau.begin(), ws->d_tau.end(), T(0));
+  MapMat<T> carry(ws->d_carry.data(), bsz, d);
+  ConstMapMat<T> w_rec(params + l.w_rec, d, d);
+  for (int k = seq - 1; k >= 0; --k) {
+    for (int b = 0; b < bsz; ++b) {
+      const std::size_t r = static_cast<std::size_t>(b) * seq + k;
+      const T dt_k = dt != nullptr ? dt[r] : dt_const;
+      T* cb = ws->d_carry.data() + static_cast<std::size_t>(b) * d;
+      for (int i = 0; i < d; ++i) {
+        const std::size_t j = r * d + i;
+        const T g = d_s[j] + cb[i];
+        const T e = ws->decay[j], t = ws->act[j], tau = ws->tau[i];
+        ws->d_pre[j] = g * (T(1) - e) * (T(1) - t * t);
+        ws->d_tau[i] += g * (ws->s_prev[j] - t) * e * dt_k / (tau * tau);
+        cb[i] = g * e;
+      }
+    }
+    const std::size_t at = static_cast<std::size_t>(k) * d;
+    carry.noalias() +=
+        ConstMapStrided<T>(ws->d_pre.data() + at, bsz, d, Eigen::OuterStride<>(row_stride)) * w_rec;
+  }
+  if (d_c != nullptr) MapMat<T>(d_c, bsz, d) += carry;
+
+  ConstMapMat<T> d_pre(ws->d_pre.data(), rows, d);
+  MapMat<T>(grads + l.w_rec, d, d).noalias() +=
+      d_pre.transpose() * ConstMapMat<T>(ws->s_prev.data(), rows, d);
+  Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(grads + l.bias, d) += d_pre.colwise().sum();
+  MapMat<T>(grads + l.w_in, d, cfg.in_dim).noalias() +=
+      d_pre.transpose() * ConstMapMat<T>(h, rows, cfg.in_dim);
+  if (d_h != nullptr) {
+    MapMat<T>(d_h, rows, cfg.in_dim).noalias() +=
+        d_pre * ConstMapMat<T>(params + l.w_in, d, cfg.in_dim);
+  }
+  for (int i = 0; i < d; ++i) grads[l.tau_raw + i] += ws->d_tau[i] * sigmoid(params[l.tau_raw + i]);
+}
+
+#define FXT_CFC_INSTANTIATE(T)                                                               \
+  template void cfc_init<T>(const CfcConfig&, T*, std::uint64_t);                            \
+  template struct CfcWorkspace<T>;                                                           \
+  template void cfc_forward<T>(const CfcConfig&, const T*, const T*, const T*, const T*, T,  \
+                               CfcWorkspace<T>*);                                            \
+  template void cfc_backward<T>(const CfcConfig&, const T*, const T*, const T*, T, const T*, \
+                                CfcWorkspace<T>*, T*, T*, T*);
+FXT_CFC_INSTANTIATE(float)
+FXT_CFC_INSTANTIATE(double)
+#undef FXT_CFC_INSTANTIATE
+
+}  // namespace fxt::model

@@ -1,0 +1,180 @@
+// Evaluation metrics for binary direction labels (DESIGN §6).
+//
+// Per horizon, over the rows whose label is valid (mask != 0): ROC AUC (exact, tied
+// scores get the average rank), log loss, Brier score, accuracy at 0.5, expected
+// calibration error over 10 equal-width bins with its reliability table, the number of
+// valid labels and the positive rate; the mean AUC over horizons whose AUC is defined.
+// The constant (base-rate) predictor is scored by the same code, and block-bootstrap
+// confidence intervals resample blocks of consecutive rows (labels of nearby rows
+// overlap, so a block must be at least a horizon long).
+//
+// Multi-horizon inputs are row-major [rows][horizons] arrays, as the heads emit them.
+// Scores are probabilities or logits (ScoreKind); labels are 0/1 (any nonzero = 1);
+// an empty mask means every row is valid. Rows whose score is NaN are excluded and
+// counted (n_nan_scores) so that a diverged model is visible rather than hidden.
+//
+// Everything is O(n log n) (one sort per horizon) and single-threaded unless a thread
+// count is given; results do not depend on the thread count. Thread-compatible: no
+// shared state.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/status.h"
+
+namespace fxt {
+
+inline constexpr int kCalibrationBins = 10;
+// Probabilities are clamped to [kProbClamp, 1 - kProbClamp] for the log loss.
+inline constexpr double kProbClamp = 1e-7;
+
+enum class ScoreKind { kProbability, kLogit };
+
+struct ReliabilityBin {
+  double lo = 0, hi = 0;  // predicted-probability range [lo, hi); the last bin includes 1
+  int64_t count = 0;
+  double mean_predicted = std::numeric_limits<double>::quiet_NaN();      // NaN when empty
+  double observed_frequency = std::numeric_limits<double>::quiet_NaN();  // NaN when empty
+};
+
+struct HorizonMetrics {
+  static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+  int horizon = 0;           // label horizon in snapshots (0 = not given)
+  int64_t n_valid = 0;       // rows scored: mask set and score not NaN
+  int64_t n_positive = 0;    // of which label 1
+  int64_t n_nan_scores = 0;  // rows with a valid label but a NaN score (excluded)
+  double positive_rate = kNaN;
+  double auc = kNaN;  // NaN when only one class is present
+  double log_loss = kNaN;
+  double brier = kNaN;
+  double accuracy = kNaN;  // predicted 1 when p > 0.5
+  double ece = kNaN;       // Σ_b (count_b / n) · |mean_predicted_b − observed_frequency_b|
+  std::array<ReliabilityBin, kCalibrationBins> reliability{};
+
+  // NaN values are written as null.
+  nlohmann::json to_json() const;
+};
+
+struct Metrics {
+  std::vector<HorizonMetrics> horizons;
+  double mean_auc = HorizonMetrics::kNaN;  // over horizons with a defined AUC
+  int auc_defined = 0;                     // how many horizons entered mean_auc
+
+  nlohmann::json to_json() const;
+};
+
+// ---- single horizon --------------------------------------------------------------
+// Preconditions (programmer errors, asserted): labels.size() == scores.size() and
+// mask is empty or the same size.
+
+// Exact ROC AUC (Mann–Whitney U with midranks); NaN unless both classes are present.
+double roc_auc(std::span<const float> scores, std::span<const uint8_t> labels,
+               std::span<const uint8_t> mask = {});
+double roc_auc(std::span<const double> scores, std::span<const uint8_t> labels,
+               std::span<const uint8_t> mask = {});
+
+HorizonMetrics horizon_metrics(std::span<const float> scores, std::span<const uint8_t> labels,
+                               std::span<const uint8_t> mask = {},
+                               ScoreKind kind = ScoreKind::kProbability, int horizon = 0);
+HorizonMetrics horizon_metrics(std::span<const double> scores, std::span<const uint8_t> labels,
+                               std::span<const uint8_t> mask = {},
+                               ScoreKind kind = ScoreKind::kProbability, int horizon = 0);
+
+// ---- several horizons: row-major [rows][horizons.size()] ------------------------------
+
+Result<Metrics> compute_metrics(std::span<const float> scores, std::span<const uint8_t> labels,
+                                std::span<const uint8_t> mask, std::span<const int> horizons,
+                                ScoreKind kind = ScoreKind::kProbability);
+Result<Metrics> compute_metrics(std::span<const double> scores, std::span<const uint8_t> labels,
+                                std::span<const uint8_t> mask, std::span<const int> horizons,
+                                ScoreKind kind = ScoreKind::kProbability);
+
+// Positive rate per horizon over valid rows (the base rate of a training set); NaN for a
+// horizon without valid labels. Shapes as for compute_metrics.
+Result<std::vector<double>> positive_rates(std::span<const uint8_t> labels,
+                                           std::span<const uint8_t> mask, size_t num_horizons);
+
+// Metrics of the constant predictor p_h = base_rates[h] (the training positive rate) on
+// the given rows. Its AUC is 0.5 whenever both classes are present (all scores tie).
+Result<Metrics> base_rate_metrics(std::span<const double> base_rates,
+                                  std::span<const uint8_t> labels, std::span<const uint8_t> mask,
+                                  std::span<const int> horizons);
+
+// ---- block bootstrap ---------------------------------------------------------------
+
+// splitmix64 (Steele, Lea, Flood 2014): a small seeded generator whose stream is the same
+// on every platform.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, n), n > 0 (multiply-shift; bias below n / 2^64).
+  uint64_t below(uint64_t n);
+
+ private:
+  uint64_t state_;
+};
+
+struct BootstrapOptions {
+  int replicates = 200;
+  // Rows per block; raised to the largest horizon (0 = the largest horizon). Rows are
+  // assumed to be in time order, one row per snapshot step.
+  int64_t block_rows = 0;
+  uint64_t seed = 1;
+  double lo_percentile = 2.5;
+  double hi_percentile = 97.5;
+  int threads = 1;  // results are identical for any thread count
+};
+
+struct Interval {
+  double lo = HorizonMetrics::kNaN, hi = HorizonMetrics::kNaN;
+  int replicates = 0;  // replicates in which the statistic was defined
+};
+
+struct HorizonIntervals {
+  Interval auc, log_loss, brier;
+};
+
+struct BootstrapResult {
+  std::vector<HorizonIntervals> horizons;
+  Interval mean_auc;  // the same resampled rows for every horizon in a replicate
+  int64_t block_rows = 0;
+  int replicates = 0;
+  uint64_t seed = 0;
+
+  nlohmann::json to_json() const;
+};
+
+// Circular block bootstrap: each replicate draws ceil(rows / block) block starts
+// uniformly, takes `block` consecutive rows from each (wrapping around the end) and
+// truncates to `rows` rows. Replicate r uses its own splitmix64 stream derived from
+// (seed, r), so results are reproducible and independent of threads. Percentiles by
+// linear interpolation between order statistics.
+Result<BootstrapResult> bootstrap_metrics(std::span<const float> scores,
+                                          std::span<const uint8_t> labels,
+                                          std::span<const uint8_t> mask,
+                                          std::span<const int> horizons, ScoreKind kind,
+                                          const BootstrapOptions& options);
+Result<BootstrapResult> bootstrap_metrics(std::span<const double> scores,
+                                          std::span<const uint8_t> labels,
+                                          std::span<const uint8_t> mask,
+                                          std::span<const int> horizons, ScoreKind kind,
+                                          const BootstrapOptions& options);
+
+// The p-th percentile (0..100) of values, linear interpolation (R type 7); NaN when empty.
+// Reorders `values`.
+double percentile(std::vector<double>& values, double p);
+
+}  // namespace fxt

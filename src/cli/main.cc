@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
   cli::register_inspect(app);
   cli::register_synth(app);
   cli::register_features(app);
+  cli::register_train(app);
+  cli::register_eval(app);
+  cli::register_predict(app);
   cli::register_version(app);
 
   try {

@@ -99,54 +99,77 @@ void CfcWorkspace<T>::resize(const CfcConfig& cfg, int batch_size, int seq_len_k
   decay.assign(n, T(0));
   s_prev.assign(n, T(0));
   out.assign(n, T(0));
+  decay_c.assign(d, T(0));
   d_pre.assign(n, T(0));
   d_carry.assign(static_cast<std::size_t>(batch_size) * d, T(0));
-  d_tau.assign(d, T(0));
+  chunks = num_seq_chunks(batch_size, kCfcSeqsPerChunk);
+  d_tau.assign(static_cast<std::size_t>(chunks) * d, T(0));
+  grad_partial.assign(static_cast<std::size_t>(chunks) * cfc_layout(cfg).tau_raw, T(0));
 }
 
 template <typename T>
-void cfc_forward(const CfcConfig& cfg, const T* params, const T* h, const T* c, const T* dt,
-                 T dt_const, CfcWorkspace<T>* ws) {
+void cfc_forward(const CfcConfig& cfg, CpuContext& ctx, const T* params, const T* h, const T* c,
+                 const T* dt, T dt_const, CfcWorkspace<T>* ws) {
   assert(ws->tau.size() == static_cast<std::size_t>(cfg.hidden) &&
          ws->pre.size() == static_cast<std::size_t>(ws->batch) * ws->seq_len * cfg.hidden &&
+         ws->chunks == num_seq_chunks(ws->batch, kCfcSeqsPerChunk) &&
          "workspace not resized for this config");
   const CfcLayout l = cfc_layout(cfg);
-  const int bsz = ws->batch, seq = ws->seq_len, d = cfg.hidden, rows = bsz * seq;
+  const int bsz = ws->batch, seq = ws->seq_len, d = cfg.hidden, nc = ws->chunks;
   const Eigen::Index row_stride = static_cast<Eigen::Index>(seq) * d;
 
-  for (int i = 0; i < d; ++i) ws->tau[i] = softplus(params[l.tau_raw + i]) + T(kCfcTauMin);
+  for (int i = 0; i < d; ++i) {
+    ws->tau[i] = softplus(params[l.tau_raw + i]) + T(kCfcTauMin);
+    ws->decay_c[i] = std::exp(-dt_const / ws->tau[i]);
+  }
 
-  // W_in h_k + b for every (b, k) at once.
-  MapMat<T> pre_all(ws->pre.data(), rows, d);
-  pre_all.noalias() = ConstMapMat<T>(h, rows, cfg.in_dim) *
-                      ConstMapMat<T>(params + l.w_in, d, cfg.in_dim).transpose();
-  pre_all.rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(params + l.bias, d);
+  ctx.parallel_for(nc, [&](int chunk) {
+    const int b0 = static_cast<int>(chunk_begin(bsz, nc, chunk));
+    const int b1 = static_cast<int>(chunk_begin(bsz, nc, chunk + 1));
+    if (b1 <= b0) return;
+    const int nb = b1 - b0, rows = nb * seq;
+    const std::size_t c0 = static_cast<std::size_t>(b0) * seq;  // first row of the chunk
 
-  ConstMapMat<T> w_rec(params + l.w_rec, d, d);
-  for (int k = 0; k < seq; ++k) {
-    const std::size_t at = static_cast<std::size_t>(k) * d;  // (b=0, k) in [B, K, D]
-    for (int b = 0; b < bsz; ++b) {
-      const T* src = k == 0 ? c + static_cast<std::size_t>(b) * d
-                            : ws->out.data() + (static_cast<std::size_t>(b) * seq + k - 1) * d;
-      std::copy(src, src + d, ws->s_prev.data() + (static_cast<std::size_t>(b) * seq + k) * d);
-    }
-    // pre_k [B, D] += s_{k-1} [B, D] W_rec^T.
-    MapStrided<T>(ws->pre.data() + at, bsz, d, Eigen::OuterStride<>(row_stride)).noalias() +=
-        ConstMapStrided<T>(ws->s_prev.data() + at, bsz, d, Eigen::OuterStride<>(row_stride)) *
-        w_rec.transpose();
-    for (int b = 0; b < bsz; ++b) {
-      const std::size_t r = static_cast<std::size_t>(b) * seq + k;
-      const T dt_k = dt != nullptr ? dt[r] : dt_const;
-      for (int i = 0; i < d; ++i) {
-        const std::size_t j = r * d + i;
-        const T e = std::exp(-dt_k / ws->tau[i]);
-        const T t = std::tanh(ws->pre[j]);
-        ws->decay[j] = e;
-        ws->act[j] = t;
-        ws->out[j] = e * ws->s_prev[j] + (T(1) - e) * t;
+    // W_in h_k + b for every (b, k) of the chunk at once.
+    MapMat<T> pre_all(ws->pre.data() + c0 * d, rows, d);
+    pre_all.noalias() = ConstMapMat<T>(h + c0 * cfg.in_dim, rows, cfg.in_dim) *
+                        ConstMapMat<T>(params + l.w_in, d, cfg.in_dim).transpose();
+    pre_all.rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(params + l.bias, d);
+
+    ConstMapMat<T> w_rec(params + l.w_rec, d, d);
+    for (int k = 0; k < seq; ++k) {
+      const std::size_t at = (c0 + k) * d;  // (b0, k) in [B, K, D]
+      for (int b = b0; b < b1; ++b) {
+        const T* src = k == 0 ? c + static_cast<std::size_t>(b) * d
+                              : ws->out.data() + (static_cast<std::size_t>(b) * seq + k - 1) * d;
+        std::copy(src, src + d, ws->s_prev.data() + (static_cast<std::size_t>(b) * seq + k) * d);
+      }
+      // pre_k [nb, D] += s_{k-1} [nb, D] W_rec^T.
+      MapStrided<T>(ws->pre.data() + at, nb, d, Eigen::OuterStride<>(row_stride)).noalias() +=
+          ConstMapStrided<T>(ws->s_prev.data() + at, nb, d, Eigen::OuterStride<>(row_stride)) *
+          w_rec.transpose();
+      for (int b = b0; b < b1; ++b) {
+        const std::size_t r = static_cast<std::size_t>(b) * seq + k;
+        const T* pre = ws->pre.data() + r * d;
+        const T* sp = ws->s_prev.data() + r * d;
+        T* dec = ws->decay.data() + r * d;
+        T* act = ws->act.data() + r * d;
+        T* out = ws->out.data() + r * d;
+        if (dt != nullptr) {
+          const T dt_k = dt[r];
+          for (int i = 0; i < d; ++i) dec[i] = std::exp(-dt_k / ws->tau[i]);
+        } else {
+          std::copy(ws->decay_c.begin(), ws->decay_c.end(), dec);
+        }
+        for (int i = 0; i < d; ++i) {
+          const T e = dec[i];
+          const T t = std::tanh(pre[i]);
+          act[i] = t;
+          out[i] = e * sp[i] + (T(1) - e) * t;
+        }
       }
     }
-  }
+  });
 }
 
 // Backward: with g_k = d_s_k + (carry from k+1) the total dL/ds_k,
@@ -154,59 +177,100 @@ void cfc_forward(const CfcConfig& cfg, const T* params, const T* h, const T* c, 
 //   dL/ds_{k-1} = g e + W_rec^T d pre_k;   dW_rec += d pre_k s_{k-1}^T;  db += d pre_k
 // and after the loop the input projection and tau_raw (dtau/dtau_raw = sigmoid(tau_raw)).
 template <typename T>
-void cfc_backward(const CfcConfig& cfg, const T* params, const T* h, const T* dt, T dt_const,
-                  const T* d_s, CfcWorkspace<T>* ws, T* grads, T* d_h, T* d_c) {
+void cfc_backward(const CfcConfig& cfg, CpuContext& ctx, const T* params, const T* h, const T* dt,
+                  T dt_const, const T* d_s, CfcWorkspace<T>* ws, T* grads, T* d_h, T* d_c) {
   assert(ws->tau.size() == static_cast<std::size_t>(cfg.hidden) &&
          ws->pre.size() == static_cast<std::size_t>(ws->batch) * ws->seq_len * cfg.hidden &&
+         ws->chunks == num_seq_chunks(ws->batch, kCfcSeqsPerChunk) &&
          "workspace not resized for this config");
   const CfcLayout l = cfc_layout(cfg);
-  const int bsz = ws->batch, seq = ws->seq_len, d = cfg.hidden, rows = bsz * seq;
+  const int bsz = ws->batch, seq = ws->seq_len, d = cfg.hidden, nc = ws->chunks;
   const Eigen::Index row_stride = static_cast<Eigen::Index>(seq) * d;
 
-  std::fill(ws->d_carry.begin(), ws->d_carry.end(), T(0));
-  std::fill(ws->d_tau.begin(), ws->d_tau.end(), T(0));
-  MapMat<T> carry(ws->d_carry.data(), bsz, d);
-  ConstMapMat<T> w_rec(params + l.w_rec, d, d);
-  for (int k = seq - 1; k >= 0; --k) {
-    for (int b = 0; b < bsz; ++b) {
-      const std::size_t r = static_cast<std::size_t>(b) * seq + k;
-      const T dt_k = dt != nullptr ? dt[r] : dt_const;
-      T* cb = ws->d_carry.data() + static_cast<std::size_t>(b) * d;
-      for (int i = 0; i < d; ++i) {
-        const std::size_t j = r * d + i;
-        const T g = d_s[j] + cb[i];
-        const T e = ws->decay[j], t = ws->act[j], tau = ws->tau[i];
-        ws->d_pre[j] = g * (T(1) - e) * (T(1) - t * t);
-        ws->d_tau[i] += g * (ws->s_prev[j] - t) * e * dt_k / (tau * tau);
-        cb[i] = g * e;
-      }
+  ctx.parallel_for(nc, [&](int chunk) {
+    const int b0 = static_cast<int>(chunk_begin(bsz, nc, chunk));
+    const int b1 = static_cast<int>(chunk_begin(bsz, nc, chunk + 1));
+    T* d_tau = ws->d_tau.data() + static_cast<std::size_t>(chunk) * d;
+    std::fill(d_tau, d_tau + d, T(0));
+    T* part = ws->grad_partial.data() + static_cast<std::size_t>(chunk) * l.tau_raw;
+    if (b1 <= b0) {  // never with chunks <= B; keeps the partial sums well defined
+      std::fill(part, part + l.tau_raw, T(0));
+      return;
     }
-    const std::size_t at = static_cast<std::size_t>(k) * d;
-    carry.noalias() +=
-        ConstMapStrided<T>(ws->d_pre.data() + at, bsz, d, Eigen::OuterStride<>(row_stride)) * w_rec;
-  }
-  if (d_c != nullptr) MapMat<T>(d_c, bsz, d) += carry;
+    const int nb = b1 - b0, crows = nb * seq;
+    const std::size_t c0 = static_cast<std::size_t>(b0) * seq;
+    T* carry_p = ws->d_carry.data() + static_cast<std::size_t>(b0) * d;
+    std::fill(carry_p, carry_p + static_cast<std::size_t>(nb) * d, T(0));
+    MapMat<T> carry(carry_p, nb, d);
+    ConstMapMat<T> w_rec(params + l.w_rec, d, d);
+    for (int k = seq - 1; k >= 0; --k) {
+      for (int b = b0; b < b1; ++b) {
+        const std::size_t r = static_cast<std::size_t>(b) * seq + k;
+        const T dt_k = dt != nullptr ? dt[r] : dt_const;
+        T* cb = ws->d_carry.data() + static_cast<std::size_t>(b) * d;
+        const T* ds = d_s + r * d;
+        const T* dec = ws->decay.data() + r * d;
+        const T* act = ws->act.data() + r * d;
+        const T* sp = ws->s_prev.data() + r * d;
+        T* dp = ws->d_pre.data() + r * d;
+        for (int i = 0; i < d; ++i) {
+          const T g = ds[i] + cb[i];
+          const T e = dec[i], t = act[i], tau = ws->tau[i];
+          dp[i] = g * (T(1) - e) * (T(1) - t * t);
+          d_tau[i] += g * (sp[i] - t) * e * dt_k / (tau * tau);
+          cb[i] = g * e;
+        }
+      }
+      carry.noalias() += ConstMapStrided<T>(ws->d_pre.data() + (c0 + k) * d, nb, d,
+                                            Eigen::OuterStride<>(row_stride)) *
+                         w_rec;
+    }
+    if (d_c != nullptr) MapMat<T>(d_c + static_cast<std::size_t>(b0) * d, nb, d) += carry;
+    // Chunk partials of W_rec, W_in and bias (layout offsets), and dL/dh of the chunk.
+    ConstMapMat<T> dp(ws->d_pre.data() + c0 * d, crows, d);
+    MapMat<T>(part + l.w_rec, d, d).noalias() =
+        dp.transpose() * ConstMapMat<T>(ws->s_prev.data() + c0 * d, crows, d);
+    MapMat<T>(part + l.w_in, d, cfg.in_dim).noalias() =
+        dp.transpose() * ConstMapMat<T>(h + c0 * cfg.in_dim, crows, cfg.in_dim);
+    T* gb = part + l.bias;
+    std::fill(gb, gb + d, T(0));
+    for (int r = 0; r < crows; ++r) {
+      const T* row = ws->d_pre.data() + (c0 + r) * d;
+      for (int i = 0; i < d; ++i) gb[i] += row[i];
+    }
+    if (d_h != nullptr) {
+      MapMat<T>(d_h + c0 * cfg.in_dim, crows, cfg.in_dim).noalias() +=
+          dp * ConstMapMat<T>(params + l.w_in, d, cfg.in_dim);
+    }
+  });
 
-  ConstMapMat<T> d_pre(ws->d_pre.data(), rows, d);
-  MapMat<T>(grads + l.w_rec, d, d).noalias() +=
-      d_pre.transpose() * ConstMapMat<T>(ws->s_prev.data(), rows, d);
-  Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(grads + l.bias, d) += d_pre.colwise().sum();
-  MapMat<T>(grads + l.w_in, d, cfg.in_dim).noalias() +=
-      d_pre.transpose() * ConstMapMat<T>(h, rows, cfg.in_dim);
-  if (d_h != nullptr) {
-    MapMat<T>(d_h, rows, cfg.in_dim).noalias() +=
-        d_pre * ConstMapMat<T>(params + l.w_in, d, cfg.in_dim);
+  // Chunk partials summed in chunk order (threaded over fixed element slices).
+  const std::size_t np = l.tau_raw;
+  const int slices = static_cast<int>(std::min<std::size_t>((np + 8191) / 8192, 64));
+  ctx.parallel_for(slices, [&](int s) {
+    const std::size_t i0 = np * s / slices, i1 = np * (s + 1) / slices;
+    for (int chunk = 0; chunk < nc; ++chunk) {
+      const T* p = ws->grad_partial.data() + static_cast<std::size_t>(chunk) * np;
+      for (std::size_t i = i0; i < i1; ++i) grads[i] += p[i];
+    }
+  });
+
+  // tau_raw: per-chunk partials summed in chunk order.
+  for (int i = 0; i < d; ++i) {
+    T acc = T(0);
+    for (int chunk = 0; chunk < nc; ++chunk)
+      acc += ws->d_tau[static_cast<std::size_t>(chunk) * d + i];
+    grads[l.tau_raw + i] += acc * sigmoid(params[l.tau_raw + i]);
   }
-  for (int i = 0; i < d; ++i) grads[l.tau_raw + i] += ws->d_tau[i] * sigmoid(params[l.tau_raw + i]);
 }
 
-#define FXT_CFC_INSTANTIATE(T)                                                               \
-  template void cfc_init<T>(const CfcConfig&, T*, std::uint64_t);                            \
-  template struct CfcWorkspace<T>;                                                           \
-  template void cfc_forward<T>(const CfcConfig&, const T*, const T*, const T*, const T*, T,  \
-                               CfcWorkspace<T>*);                                            \
-  template void cfc_backward<T>(const CfcConfig&, const T*, const T*, const T*, T, const T*, \
-                                CfcWorkspace<T>*, T*, T*, T*);
+#define FXT_CFC_INSTANTIATE(T)                                                                  \
+  template void cfc_init<T>(const CfcConfig&, T*, std::uint64_t);                               \
+  template struct CfcWorkspace<T>;                                                              \
+  template void cfc_forward<T>(const CfcConfig&, CpuContext&, const T*, const T*, const T*,     \
+                               const T*, T, CfcWorkspace<T>*);                                  \
+  template void cfc_backward<T>(const CfcConfig&, CpuContext&, const T*, const T*, const T*, T, \
+                                const T*, CfcWorkspace<T>*, T*, T*, T*);
 FXT_CFC_INSTANTIATE(float)
 FXT_CFC_INSTANTIATE(double)
 #undef FXT_CFC_INSTANTIATE

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "model/tensor.h"  // CpuContext, kMaxChunks
 
 namespace fxt::model {
 
@@ -72,6 +73,14 @@ Mamba2Layout mamba2_layout(const Mamba2Config& cfg);
 // Names "<prefix>.in_proj.weight", "<prefix>.conv.weight", ... in layout order.
 std::vector<ParamSpec> mamba2_param_specs(const Mamba2Config& cfg, const std::string& prefix);
 
+// Sequences [b0, b1) of chunk c: the batch is split into a number of chunks that depends only
+// on the batch size (never on the thread count), see num_seq_chunks / chunk_begin.
+inline int num_seq_chunks(int batch, int seqs_per_chunk) {
+  const int n = (batch + seqs_per_chunk - 1) / seqs_per_chunk;
+  return n < 1 ? 1 : (n > kMaxChunks ? kMaxChunks : n);
+}
+inline constexpr int kMamba2SeqsPerChunk = 4;
+
 // Mamba2's initialisation (DESIGN §3.2), deterministic in seed; params has layout.total elems.
 template <typename T>
 void mamba2_init(const Mamba2Config& cfg, T* params, std::uint64_t seed);
@@ -92,29 +101,49 @@ struct Mamba2Workspace {
   std::vector<T> normed;   // [B, K, d_inner] RMSNorm output, input of out_proj
   std::vector<T> out;      // [B, K, d_model] the block's output
   // Backward scratch.
-  std::vector<T> d_zxbcdt;    // [B, K, proj_dim]
-  std::vector<T> d_xbc;       // [B, K, conv_dim] dL/d(conv act), then dL/d(conv pre) in place
-  std::vector<T> d_dt;        // [B, K, n_heads] dL/d(dt after softplus * S)
-  std::vector<T> d_normed;    // [B, K, d_inner]
-  std::vector<T> d_y;         // [B, K, d_inner]
-  std::vector<T> state;       // [head_dim, N] running scan state
-  std::vector<T> states;      // [K + 1, head_dim, N] s_{-1} = 0, s_0..s_{K-1} of one (b, h)
-  std::vector<T> scan_acc;    // [2, N] per-n partial sums of the reverse scan
-  std::vector<T> state_grad;  // [head_dim, N] dL/ds carried backwards over K
+  std::vector<T> d_zxbcdt;  // [B, K, proj_dim]
+  std::vector<T> d_xbc;     // [B, K, conv_dim] dL/d(conv act), then dL/d(conv pre) in place
+  std::vector<T> d_dt;      // [B, K, n_heads] dL/d(dt after softplus * S)
+  std::vector<T> d_normed;  // [B, K, d_inner]
+  std::vector<T> d_y;       // [B, K, d_inner]
+  // Per-chunk scratch (chunks = num_seq_chunks(B, kMamba2SeqsPerChunk); chunk c owns slice c).
+  int chunks = 0;
+  std::vector<T> state;         // [chunks, N, head_dim] forward scan state
+  std::vector<T> states;        // [chunks, K + 1, head_dim, N] s_{-1} = 0, s_0..s_{K-1}
+  std::vector<T> scan_acc;      // [chunks, 3, N] per-n partial sums / products, reverse scan
+  std::vector<T> state_grad;    // [chunks, head_dim, N] dL/ds carried backwards over K
+  std::vector<T> grad_partial;  // [chunks, layout.total] per-chunk parameter gradients
 
   void resize(const Mamba2Config& cfg, int batch_size, int seq_len_k);
 };
 
 // out = block(in) into ws->out. in: [B, K, in_dim] (must stay alive until backward).
 // stride: S, the decision stride scaling dt. Requires ws->resize(cfg, B, K) beforehand.
+// Threaded over chunks of sequences on ctx; bit-identical for any thread count.
 template <typename T>
-void mamba2_forward(const Mamba2Config& cfg, const T* params, const T* in, T stride,
-                    Mamba2Workspace<T>* ws);
+void mamba2_forward(const Mamba2Config& cfg, CpuContext& ctx, const T* params, const T* in,
+                    T stride, Mamba2Workspace<T>* ws);
 
 // Given d_out [B, K, d_model], ADDS dL/dparams into grads (layout.total elems) and dL/din into
 // d_in [B, K, in_dim] (nullptr to skip). Uses the activations of the last forward on ws.
+// Parameter gradients are formed per chunk into per-chunk partial buffers (ws->grad_partial)
+// and summed in chunk order, so they are bit-identical for any thread count.
+template <typename T>
+void mamba2_backward(const Mamba2Config& cfg, CpuContext& ctx, const T* params, const T* in,
+                     T stride, const T* d_out, Mamba2Workspace<T>* ws, T* grads, T* d_in);
+
+// Single-threaded conveniences (same results as any thread count).
+template <typename T>
+void mamba2_forward(const Mamba2Config& cfg, const T* params, const T* in, T stride,
+                    Mamba2Workspace<T>* ws) {
+  CpuContext ctx(1);
+  mamba2_forward(cfg, ctx, params, in, stride, ws);
+}
 template <typename T>
 void mamba2_backward(const Mamba2Config& cfg, const T* params, const T* in, T stride,
-                     const T* d_out, Mamba2Workspace<T>* ws, T* grads, T* d_in);
+                     const T* d_out, Mamba2Workspace<T>* ws, T* grads, T* d_in) {
+  CpuContext ctx(1);
+  mamba2_backward(cfg, ctx, params, in, stride, d_out, ws, grads, d_in);
+}
 
 }  // namespace fxt::model

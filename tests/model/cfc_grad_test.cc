@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -275,7 +276,64 @@ TEST(CfcParams, NamesShapesDecayAndInit) {
   EXPECT_FALSE(cfc_validate(CfcConfig{0, 8}).ok());
 }
 
-TEST(CfcTiming, D128) {
+// Forward outputs, parameter gradients, dL/dh and dL/dc have identical bytes for 1, 2 and 3
+// threads and across repeated runs, with and without per-position dt. B = 17: three chunks.
+TEST(CfcThreads, BitIdenticalAcrossThreadCounts) {
+  const CfcConfig cfg{12, 20};
+  const int bsz = 17, seq = 11;
+  const CfcLayout l = cfc_layout(cfg);
+  std::vector<float> p(l.total);
+  cfc_init(cfg, p.data(), 31);
+  std::mt19937_64 rng(32);
+  for (std::size_t i = l.bias; i < l.total; ++i) p[i] += float(uniform(rng, -0.3, 0.3));
+  const auto n = static_cast<std::size_t>(bsz) * seq;
+  std::vector<float> h(n * cfg.in_dim), d_s(n * cfg.hidden), dt(n);
+  std::vector<float> c(static_cast<std::size_t>(bsz) * cfg.hidden);
+  for (float& v : h) v = float(uniform(rng, -1, 1));
+  for (float& v : d_s) v = float(uniform(rng, -1, 1));
+  for (float& v : c) v = float(uniform(rng, -1, 1));
+  for (float& v : dt) v = float(uniform(rng, 0.2, 3));
+  struct Result {
+    std::vector<float> out, grads, d_h, d_c;
+  };
+  auto run = [&](int threads, const float* dt_ptr) {
+    CpuContext ctx(threads);
+    CfcWorkspace<float> ws;
+    ws.resize(cfg, bsz, seq);
+    Result r{{},
+             std::vector<float>(l.total),
+             std::vector<float>(h.size()),
+             std::vector<float>(c.size())};
+    for (int rep = 0; rep < 2; ++rep) {  // the second run reuses the workspace
+      std::fill(r.grads.begin(), r.grads.end(), 0.0f);
+      std::fill(r.d_h.begin(), r.d_h.end(), 0.0f);
+      std::fill(r.d_c.begin(), r.d_c.end(), 0.0f);
+      cfc_forward(cfg, ctx, p.data(), h.data(), c.data(), dt_ptr, 2.0f, &ws);
+      cfc_backward(cfg, ctx, p.data(), h.data(), dt_ptr, 2.0f, d_s.data(), &ws, r.grads.data(),
+                   r.d_h.data(), r.d_c.data());
+    }
+    r.out = ws.out;
+    return r;
+  };
+  auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  EXPECT_GT(num_seq_chunks(bsz, kCfcSeqsPerChunk), 2);
+  for (const float* dt_ptr :
+       {static_cast<const float*>(nullptr), static_cast<const float*>(dt.data())}) {
+    const Result ref = run(1, dt_ptr);
+    for (int threads : {1, 2, 3}) {
+      const Result r = run(threads, dt_ptr);
+      EXPECT_TRUE(same(r.out, ref.out)) << threads;
+      EXPECT_TRUE(same(r.grads, ref.grads)) << threads;
+      EXPECT_TRUE(same(r.d_h, ref.d_h)) << threads;
+      EXPECT_TRUE(same(r.d_c, ref.d_c)) << threads;
+    }
+  }
+}
+
+void time_cfc(int threads) {
+  CpuContext ctx(threads);
   CfcConfig cfg;
   const int bsz = 32, seq = 64;
   const CfcLayout l = cfc_layout(cfg);
@@ -293,10 +351,11 @@ TEST(CfcTiming, D128) {
   std::vector<double> fwd_ms, bwd_ms;
   for (int rep = 0; rep < 6; ++rep) {
     const auto t0 = Clock::now();
-    cfc_forward(cfg, p.data(), h.data(), c.data(), static_cast<const float*>(nullptr), 4.0f, &ws);
+    cfc_forward(cfg, ctx, p.data(), h.data(), c.data(), static_cast<const float*>(nullptr), 4.0f,
+                &ws);
     const auto t1 = Clock::now();
-    cfc_backward(cfg, p.data(), h.data(), static_cast<const float*>(nullptr), 4.0f, d_s.data(), &ws,
-                 g.data(), d_h.data(), d_c.data());
+    cfc_backward(cfg, ctx, p.data(), h.data(), static_cast<const float*>(nullptr), 4.0f, d_s.data(),
+                 &ws, g.data(), d_h.data(), d_c.data());
     const auto t2 = Clock::now();
     if (rep == 0) continue;
     fwd_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
@@ -305,9 +364,13 @@ TEST(CfcTiming, D128) {
   std::sort(fwd_ms.begin(), fwd_ms.end());
   std::sort(bwd_ms.begin(), bwd_ms.end());
   std::printf(
-      "TIMING cfc B=32 K=64 D=128 float, 1 thread: forward %.2f ms, backward %.2f ms "
+      "TIMING cfc B=32 K=64 D=128 float, %d thread(s): forward %.2f ms, backward %.2f ms "
       "(median of 5)\n",
-      fwd_ms[2], bwd_ms[2]);
+      threads, fwd_ms[2], bwd_ms[2]);
+}
+
+TEST(CfcTiming, D128) {
+  for (int threads : {1, 2}) time_cfc(threads);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -362,9 +363,61 @@ TEST(Mamba2Grad, BackwardAccumulates) {
   for (std::size_t i = 0; i < d_in.size(); ++i) EXPECT_NEAR(d_in[i], 2 * d1[i], 1e-12);
 }
 
+// ---- threading ------------------------------------------------------------------------------
+
+// Forward outputs, parameter gradients and input gradients have identical bytes for 1, 2 and 3
+// threads and across repeated runs. B = 9 gives three uneven chunks of sequences.
+TEST(Mamba2Threads, BitIdenticalAcrossThreadCounts) {
+  Mamba2Config c;
+  c.in_dim = 24;
+  c.d_model = 32;
+  c.head_dim = 16;
+  c.d_state = 8;
+  const int bsz = 9, seq = 13;
+  const Mamba2Layout l = mamba2_layout(c);
+  std::vector<float> p(l.total);
+  mamba2_init(c, p.data(), 21);
+  std::mt19937_64 rng(22);
+  for (std::size_t i = l.conv_b; i < l.out_proj_w; ++i) p[i] += float(uniform(rng, -0.3, 0.3));
+  std::vector<float> in(static_cast<std::size_t>(bsz) * seq * c.in_dim);
+  std::vector<float> d_out(static_cast<std::size_t>(bsz) * seq * c.d_model);
+  for (float& v : in) v = float(uniform(rng, -1, 1));
+  for (float& v : d_out) v = float(uniform(rng, -1, 1));
+  struct Result {
+    std::vector<float> out, grads, d_in;
+  };
+  auto run = [&](int threads) {
+    CpuContext ctx(threads);
+    Mamba2Workspace<float> ws;
+    ws.resize(c, bsz, seq);
+    Result r{{}, std::vector<float>(l.total, 0.0f), std::vector<float>(in.size(), 0.0f)};
+    for (int rep = 0; rep < 2; ++rep) {  // the second run reuses the workspace
+      std::fill(r.grads.begin(), r.grads.end(), 0.0f);
+      std::fill(r.d_in.begin(), r.d_in.end(), 0.0f);
+      mamba2_forward(c, ctx, p.data(), in.data(), 2.0f, &ws);
+      mamba2_backward(c, ctx, p.data(), in.data(), 2.0f, d_out.data(), &ws, r.grads.data(),
+                      r.d_in.data());
+    }
+    r.out = ws.out;
+    return r;
+  };
+  const Result ref = run(1);
+  EXPECT_GT(num_seq_chunks(bsz, kMamba2SeqsPerChunk), 2);
+  for (int threads : {1, 2, 3}) {
+    const Result r = run(threads);
+    EXPECT_EQ(0, std::memcmp(r.out.data(), ref.out.data(), ref.out.size() * sizeof(float)))
+        << threads;
+    EXPECT_EQ(0, std::memcmp(r.grads.data(), ref.grads.data(), ref.grads.size() * sizeof(float)))
+        << threads;
+    EXPECT_EQ(0, std::memcmp(r.d_in.data(), ref.d_in.data(), ref.d_in.size() * sizeof(float)))
+        << threads;
+  }
+}
+
 // ---- timing ---------------------------------------------------------------------------------
 
-void time_block(const char* label, int in_dim) {
+void time_block(const char* label, int in_dim, int threads) {
+  CpuContext ctx(threads);
   Mamba2Config c;
   c.in_dim = in_dim;
   const int bsz = 32, seq = 64;
@@ -382,9 +435,9 @@ void time_block(const char* label, int in_dim) {
   std::vector<double> fwd_ms, bwd_ms;
   for (int rep = 0; rep < 6; ++rep) {
     const auto t0 = Clock::now();
-    mamba2_forward(c, p.data(), in.data(), 4.0f, &ws);
+    mamba2_forward(c, ctx, p.data(), in.data(), 4.0f, &ws);
     const auto t1 = Clock::now();
-    mamba2_backward(c, p.data(), in.data(), 4.0f, d_out.data(), &ws, g.data(), d_in.data());
+    mamba2_backward(c, ctx, p.data(), in.data(), 4.0f, d_out.data(), &ws, g.data(), d_in.data());
     const auto t2 = Clock::now();
     if (rep == 0) continue;  // warm-up
     fwd_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
@@ -393,14 +446,16 @@ void time_block(const char* label, int in_dim) {
   std::sort(fwd_ms.begin(), fwd_ms.end());
   std::sort(bwd_ms.begin(), bwd_ms.end());
   std::printf(
-      "TIMING %s B=32 K=64 in=%d D=128 N=16 float, 1 thread: forward %.2f ms, backward "
+      "TIMING %s B=32 K=64 in=%d D=128 N=16 float, %d thread(s): forward %.2f ms, backward "
       "%.2f ms (median of 5)\n",
-      label, in_dim, fwd_ms[2], bwd_ms[2]);
+      label, in_dim, threads, fwd_ms[2], bwd_ms[2]);
 }
 
 TEST(Mamba2Timing, M1AndM2) {
-  time_block("m1", 40);
-  time_block("m2", 128);
+  for (int threads : {1, 2}) {
+    time_block("m1", 40, threads);
+    time_block("m2", 128, threads);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,123 @@
+// The perception model (DESIGN §3), assembled from its blocks on the CPU reference backend.
+//
+//   x [B, K, F] -> varsel -> Mamba2 m1 (F -> D) -> LayerNorm a = v1
+//   u2 = v1 + m2(v1) (Mamba2 D -> D) -> LayerNorm b = h [B, K, D]
+//   c = attn_pool(h) [B, D];  s = CfC(h, s_{-1} = c, dt) [B, K, D]
+//   logits[:, :, j] = head_j(s) [B, K, H]
+// The decision stride S scales Mamba2's dt and is the CfC's Δt unless a per-position dt [B, K]
+// is given (`--cfc-time real`). docs/MODEL.md has the parameter table and the backward order.
+//
+// Parameters live in one flat buffer described by perception_param_specs (names, shapes,
+// decay flags, groups); gradients use a second buffer of the same layout. Memory is planned
+// once in a PerceptionWorkspace: after resize(), forward and backward allocate nothing (the
+// ops' CpuContext scratch grows on first use only). Every stage, the Mamba2 and CfC scans
+// included, is threaded over batch chunks fixed by the problem size, with parameter-gradient
+// partials summed in chunk order, so results are bit-identical across runs and thread counts.
+//
+// Thread safety: functions are re-entrant; a workspace and a context belong to one caller.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "model/cfc.h"
+#include "model/mamba2.h"
+#include "model/ops.h"
+#include "model/params.h"
+#include "model/tensor.h"
+
+namespace fxt::model {
+
+struct PerceptionConfig {
+  int features = 40;  // F
+  int d_model = 128;  // D
+  int d_state = 16;   // N of both Mamba2 blocks (8..128 on the CLI)
+  int head_dim = 64;  // Mamba2 channels per head
+  int expand = 2;     // Mamba2 d_inner = expand * D
+  int d_conv = 4;     // Mamba2 causal conv width
+  int head_mid = 64;  // HEAD_MID of the output heads
+  int horizons = 5;   // H
+
+  Status validate() const;
+  bool operator==(const PerceptionConfig&) const = default;
+  Mamba2Config m1() const;  // F -> D
+  Mamba2Config m2() const;  // D -> D
+  CfcConfig cfc() const;    // D -> D
+};
+
+// Offsets (elements) of each block in the flat parameter buffer, in this order.
+struct PerceptionLayout {
+  std::size_t varsel_w;  // [F, F]
+  std::size_t varsel_b;  // [F]
+  std::size_t m1;        // Mamba2Layout of m1, relative to this offset
+  std::size_t norm_a_w;  // [D]
+  std::size_t norm_a_b;  // [D]
+  std::size_t m2;        // Mamba2Layout of m2, relative
+  std::size_t norm_b_w;  // [D]
+  std::size_t norm_b_b;  // [D]
+  std::size_t pool_q;    // [D]
+  std::size_t cfc;       // CfcLayout, relative
+  std::size_t heads;     // [H, head.size], HeadLayout per row
+  HeadLayout head;
+  std::size_t total;
+};
+PerceptionLayout perception_layout(const PerceptionConfig& cfg);
+
+// Every tensor in layout order: "varsel.weight", "m1.in_proj.weight", ..., "head{j}.b_s".
+// The specs tile [0, layout.total) exactly.
+std::vector<ModelParamSpec> perception_param_specs(const PerceptionConfig& cfg);
+
+// DESIGN §3 initialisation of every block, deterministic in seed: varsel N(0, 1/F), Mamba2's
+// init for m1 and m2, LayerNorms w = 1 and b = 0, pool q = 0 (mean pooling), CfC and heads
+// Xavier-uniform with zero biases. params has layout.total elements.
+template <typename T>
+void perception_init(const PerceptionConfig& cfg, T* params, std::uint64_t seed);
+
+// Saved activations of the forward pass and backward scratch, row = b*K + k.
+template <typename T>
+struct PerceptionWorkspace {
+  PerceptionConfig sized_for;  // the configuration the buffers are sized for
+  int batch = 0;
+  int seq_len = 0;
+  std::vector<T> gates;           // [B, K, F] varsel softmax
+  std::vector<T> x_sel;           // [B, K, F] varsel output, m1's input
+  Mamba2Workspace<T> m1;          // m1.out [B, K, D]
+  std::vector<T> v1;              // [B, K, D] LayerNorm a output, m2's input
+  std::vector<T> mean_a, rstd_a;  // [B, K]
+  Mamba2Workspace<T> m2;          // m2.out [B, K, D]
+  std::vector<T> u2;              // [B, K, D] v1 + m2(v1)
+  std::vector<T> h;               // [B, K, D] LayerNorm b output
+  std::vector<T> mean_b, rstd_b;  // [B, K]
+  std::vector<T> c;               // [B, D] pooled initial state
+  std::vector<T> attn;            // [B, K] pool weights
+  CfcWorkspace<T> cfc;            // cfc.out = s [B, K, D]
+  std::vector<T> logits;          // [B, K, H]
+  std::vector<T> z1, z2;          // [H, B*K, head_mid] head activations
+  // Backward scratch (dL/d of the named activation).
+  std::vector<T> d_s, d_h, d_c, d_u2, d_v1, d_m1_out;  // [B, K, D] ([B, D] for d_c)
+  std::vector<T> d_x_sel;                              // [B, K, F]
+  std::vector<T> ones;                                 // [H] default trunk scale
+
+  // Sizes every buffer for (batch_size, seq_len_k); a no-op when nothing changed.
+  void resize(const PerceptionConfig& cfg, int batch_size, int seq_len_k);
+};
+
+// Forward pass into ws->logits [B, K, H] (B, K from ws->resize). x [B, K, F] must stay alive
+// and unchanged until backward. stride: S. dt: per-position CfC time step [B, K], or nullptr
+// for Δt = S everywhere.
+template <typename T>
+void perception_forward(const PerceptionConfig& cfg, CpuContext& ctx, const T* params, const T* x,
+                        T stride, const T* dt, PerceptionWorkspace<T>* ws);
+
+// Backward pass of the last forward on ws. d_logits [B, K, H] = dL/dlogits; lambda [H] the
+// trunk scale of DESIGN §4 (nullptr = all ones): head j's own parameter gradients are unscaled,
+// what it sends into s is multiplied by lambda[j]. OVERWRITES grads (layout.total elements;
+// zeroed here first) and, unless nullptr, d_x [B, K, F] with dL/dx.
+template <typename T>
+void perception_backward(const PerceptionConfig& cfg, CpuContext& ctx, const T* params, const T* x,
+                         T stride, const T* dt, const T* d_logits, const T* lambda,
+                         PerceptionWorkspace<T>* ws, T* grads, T* d_x);
+
+}  // namespace fxt::model

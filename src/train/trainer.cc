@@ -1,0 +1,1014 @@
+// Training loop, evaluation and prediction on the CPU backend (see trainer.h).
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/file_util.h"
+#include "core/log.h"
+#include "features/features.h"
+#include "features/labels.h"
+#include "model/logreg.h"
+#include "model/params.h"
+#include "train/metrics.h"
+#include "train/optimizer.h"
+
+namespace fxt {
+
+namespace fs = std::filesystem;
+using model::ControllerState;
+using model::CpuContext;
+using model::In;
+using model::LossConfig;
+using model::Out;
+using model::Shape;
+
+const char* model_kind_name(ModelKind k) {
+  return k == ModelKind::kPerception ? "perception" : "logreg";
+}
+
+namespace {
+
+Result<ModelKind> parse_model_kind(const std::string& s) {
+  if (s == "perception") return ModelKind::kPerception;
+  if (s == "logreg") return ModelKind::kLogReg;
+  return UsageError("--model must be perception or logreg (got '{}')", s);
+}
+
+// Early-stopping metric: "val_loss" (lower is better), "mean_auc" or "auc_h<h>" (higher).
+struct StopMetric {
+  bool lower_is_better = true;
+  int horizon_index = -1;  // for auc_h<h>
+};
+Result<StopMetric> parse_stop_metric(const std::string& s, const std::vector<int>& horizons) {
+  if (s == "val_loss") return StopMetric{true, -1};
+  if (s == "mean_auc") return StopMetric{false, -1};
+  if (s.rfind("auc_h", 0) == 0) {
+    for (size_t i = 0; i < horizons.size(); ++i) {
+      if (s == fmt::format("auc_h{}", horizons[i])) return StopMetric{false, static_cast<int>(i)};
+    }
+  }
+  return UsageError(
+      "--early-stop must be val_loss, mean_auc or auc_h<h> for a trained horizon h "
+      "(got '{}')",
+      s);
+}
+
+// The sampler seed of global step s: splitmix64 of (seed, s), so no sampler state is carried.
+uint64_t seed_for_step(uint64_t seed, int64_t step) {
+  uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (static_cast<uint64_t>(step) + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+std::string join_ints(const std::vector<int>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i)
+    fmt::format_to(std::back_inserter(s), "{}{}", i ? "," : "", v[i]);
+  return s;
+}
+
+nlohmann::json stats_to_json(const FeatureStats& st) {
+  nlohmann::json j;
+  j["names"] = nlohmann::json::array();
+  for (const char* n : feature_names()) j["names"].push_back(n);
+  j["mean"] = st.mean;
+  j["std"] = st.stddev;
+  j["count"] = st.count;
+  return j;
+}
+
+Result<FeatureStats> stats_from_json(const nlohmann::json& j, const std::string& where) {
+  FeatureStats st;
+  try {
+    const auto mean = j.at("mean").get<std::vector<double>>();
+    const auto sd = j.at("std").get<std::vector<double>>();
+    const auto count = j.at("count").get<std::vector<uint64_t>>();
+    if (mean.size() != kFeatureDim || sd.size() != kFeatureDim || count.size() != kFeatureDim) {
+      return InvalidInput("{}: feature_stats must hold {} values per field", where, kFeatureDim);
+    }
+    std::copy(mean.begin(), mean.end(), st.mean.begin());
+    std::copy(sd.begin(), sd.end(), st.stddev.begin());
+    std::copy(count.begin(), count.end(), st.count.begin());
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidInput("{}: bad feature_stats section: {}", where, e.what());
+  }
+  return st;
+}
+
+std::vector<int64_t> shape64(const std::vector<int>& s) {
+  return {s.begin(), s.end()};
+}
+
+// The model behind one interface: a flat parameter buffer, forward to logits [B*K, H] and a
+// backward that overwrites the gradient buffer.
+class Net {
+ public:
+  explicit Net(const TrainConfig& c) : kind_(c.model) {
+    pc_ = c.perception;
+    pc_.features = kFeatureDim;
+    pc_.horizons = static_cast<int>(c.horizons.size());
+    lc_.features = kFeatureDim;
+    lc_.horizons = pc_.horizons;
+    if (kind_ == ModelKind::kPerception) {
+      specs_ = model::perception_param_specs(pc_);
+      size_ = model::perception_layout(pc_).total;
+    } else {
+      for (const model::ParamSpec& p : model::logreg_param_specs(lc_)) {
+        model::ModelParamSpec m;
+        static_cast<model::ParamSpec&>(m) = p;
+        m.group = std::string(model::kGroupHeads);
+        specs_.push_back(m);
+      }
+      size_ = model::logreg_layout(lc_).total;
+    }
+  }
+  size_t size() const { return size_; }
+  const std::vector<model::ModelParamSpec>& specs() const { return specs_; }
+  int horizons() const { return pc_.horizons; }
+
+  void init(float* p, uint64_t seed) const {
+    if (kind_ == ModelKind::kPerception) {
+      model::perception_init(pc_, p, seed);
+    } else {
+      model::logreg_init(lc_, p);
+    }
+  }
+  // Logits [B*K, H], valid until the next forward.
+  const float* forward(CpuContext& ctx, const float* p, const float* x, int b, int k, int stride) {
+    if (kind_ == ModelKind::kPerception) {
+      ws_.resize(pc_, b, k);
+      model::perception_forward(pc_, ctx, p, x, static_cast<float>(stride),
+                                static_cast<const float*>(nullptr), &ws_);
+      return ws_.logits.data();
+    }
+    const int64_t rows = static_cast<int64_t>(b) * k;
+    logits_.resize(static_cast<size_t>(rows * lc_.horizons));
+    model::logreg_forward<float>(ctx, lc_, p, In<float>(x, Shape{rows, kFeatureDim}),
+                                 Out<float>(logits_.data(), Shape{rows, lc_.horizons}));
+    return logits_.data();
+  }
+  void backward(CpuContext& ctx, const float* p, const float* x, int b, int k, int stride,
+                const float* dlogits, const float* lambda, float* grads) {
+    if (kind_ == ModelKind::kPerception) {
+      model::perception_backward(pc_, ctx, p, x, static_cast<float>(stride),
+                                 static_cast<const float*>(nullptr), dlogits, lambda, &ws_, grads,
+                                 static_cast<float*>(nullptr));
+      return;
+    }
+    const int64_t rows = static_cast<int64_t>(b) * k;
+    std::fill(grads, grads + size_, 0.0f);
+    model::logreg_backward<float>(ctx, lc_, p, In<float>(x, Shape{rows, kFeatureDim}),
+                                  In<float>(dlogits, Shape{rows, lc_.horizons}), grads,
+                                  Out<float>());
+  }
+
+ private:
+  ModelKind kind_;
+  model::PerceptionConfig pc_;
+  model::LogRegConfig lc_;
+  std::vector<model::ModelParamSpec> specs_;
+  size_t size_ = 0;
+  model::PerceptionWorkspace<float> ws_;
+  std::vector<float> logits_;
+};
+
+// Everything a step reads and a checkpoint holds. Buffers are registered with the optimizers,
+// so the object is never moved after construction (held by unique_ptr).
+struct TrainState {
+  TrainConfig cfg;
+  std::vector<std::string> stores;
+  FeatureStats stats;
+  std::vector<double> base_rates;
+  Net net;
+  std::vector<float> params, grads;
+  bool kendall = false;
+  std::vector<float> log_sigma, dlog_sigma;  // kendall only
+  AdamW opt;
+  ControllerState ctrl;
+  bool baseline = false;  // a separate logreg baseline (perception model only)
+  model::LogRegConfig blc;
+  std::vector<float> bparams, bgrads;
+  AdamW bopt;
+  // Loop position and early stopping.
+  int epoch = 0;
+  int64_t step = 0;
+  int best_epoch = 0;
+  double best_value = 0.0;
+  int bad_epochs = 0;
+  bool stopped = false;
+
+  static AdamWConfig adam_config(const TrainConfig& c, bool groups) {
+    AdamWConfig a;
+    a.weight_decay = c.weight_decay;
+    a.max_grad_norm = c.clip;
+    if (groups) {
+      a.group_lr_multipliers = {{std::string(model::kGroupMamba), c.lr_mult_mamba},
+                                {std::string(model::kGroupCfc), c.lr_mult_cfc},
+                                {std::string(model::kGroupHeads), c.lr_mult_heads}};
+    }
+    return a;
+  }
+
+  explicit TrainState(const TrainConfig& c)
+      : cfg(c),
+        net(c),
+        opt(adam_config(c, true)),
+        ctrl(static_cast<int>(c.horizons.size())),
+        bopt(adam_config(c, false)) {}
+
+  // Fresh parameters and registration with the optimizers.
+  Status setup() {
+    const int nh = static_cast<int>(cfg.horizons.size());
+    params.assign(net.size(), 0.0f);
+    grads.assign(net.size(), 0.0f);
+    net.init(params.data(), cfg.seed);
+    std::vector<model::ParamSpec> specs;
+    std::vector<std::string> groups;
+    for (const model::ModelParamSpec& s : net.specs()) {
+      specs.push_back(s);
+      groups.push_back(s.group);
+    }
+    FXT_RETURN_IF_ERROR(opt.add_params(params, grads, specs, groups));
+    kendall = cfg.weighting == model::HorizonWeighting::kKendall;
+    if (kendall) {
+      log_sigma.assign(static_cast<size_t>(nh), 0.0f);
+      dlog_sigma.assign(static_cast<size_t>(nh), 0.0f);
+      model::ParamSpec ls;
+      ls.name = "loss.log_sigma";
+      ls.size = static_cast<size_t>(nh);
+      ls.shape = {nh};
+      FXT_RETURN_IF_ERROR(opt.add_params(log_sigma, dlog_sigma, {ls}, {"loss"}));
+    }
+    baseline = cfg.model == ModelKind::kPerception;
+    if (baseline) {
+      blc.features = kFeatureDim;
+      blc.horizons = nh;
+      bparams.assign(model::logreg_layout(blc).total, 0.0f);
+      bgrads.assign(bparams.size(), 0.0f);
+      model::logreg_init(blc, bparams.data());
+      FXT_RETURN_IF_ERROR(bopt.add_params(bparams, bgrads, model::logreg_param_specs(blc)));
+    }
+    return Status::Ok();
+  }
+
+  Checkpoint to_checkpoint() const {
+    Checkpoint ck;
+    ck.config = cfg.to_json();
+    ck.feature_stats = stats_to_json(stats);
+    ck.controller = ctrl.to_json();
+    opt.save_state(&ck);
+    for (const model::ModelParamSpec& s : net.specs()) {
+      ck.set_f32(s.name, shape64(s.shape),
+                 std::span<const float>(params).subspan(s.offset, s.size));
+    }
+    if (kendall) ck.set_f32("loss.log_sigma", {static_cast<int64_t>(log_sigma.size())}, log_sigma);
+    nlohmann::json meta;
+    if (baseline) {
+      Checkpoint b;
+      bopt.save_state(&b);
+      for (NamedTensor& t : b.tensors) ck.set_tensor(std::move(t));
+      for (const model::ParamSpec& s : model::logreg_param_specs(blc)) {
+        ck.set_f32(s.name, shape64(s.shape),
+                   std::span<const float>(bparams).subspan(s.offset, s.size));
+      }
+      meta["baseline_optimizer"] = b.optimizer;
+    }
+    meta["store_dirs"] = stores;
+    meta["base_rates"] = base_rates;
+    meta["epoch"] = epoch;
+    meta["step"] = step;
+    meta["best_epoch"] = best_epoch;
+    meta["best_value"] = best_value;
+    meta["bad_epochs"] = bad_epochs;
+    meta["stopped"] = stopped;
+    meta["model"] = model_kind_name(cfg.model);
+    ck.meta = meta;
+    return ck;
+  }
+
+  // Restores from a checkpoint whose layout must equal this state's.
+  Status load(const Checkpoint& ck) {
+    FXT_RETURN_IF_ERROR(check_compatible(to_checkpoint(), ck));
+    for (const model::ModelParamSpec& s : net.specs()) {
+      FXT_RETURN_IF_ERROR(ck.read_f32_into(s.name, shape64(s.shape),
+                                           std::span<float>(params).subspan(s.offset, s.size)));
+    }
+    if (kendall) {
+      const int64_t n = static_cast<int64_t>(log_sigma.size());
+      FXT_RETURN_IF_ERROR(ck.read_f32_into("loss.log_sigma", std::vector<int64_t>{n}, log_sigma));
+    }
+    FXT_RETURN_IF_ERROR(opt.load_state(ck));
+    FXT_ASSIGN_OR_RETURN(
+        ctrl, ControllerState::from_json(ck.controller, static_cast<int>(cfg.horizons.size())));
+    FXT_ASSIGN_OR_RETURN(stats, stats_from_json(ck.feature_stats, ck.source));
+    try {
+      const nlohmann::json& m = ck.meta;
+      if (baseline) {
+        for (const model::ParamSpec& s : model::logreg_param_specs(blc)) {
+          FXT_RETURN_IF_ERROR(ck.read_f32_into(
+              s.name, shape64(s.shape), std::span<float>(bparams).subspan(s.offset, s.size)));
+        }
+        Checkpoint b;
+        b.optimizer = m.at("baseline_optimizer");
+        b.tensors = ck.tensors;
+        FXT_RETURN_IF_ERROR(bopt.load_state(b));
+      }
+      stores = m.at("store_dirs").get<std::vector<std::string>>();
+      base_rates = m.at("base_rates").get<std::vector<double>>();
+      epoch = m.at("epoch").get<int>();
+      step = m.at("step").get<int64_t>();
+      best_epoch = m.at("best_epoch").get<int>();
+      best_value = m.at("best_value").get<double>();
+      bad_epochs = m.at("bad_epochs").get<int>();
+      stopped = m.at("stopped").get<bool>();
+    } catch (const nlohmann::json::exception& e) {
+      return InvalidInput("{}: bad meta section: {}", ck.source, e.what());
+    }
+    if (base_rates.size() != cfg.horizons.size()) {
+      return InvalidInput("{}: base_rates has {} values for {} horizons", ck.source,
+                          base_rates.size(), cfg.horizons.size());
+    }
+    return Status::Ok();
+  }
+};
+
+// Reads a checkpoint and rebuilds the state it describes.
+Result<std::unique_ptr<TrainState>> load_state(const std::string& path) {
+  FXT_ASSIGN_OR_RETURN(Checkpoint ck, read_checkpoint(path));
+  FXT_ASSIGN_OR_RETURN(TrainConfig cfg, TrainConfig::from_json(ck.config));
+  if (Status s = cfg.validate(); !s.ok()) {
+    return InvalidInput("{}: bad config section: {}", path, s.message());
+  }
+  auto st = std::make_unique<TrainState>(cfg);
+  FXT_RETURN_IF_ERROR(st->setup());
+  if (Status s = st->load(ck); !s.ok()) return InvalidInput("{}", s.message());
+  return st;
+}
+
+double bce(float x, float y) {
+  const double xd = x;
+  return std::max(xd, 0.0) - xd * y + std::log1p(std::exp(-std::abs(xd)));
+}
+
+// Validation (DESIGN §6): every position of the non-overlapping validation windows.
+struct ValResult {
+  double loss = std::numeric_limits<double>::quiet_NaN();  // mean over horizons of pooled BCE
+  std::vector<double> loss_h;
+  Metrics metrics;
+  int64_t rows = 0;
+};
+
+Result<ValResult> validate_epoch(TrainState& st, const Dataset& ds, CpuContext& ctx) {
+  const TrainConfig& c = st.cfg;
+  const int nh = static_cast<int>(c.horizons.size());
+  const int k = c.window;
+  const std::vector<Anchor> anchors = ds.evaluation_anchors(Split::kValidation);
+  if (anchors.empty()) return InvalidInput("the validation split has no clean window");
+  const size_t rows_per = static_cast<size_t>(k);
+  std::vector<float> x, y, m, scores;
+  std::vector<uint8_t> labels, mask;
+  std::vector<double> sum(static_cast<size_t>(nh), 0.0), cnt(static_cast<size_t>(nh), 0.0);
+  for (size_t a0 = 0; a0 < anchors.size(); a0 += static_cast<size_t>(c.eval_batch)) {
+    const size_t nb = std::min(anchors.size() - a0, static_cast<size_t>(c.eval_batch));
+    x.resize(nb * rows_per * kFeatureDim);
+    y.resize(nb * rows_per * static_cast<size_t>(nh));
+    m.resize(y.size());
+    for (size_t b = 0; b < nb; ++b) {
+      ds.gather(anchors[a0 + b], x.data() + b * rows_per * kFeatureDim,
+                y.data() + b * rows_per * nh, m.data() + b * rows_per * nh);
+    }
+    const float* lg =
+        st.net.forward(ctx, st.params.data(), x.data(), static_cast<int>(nb), k, c.stride);
+    for (size_t i = 0; i < y.size(); ++i) {
+      const size_t h = i % static_cast<size_t>(nh);
+      scores.push_back(lg[i]);
+      labels.push_back(y[i] != 0.0f ? 1 : 0);
+      mask.push_back(m[i] != 0.0f ? 1 : 0);
+      if (m[i] != 0.0f) {
+        sum[h] += bce(lg[i], y[i]);
+        cnt[h] += 1.0;
+      }
+    }
+  }
+  ValResult r;
+  r.rows = static_cast<int64_t>(scores.size() / static_cast<size_t>(nh));
+  double total = 0.0;
+  int defined = 0;
+  for (int h = 0; h < nh; ++h) {
+    const double l = cnt[h] > 0 ? sum[h] / cnt[h] : std::numeric_limits<double>::quiet_NaN();
+    r.loss_h.push_back(l);
+    if (cnt[h] > 0) {
+      total += l;
+      ++defined;
+    }
+  }
+  if (defined > 0) r.loss = total / defined;
+  FXT_ASSIGN_OR_RETURN(r.metrics, compute_metrics(std::span<const float>(scores), labels, mask,
+                                                  c.horizons, ScoreKind::kLogit));
+  return r;
+}
+
+// Training positive rate per horizon (the base-rate predictor), over the training range.
+Result<std::vector<double>> train_base_rates(const Dataset& ds, int nh) {
+  const GlobalRange g = ds.range(Split::kTrain);
+  std::vector<uint8_t> y, m;
+  for (size_t i = 0; i < ds.store_count(); ++i) {
+    const Dataset::Store& s = ds.store(i);
+    const uint64_t n = s.reader.size();
+    const uint64_t lo = std::max(g.begin, s.offset), hi = std::min(g.end, s.offset + n);
+    for (uint64_t t = lo; t < hi; ++t) {
+      const size_t r = static_cast<size_t>(t - s.offset) * static_cast<size_t>(nh);
+      y.insert(y.end(), s.labels.y.begin() + static_cast<std::ptrdiff_t>(r),
+               s.labels.y.begin() + static_cast<std::ptrdiff_t>(r + nh));
+      m.insert(m.end(), s.labels.mask.begin() + static_cast<std::ptrdiff_t>(r),
+               s.labels.mask.begin() + static_cast<std::ptrdiff_t>(r + nh));
+    }
+  }
+  FXT_ASSIGN_OR_RETURN(std::vector<double> rates, positive_rates(y, m, static_cast<size_t>(nh)));
+  for (double& r : rates) {
+    if (!std::isfinite(r)) r = 0.5;  // no valid label: an uninformed constant
+  }
+  return rates;
+}
+
+nlohmann::json num(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+// Keeps the metrics.jsonl lines of epochs <= last_epoch (a resumed run rewrites the rest).
+Status truncate_metrics(const std::string& path, int last_epoch) {
+  if (!fs::exists(path)) return Status::Ok();
+  FXT_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  std::istringstream in(text);
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.contains("epoch")) continue;
+    if (j["epoch"].get<int>() <= last_epoch) kept += line + "\n";
+  }
+  return write_file_atomic(path, kept);
+}
+
+Status append_line(const std::string& path, const std::string& line) {
+  std::ofstream f(path, std::ios::app | std::ios::binary);
+  if (!f) return IoError("cannot open {} for appending", path);
+  f << line << '\n';
+  f.flush();
+  if (!f) return IoError("cannot write {}", path);
+  return Status::Ok();
+}
+
+// Scores snapshot `ends` (local indices of one store, features n x 40 standardised) with the
+// inference window ending at each: model logits [n_ends, H] at the last position and, when
+// `bl` is given, the baseline's logits on the snapshot's own features.
+void score_inference(TrainState& st, CpuContext& ctx, const float* features,
+                     const std::vector<uint64_t>& ends, std::vector<float>* model_logits,
+                     std::vector<float>* base_logits) {
+  const TrainConfig& c = st.cfg;
+  const int nh = static_cast<int>(c.horizons.size());
+  const int k = c.window;
+  const size_t batch = static_cast<size_t>(c.eval_batch);
+  std::vector<uint64_t> idx(static_cast<size_t>(k));
+  std::vector<float> x;
+  model_logits->assign(ends.size() * static_cast<size_t>(nh), 0.0f);
+  for (size_t e0 = 0; e0 < ends.size(); e0 += batch) {
+    const size_t nb = std::min(ends.size() - e0, batch);
+    x.resize(nb * static_cast<size_t>(k) * kFeatureDim);
+    for (size_t b = 0; b < nb; ++b) {
+      window_positions(ends[e0 + b], k, c.stride, idx.data());
+      for (int p = 0; p < k; ++p) {
+        std::copy_n(features + idx[static_cast<size_t>(p)] * kFeatureDim, kFeatureDim,
+                    x.data() + (b * static_cast<size_t>(k) + static_cast<size_t>(p)) * kFeatureDim);
+      }
+    }
+    const float* lg =
+        st.net.forward(ctx, st.params.data(), x.data(), static_cast<int>(nb), k, c.stride);
+    for (size_t b = 0; b < nb; ++b) {
+      const float* last = lg + (b * static_cast<size_t>(k) + static_cast<size_t>(k - 1)) * nh;
+      std::copy_n(last, nh, model_logits->data() + (e0 + b) * static_cast<size_t>(nh));
+    }
+  }
+  if (base_logits != nullptr && st.baseline) {
+    base_logits->assign(ends.size() * static_cast<size_t>(nh), 0.0f);
+    x.resize(ends.size() * kFeatureDim);
+    for (size_t i = 0; i < ends.size(); ++i) {
+      std::copy_n(features + ends[i] * kFeatureDim, kFeatureDim, x.data() + i * kFeatureDim);
+    }
+    const auto rows = static_cast<int64_t>(ends.size());
+    model::logreg_forward<float>(ctx, st.blc, st.bparams.data(),
+                                 In<float>(x.data(), Shape{rows, kFeatureDim}),
+                                 Out<float>(base_logits->data(), Shape{rows, nh}));
+  }
+}
+
+}  // namespace
+
+// ---- TrainConfig ------------------------------------------------------------------------------
+
+Status TrainConfig::validate() const {
+  if (steps_per_epoch < 1) return UsageError("--steps-per-epoch must be >= 1");
+  if (epochs < 1) return UsageError("--epochs must be >= 1");
+  if (batch < 1) return UsageError("--batch must be >= 1");
+  if (window < 1) return UsageError("--seq must be >= 1");
+  if (stride < 1) return UsageError("--stride must be >= 1");
+  if (eval_batch < 1) return UsageError("--eval-batch must be >= 1");
+  if (threads < 1) return UsageError("--threads must be >= 1");
+  if (patience < 0) return UsageError("--patience must be >= 0");
+  if (!(lr > 0) || !std::isfinite(lr)) return UsageError("--lr must be positive");
+  if (warmup_steps < 0) return UsageError("--warmup must be >= 0");
+  if (!(min_lr_ratio >= 0 && min_lr_ratio <= 1)) return UsageError("--min-lr-ratio not in [0,1]");
+  if (!(weight_decay >= 0)) return UsageError("--weight-decay must be >= 0");
+  for (double m : {lr_mult_mamba, lr_mult_cfc, lr_mult_heads}) {
+    if (!(m >= 0) || !std::isfinite(m)) return UsageError("--lr-mult-* must be >= 0");
+  }
+  if (!(split.train > 0 && split.validation > 0 && split.train + split.validation < 1)) {
+    return UsageError("--split-train and --split-val must be positive and sum to below 1");
+  }
+  LabelConfig lc;
+  lc.horizons = horizons;
+  lc.min_move_ticks = min_move_ticks;
+  FXT_RETURN_IF_ERROR(validate_label_config(lc));
+  FXT_RETURN_IF_ERROR(parse_stop_metric(early_stop, horizons).status());
+  if (model == ModelKind::kPerception) {
+    model::PerceptionConfig pc = perception;
+    pc.features = kFeatureDim;
+    pc.horizons = static_cast<int>(horizons.size());
+    FXT_RETURN_IF_ERROR(pc.validate());
+  }
+  return Status::Ok();
+}
+
+nlohmann::json TrainConfig::to_json() const {
+  nlohmann::json j;
+  j["seed"] = seed;
+  j["steps_per_epoch"] = steps_per_epoch;
+  j["epochs"] = epochs;
+  j["batch"] = batch;
+  j["window"] = window;
+  j["stride"] = stride;
+  j["horizons"] = horizons;
+  j["min_move_ticks"] = min_move_ticks;
+  j["split_train"] = split.train;
+  j["split_validation"] = split.validation;
+  j["lr"] = lr;
+  j["warmup_steps"] = warmup_steps;
+  j["min_lr_ratio"] = min_lr_ratio;
+  j["weight_decay"] = weight_decay;
+  j["clip"] = clip;
+  j["lr_mult_mamba"] = lr_mult_mamba;
+  j["lr_mult_cfc"] = lr_mult_cfc;
+  j["lr_mult_heads"] = lr_mult_heads;
+  j["weighting"] = model::horizon_weighting_name(weighting);
+  j["lambda"] = lambda;
+  j["early_stop"] = early_stop;
+  j["patience"] = patience;
+  j["model"] = model_kind_name(model);
+  j["d_model"] = perception.d_model;
+  j["d_state"] = perception.d_state;
+  j["head_dim"] = perception.head_dim;
+  j["expand"] = perception.expand;
+  j["d_conv"] = perception.d_conv;
+  j["head_mid"] = perception.head_mid;
+  j["eval_batch"] = eval_batch;
+  return j;
+}
+
+Result<TrainConfig> TrainConfig::from_json(const nlohmann::json& j) {
+  TrainConfig c;
+  try {
+    c.seed = j.at("seed").get<uint64_t>();
+    c.steps_per_epoch = j.at("steps_per_epoch").get<int64_t>();
+    c.epochs = j.at("epochs").get<int>();
+    c.batch = j.at("batch").get<int>();
+    c.window = j.at("window").get<int>();
+    c.stride = j.at("stride").get<int>();
+    c.horizons = j.at("horizons").get<std::vector<int>>();
+    c.min_move_ticks = j.at("min_move_ticks").get<int64_t>();
+    c.split.train = j.at("split_train").get<double>();
+    c.split.validation = j.at("split_validation").get<double>();
+    c.lr = j.at("lr").get<double>();
+    c.warmup_steps = j.at("warmup_steps").get<int64_t>();
+    c.min_lr_ratio = j.at("min_lr_ratio").get<double>();
+    c.weight_decay = j.at("weight_decay").get<double>();
+    c.clip = j.at("clip").get<double>();
+    c.lr_mult_mamba = j.at("lr_mult_mamba").get<double>();
+    c.lr_mult_cfc = j.at("lr_mult_cfc").get<double>();
+    c.lr_mult_heads = j.at("lr_mult_heads").get<double>();
+    FXT_ASSIGN_OR_RETURN(c.weighting,
+                         model::parse_horizon_weighting(j.at("weighting").get<std::string>()));
+    c.lambda = j.at("lambda").get<bool>();
+    c.early_stop = j.at("early_stop").get<std::string>();
+    c.patience = j.at("patience").get<int>();
+    FXT_ASSIGN_OR_RETURN(c.model, parse_model_kind(j.at("model").get<std::string>()));
+    c.perception.d_model = j.at("d_model").get<int>();
+    c.perception.d_state = j.at("d_state").get<int>();
+    c.perception.head_dim = j.at("head_dim").get<int>();
+    c.perception.expand = j.at("expand").get<int>();
+    c.perception.d_conv = j.at("d_conv").get<int>();
+    c.perception.head_mid = j.at("head_mid").get<int>();
+    c.eval_batch = j.at("eval_batch").get<int>();
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidInput("bad training config: {}", e.what());
+  }
+  return c;
+}
+
+DatasetConfig TrainConfig::dataset_config() const {
+  DatasetConfig d;
+  d.sequence.window = window;
+  d.sequence.stride = stride;
+  d.split = split;
+  d.labels.horizons = horizons;
+  d.labels.min_move_ticks = min_move_ticks;
+  return d;
+}
+
+// ---- train ------------------------------------------------------------------------------------
+
+Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::string>& store_dirs,
+                           const std::string& run_dir, const TrainOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  const auto t_start = Clock::now();
+  const std::string last_path = run_dir + "/last.ckpt", best_path = run_dir + "/best.ckpt";
+  const std::string metrics_path = run_dir + "/metrics.jsonl";
+
+  // Stores are recorded as absolute paths so eval and resume work from any directory.
+  std::vector<std::string> stores;
+  for (const std::string& d : store_dirs) {
+    stores.push_back(fs::absolute(fs::path(d)).lexically_normal().string());
+  }
+  std::unique_ptr<TrainState> st;
+  if (options.resume) {
+    if (!fs::exists(last_path)) return NotFound("--resume: {} does not exist", last_path);
+    FXT_ASSIGN_OR_RETURN(st, load_state(last_path));
+    if (!stores.empty() && stores != st->stores) {
+      return UsageError("--resume: the stores given differ from those of {}", last_path);
+    }
+    if (!config_in.horizons.empty() && config_in.horizons != st->cfg.horizons) {
+      return UsageError("--resume: {} was trained for horizons {}; --horizons asks for {}",
+                        last_path, join_ints(st->cfg.horizons), join_ints(config_in.horizons));
+    }
+    st->cfg.threads = config_in.threads;
+    FXT_RETURN_IF_ERROR(truncate_metrics(metrics_path, st->epoch));
+  } else {
+    FXT_RETURN_IF_ERROR(config_in.validate());
+    if (store_dirs.empty()) return UsageError("train needs at least one --store");
+    if (fs::exists(last_path)) {
+      return UsageError("{} already holds a run (last.ckpt): use --resume or another --run-dir",
+                        run_dir);
+    }
+    st = std::make_unique<TrainState>(config_in);
+    st->stores = stores;
+    FXT_RETURN_IF_ERROR(st->setup());
+  }
+  const TrainConfig& c = st->cfg;
+  FXT_ASSIGN_OR_RETURN(const StopMetric stop, parse_stop_metric(c.early_stop, c.horizons));
+  const int nh = static_cast<int>(c.horizons.size());
+
+  FXT_ASSIGN_OR_RETURN(Dataset ds, Dataset::open(st->stores, c.dataset_config()));
+  if (ds.anchors(Split::kTrain).empty()) {
+    return InvalidInput(
+        "the training split has no clean window of {} positions (stores too short "
+        "for --seq/--stride/--horizons?)",
+        c.window);
+  }
+  if (ds.evaluation_anchors(Split::kValidation).empty()) {
+    return InvalidInput("the validation split has no clean window of {} positions", c.window);
+  }
+  if (!options.resume) {
+    st->stats = ds.measure_train_stats();
+    FXT_ASSIGN_OR_RETURN(st->base_rates, train_base_rates(ds, nh));
+  }
+  ds.standardise_features(st->stats);
+  std::error_code ec;
+  fs::create_directories(run_dir, ec);
+  if (ec) return IoError("cannot create run directory {}: {}", run_dir, ec.message());
+  if (!options.resume && fs::exists(metrics_path)) fs::remove(metrics_path, ec);
+
+  CpuContext ctx(c.threads);
+  LossConfig lcfg;
+  lcfg.weighting = c.weighting;
+  lcfg.trunk_lambda = c.lambda;
+  LossConfig bcfg;
+  bcfg.weighting = model::HorizonWeighting::kUniform;
+  bcfg.trunk_lambda = false;
+  ControllerState bctrl(nh);
+  LrSchedule sched;
+  sched.peak_lr = c.lr;
+  sched.total_steps = c.steps_per_epoch * c.epochs;
+  sched.warmup_steps = std::min(c.warmup_steps, sched.total_steps);
+  sched.min_lr_ratio = c.min_lr_ratio;
+  FXT_RETURN_IF_ERROR(sched.validate());
+
+  const int b = c.batch, k = c.window;
+  const size_t rows = static_cast<size_t>(b) * static_cast<size_t>(k);
+  std::vector<float> x(rows * kFeatureDim), y(rows * static_cast<size_t>(nh)), m(y.size());
+  std::vector<float> dlogits(y.size()), blogits(y.size()), lambda_f(static_cast<size_t>(nh));
+  const auto R = static_cast<int64_t>(rows);
+  const Shape rh{R, nh};
+
+  nlohmann::json epoch_seconds = nlohmann::json::array();
+  int epochs_here = 0;
+  while (!st->stopped && st->epoch < c.epochs &&
+         (options.stop_after_epochs <= 0 || epochs_here < options.stop_after_epochs)) {
+    const auto t_epoch = Clock::now();
+    double loss_sum = 0.0, base_loss_sum = 0.0, norm_sum = 0.0, lr = 0.0;
+    std::vector<double> loss_h_sum(static_cast<size_t>(nh), 0.0);
+    int64_t skipped = 0;
+    for (int64_t i = 0; i < c.steps_per_epoch; ++i) {
+      Rng rng(seed_for_step(c.seed, st->step));
+      const std::vector<Anchor> anchors = ds.sample_train(rng, static_cast<size_t>(b));
+      for (int j = 0; j < b; ++j) {
+        const size_t o = static_cast<size_t>(j) * static_cast<size_t>(k);
+        ds.gather(anchors[static_cast<size_t>(j)], x.data() + o * kFeatureDim, y.data() + o * nh,
+                  m.data() + o * nh);
+      }
+      const float* lg = st->net.forward(ctx, st->params.data(), x.data(), b, k, c.stride);
+      std::fill(dlogits.begin(), dlogits.end(), 0.0f);
+      std::fill(st->dlog_sigma.begin(), st->dlog_sigma.end(), 0.0f);
+      const model::LossStepOutputs out = model::loss_step<float>(
+          lcfg, st->ctrl, In<float>(lg, rh), In<float>(y.data(), rh), In<float>(m.data(), rh),
+          st->kendall ? In<float>(st->log_sigma.data(), Shape{nh}) : In<float>(),
+          Out<float>(dlogits.data(), rh),
+          st->kendall ? Out<float>(st->dlog_sigma.data(), Shape{nh}) : Out<float>());
+      for (int h = 0; h < nh; ++h)
+        lambda_f[static_cast<size_t>(h)] = static_cast<float>(out.lambda[static_cast<size_t>(h)]);
+      st->net.backward(ctx, st->params.data(), x.data(), b, k, c.stride, dlogits.data(),
+                       lambda_f.data(), st->grads.data());
+      lr = sched.lr_at(st->step);
+      const StepStats ss = st->opt.step(lr);
+      if (!ss.applied) ++skipped;
+      loss_sum += out.total;
+      norm_sum += ss.grad_norm;
+      for (int h = 0; h < nh; ++h)
+        loss_h_sum[static_cast<size_t>(h)] += out.loss_h[static_cast<size_t>(h)];
+      if (st->baseline) {
+        // The logistic baseline on exactly the same rows (every position of the batch).
+        model::logreg_forward<float>(ctx, st->blc, st->bparams.data(),
+                                     In<float>(x.data(), Shape{R, kFeatureDim}),
+                                     Out<float>(blogits.data(), rh));
+        std::fill(dlogits.begin(), dlogits.end(), 0.0f);
+        const model::LossStepOutputs bo = model::loss_step<float>(
+            bcfg, bctrl, In<float>(blogits.data(), rh), In<float>(y.data(), rh),
+            In<float>(m.data(), rh), In<float>(), Out<float>(dlogits.data(), rh), Out<float>(),
+            /*update_state=*/false);
+        std::fill(st->bgrads.begin(), st->bgrads.end(), 0.0f);
+        model::logreg_backward<float>(
+            ctx, st->blc, st->bparams.data(), In<float>(x.data(), Shape{R, kFeatureDim}),
+            In<float>(dlogits.data(), rh), st->bgrads.data(), Out<float>());
+        st->bopt.step(lr);
+        base_loss_sum += bo.total;
+      }
+      ++st->step;
+    }
+    ++st->epoch;
+    ++epochs_here;
+    FXT_ASSIGN_OR_RETURN(ValResult val, validate_epoch(*st, ds, ctx));
+
+    // Early stopping: the first epoch always becomes the best; a NaN value never improves;
+    // best_value of a NaN first epoch is the worst finite sentinel (JSON holds no NaN).
+    double value = val.loss;
+    if (stop.horizon_index >= 0) {
+      value = val.metrics.horizons[static_cast<size_t>(stop.horizon_index)].auc;
+    } else if (!stop.lower_is_better) {
+      value = val.metrics.mean_auc;
+    }
+    const bool improved = st->best_epoch == 0 ||
+                          (std::isfinite(value) && (stop.lower_is_better ? value < st->best_value
+                                                                         : value > st->best_value));
+    if (improved) {
+      st->best_epoch = st->epoch;
+      st->best_value = std::isfinite(value) ? value : (stop.lower_is_better ? 1e300 : -1e300);
+      st->bad_epochs = 0;
+    } else {
+      ++st->bad_epochs;
+      if (c.patience > 0 && st->bad_epochs >= c.patience) st->stopped = true;
+    }
+    const Checkpoint ck = st->to_checkpoint();
+    if (improved) FXT_RETURN_IF_ERROR(write_checkpoint(best_path, ck));
+    FXT_RETURN_IF_ERROR(write_checkpoint(last_path, ck));
+
+    const double secs = std::chrono::duration<double>(Clock::now() - t_epoch).count();
+    epoch_seconds.push_back(secs);
+    nlohmann::json line;
+    line["epoch"] = st->epoch;
+    line["step"] = st->step;
+    line["train_loss"] = num(loss_sum / static_cast<double>(c.steps_per_epoch));
+    nlohmann::json tl = nlohmann::json::array(), vl = nlohmann::json::array(),
+                   auc = nlohmann::json::object();
+    for (int h = 0; h < nh; ++h) {
+      tl.push_back(
+          num(loss_h_sum[static_cast<size_t>(h)] / static_cast<double>(c.steps_per_epoch)));
+      vl.push_back(num(val.loss_h[static_cast<size_t>(h)]));
+      auc[fmt::format("h{}", c.horizons[static_cast<size_t>(h)])] =
+          num(val.metrics.horizons[static_cast<size_t>(h)].auc);
+    }
+    line["train_loss_h"] = tl;
+    if (st->baseline) {
+      line["baseline_train_loss"] = num(base_loss_sum / static_cast<double>(c.steps_per_epoch));
+    }
+    line["val_loss"] = num(val.loss);
+    line["val_loss_h"] = vl;
+    line["val_auc"] = auc;
+    line["val_mean_auc"] = num(val.metrics.mean_auc);
+    line["val_rows"] = val.rows;
+    std::vector<double> lam(static_cast<size_t>(nh)), sigma(static_cast<size_t>(nh));
+    model::trunk_lambdas(lcfg, st->ctrl, lam);
+    for (int h = 0; h < nh; ++h) {
+      const auto hs = static_cast<size_t>(h);
+      double ls = st->kendall ? st->log_sigma[hs] : 0.0;
+      if (c.weighting == model::HorizonWeighting::kKendallClosed) {
+        ls = st->ctrl.ema_initialized ? model::closed_log_sigma(lcfg, st->ctrl.ema[hs]) : 0.0;
+      }
+      sigma[hs] = std::exp(ls);
+    }
+    line["controller"] = {
+        {"ema", st->ctrl.ema}, {"zmax", st->ctrl.zmax}, {"lambda", lam}, {"sigma", sigma}};
+    line["lr"] = lr;
+    line["grad_norm"] = num(norm_sum / static_cast<double>(c.steps_per_epoch));
+    line["skipped_steps"] = skipped;
+    line["improved"] = improved;
+    line["seconds"] = secs;
+    FXT_RETURN_IF_ERROR(append_line(metrics_path, line.dump()));
+    log_info("epoch {} step {}: train {:.5f} val {:.5f} mean AUC {:.4f} ({:.1f} s)", st->epoch,
+             st->step, loss_sum / static_cast<double>(c.steps_per_epoch), val.loss,
+             val.metrics.mean_auc, secs);
+  }
+
+  nlohmann::json run;
+  run["config"] = c.to_json();
+  run["store_dirs"] = st->stores;
+  run["git_revision"] = FXT_GIT_REV;
+  run["build_type"] = FXT_BUILD_TYPE;
+  run["device"] = "cpu";
+  run["threads"] = c.threads;
+  run["resumed"] = options.resume;
+  run["epochs_completed"] = st->epoch;
+  run["steps_completed"] = st->step;
+  run["best_epoch"] = st->best_epoch;
+  run["stopped_early"] = st->stopped;
+  run["timings"] = {
+      {"total_seconds", std::chrono::duration<double>(Clock::now() - t_start).count()},
+      {"epoch_seconds", epoch_seconds}};
+  FXT_RETURN_IF_ERROR(write_file_atomic(run_dir + "/run.json", run.dump(2) + "\n"));
+
+  TrainSummary sum;
+  sum.epochs_run = st->epoch;
+  sum.steps = st->step;
+  sum.best_epoch = st->best_epoch;
+  sum.best_value = st->best_value;
+  sum.stopped_early = st->stopped;
+  return sum;
+}
+
+// ---- evaluate / predict -----------------------------------------------------------------------
+
+Result<EvalSplit> parse_eval_split(const std::string& name) {
+  if (name == "test") return EvalSplit::kTest;
+  if (name == "validation") return EvalSplit::kValidation;
+  if (name == "all") return EvalSplit::kAll;
+  return UsageError("--split must be test, validation or all (got '{}')", name);
+}
+
+Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
+                                const std::vector<std::string>& store_dirs,
+                                const EvalOptions& options) {
+  FXT_ASSIGN_OR_RETURN(std::unique_ptr<TrainState> st, load_state(checkpoint_path));
+  TrainConfig& c = st->cfg;
+  c.threads = options.threads;
+  if (!options.expect_horizons.empty() && options.expect_horizons != c.horizons) {
+    return UsageError("{} was trained for horizons {}; --horizons asks for {}", checkpoint_path,
+                      join_ints(c.horizons), join_ints(options.expect_horizons));
+  }
+  const std::vector<std::string> dirs = store_dirs.empty() ? st->stores : store_dirs;
+  FXT_ASSIGN_OR_RETURN(Dataset ds, Dataset::open(dirs, c.dataset_config()));
+  ds.standardise_features(st->stats);  // the training statistics, never re-measured
+  const int nh = static_cast<int>(c.horizons.size());
+  GlobalRange g{0, ds.total_snapshots()};
+  if (options.split == EvalSplit::kTest) g = ds.range(Split::kTest);
+  if (options.split == EvalSplit::kValidation) g = ds.range(Split::kValidation);
+
+  CpuContext ctx(c.threads);
+  std::vector<float> model_scores, base_scores, ml, bl;
+  std::vector<uint8_t> labels, mask;
+  for (size_t i = 0; i < ds.store_count(); ++i) {
+    const Dataset::Store& s = ds.store(i);
+    const uint64_t n = s.reader.size();
+    const uint64_t lo = std::max(g.begin, s.offset), hi = std::min(g.end, s.offset + n);
+    if (lo >= hi) continue;
+    std::vector<uint64_t> ends;
+    for (uint64_t t = lo; t < hi; ++t) ends.push_back(t - s.offset);
+    score_inference(*st, ctx, s.features.data(), ends, &ml, &bl);
+    model_scores.insert(model_scores.end(), ml.begin(), ml.end());
+    if (st->baseline) base_scores.insert(base_scores.end(), bl.begin(), bl.end());
+    const size_t r0 = static_cast<size_t>(ends.front()) * static_cast<size_t>(nh);
+    const size_t r1 = static_cast<size_t>(ends.back() + 1) * static_cast<size_t>(nh);
+    labels.insert(labels.end(), s.labels.y.begin() + static_cast<std::ptrdiff_t>(r0),
+                  s.labels.y.begin() + static_cast<std::ptrdiff_t>(r1));
+    mask.insert(mask.end(), s.labels.mask.begin() + static_cast<std::ptrdiff_t>(r0),
+                s.labels.mask.begin() + static_cast<std::ptrdiff_t>(r1));
+  }
+  if (model_scores.empty()) {
+    return InvalidInput("no snapshot to evaluate in the {} split of the given stores",
+                        options.split == EvalSplit::kTest         ? "test"
+                        : options.split == EvalSplit::kValidation ? "validation"
+                                                                  : "whole");
+  }
+  FXT_ASSIGN_OR_RETURN(Metrics mm, compute_metrics(std::span<const float>(model_scores), labels,
+                                                   mask, c.horizons, ScoreKind::kLogit));
+  Metrics lm = mm;  // with --model logreg the model is the logistic baseline
+  if (st->baseline) {
+    FXT_ASSIGN_OR_RETURN(lm, compute_metrics(std::span<const float>(base_scores), labels, mask,
+                                             c.horizons, ScoreKind::kLogit));
+  }
+  FXT_ASSIGN_OR_RETURN(Metrics bm, base_rate_metrics(st->base_rates, labels, mask, c.horizons));
+  nlohmann::json ci = nlohmann::json::object();
+  if (options.bootstrap > 0) {
+    BootstrapOptions bo;
+    bo.replicates = options.bootstrap;
+    bo.seed = options.bootstrap_seed;
+    bo.threads = c.threads;
+    FXT_ASSIGN_OR_RETURN(BootstrapResult mb,
+                         bootstrap_metrics(std::span<const float>(model_scores), labels, mask,
+                                           c.horizons, ScoreKind::kLogit, bo));
+    ci["model"] = mb.to_json();
+    if (st->baseline) {
+      FXT_ASSIGN_OR_RETURN(BootstrapResult lb,
+                           bootstrap_metrics(std::span<const float>(base_scores), labels, mask,
+                                             c.horizons, ScoreKind::kLogit, bo));
+      ci["logreg"] = lb.to_json();
+    } else {
+      ci["logreg"] = ci["model"];
+    }
+  }
+  nlohmann::json j;
+  j["checkpoint"] = checkpoint_path;
+  j["store_dirs"] = dirs;
+  j["split"] = options.split == EvalSplit::kTest         ? "test"
+               : options.split == EvalSplit::kValidation ? "validation"
+                                                         : "all";
+  j["rows"] = model_scores.size() / static_cast<size_t>(nh);
+  j["horizons"] = c.horizons;
+  j["window"] = c.window;
+  j["stride"] = c.stride;
+  j["model_kind"] = model_kind_name(c.model);
+  j["base_rates"] = st->base_rates;
+  j["model"] = mm.to_json();
+  j["logreg"] = lm.to_json();
+  j["base_rate"] = bm.to_json();
+  j["bootstrap"] = ci;
+  return j;
+}
+
+Status predict(const std::string& checkpoint_path, const std::string& store_dir,
+               const std::string& out_csv, int threads) {
+  FXT_ASSIGN_OR_RETURN(std::unique_ptr<TrainState> st, load_state(checkpoint_path));
+  const TrainConfig& c = st->cfg;
+  FXT_ASSIGN_OR_RETURN(StoreReader store, StoreReader::open(store_dir));
+  FeatureConfig fc;
+  fc.stride = c.stride;
+  std::vector<float> features;
+  FXT_RETURN_IF_ERROR(compute_features(store, fc, &features));
+  const uint64_t n = store.size();
+  standardise(st->stats, features.data(), n);
+  CpuContext ctx(threads);
+  const int nh = static_cast<int>(c.horizons.size());
+  FXT_ASSIGN_OR_RETURN(BufferedFileWriter w, BufferedFileWriter::create(out_csv));
+  std::string line = "ts_ns";
+  for (int h : c.horizons) fmt::format_to(std::back_inserter(line), ",p_h{}", h);
+  line += '\n';
+  FXT_RETURN_IF_ERROR(w.write(line));
+  constexpr uint64_t kChunk = 4096;  // snapshots scored per pass (bounded memory)
+  std::vector<uint64_t> ends;
+  std::vector<float> logits;
+  for (uint64_t t0 = 0; t0 < n; t0 += kChunk) {
+    ends.clear();
+    for (uint64_t t = t0; t < std::min(n, t0 + kChunk); ++t) ends.push_back(t);
+    score_inference(*st, ctx, features.data(), ends, &logits, nullptr);
+    for (size_t i = 0; i < ends.size(); ++i) {
+      line.clear();
+      fmt::format_to(std::back_inserter(line), "{}", store.ts_ns[ends[i]]);
+      for (int h = 0; h < nh; ++h) {
+        const float p =
+            model::sigmoid(logits[i * static_cast<size_t>(nh) + static_cast<size_t>(h)]);
+        fmt::format_to(std::back_inserter(line), ",{}", p);
+      }
+      line += '\n';
+      FXT_RETURN_IF_ERROR(w.write(line));
+    }
+  }
+  return w.commit();
+}
+
+}  // namespace fxt

@@ -1,0 +1,118 @@
+// The training loop, evaluation and prediction of DESIGN §5-§6 on the CPU reference backend.
+//
+// train() opens a dataset over time-ordered stores, measures feature statistics on the training
+// range only and standardises every store with them, then runs epochs of a fixed number of steps:
+// B training anchors drawn with a seeded xoshiro256**, forward, loss_step (controllers updated),
+// backward with the trunk scale lambda, AdamW with the warm-up + cosine schedule. After each
+// epoch it scores the validation split (every position of non-overlapping windows), appends one
+// JSON line to RUN_DIR/metrics.jsonl, writes last.ckpt (and best.ckpt when the early-stopping
+// metric improved) and stops early after `patience` epochs without improvement.
+//
+// With the perception model a logistic-regression baseline is trained alongside on exactly the
+// same rows (every position of every training batch, its own AdamW, uniform weighting) and saved
+// in the checkpoint as "logreg.*", so evaluate() scores it on the rows the model is scored on.
+//
+// Reproducibility: the anchors of global step s come from Rng(seed_for_step(seed, s)), so the
+// sampler has no state to save; everything else that the next step reads (parameters, moments,
+// step counters, controller state, early-stopping state) is in last.ckpt. The same seed, data
+// and configuration therefore give identical checkpoint bytes, and a run resumed from last.ckpt
+// continues bit for bit. Checkpoints hold no timings (those go to metrics.jsonl and run.json).
+// docs/TRAINING.md describes the files, the flags and the evaluation protocol.
+//
+// Thread-compatible: each call owns its state; `threads` only parallelises the CPU ops, whose
+// results do not depend on the thread count.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "features/sequences.h"
+#include "model/loss.h"
+#include "model/perception.h"
+#include "train/checkpoint.h"
+
+namespace fxt {
+
+enum class ModelKind { kPerception, kLogReg };
+const char* model_kind_name(ModelKind k);  // "perception", "logreg"
+
+struct TrainConfig {
+  uint64_t seed = 1;
+  int64_t steps_per_epoch = 200;
+  int epochs = 20;
+  int batch = 32;   // B
+  int window = 64;  // K
+  int stride = 1;   // S
+  std::vector<int> horizons = {30, 100, 300, 1000, 6000};
+  int64_t min_move_ticks = 0;
+  SplitConfig split;
+  double lr = 1e-3;
+  int64_t warmup_steps = 100;  // capped at the total number of steps
+  double min_lr_ratio = 0.1;
+  double weight_decay = 0.01;
+  double clip = 1.0;  // global gradient-norm clip; <= 0 off
+  double lr_mult_mamba = 1.0, lr_mult_cfc = 1.0, lr_mult_heads = 1.0;
+  model::HorizonWeighting weighting = model::HorizonWeighting::kKendallClosed;
+  bool lambda = true;
+  std::string early_stop = "val_loss";  // val_loss | mean_auc | auc_h<h>
+  int patience = 5;                     // epochs without improvement; 0 = never stop early
+  ModelKind model = ModelKind::kPerception;
+  model::PerceptionConfig perception;  // features and horizons are set from the data config
+  int eval_batch = 64;                 // windows per forward pass when scoring
+  int threads = 1;                     // CPU threads (results do not depend on it)
+
+  // Checks every field; the message names the flag.
+  Status validate() const;
+  // Everything that defines the run except `threads`.
+  nlohmann::json to_json() const;
+  static Result<TrainConfig> from_json(const nlohmann::json& j);
+  DatasetConfig dataset_config() const;
+};
+
+struct TrainOptions {
+  bool resume = false;        // continue RUN_DIR/last.ckpt (config and stores come from it)
+  int stop_after_epochs = 0;  // > 0: return after this many epochs of this invocation
+};
+
+struct TrainSummary {
+  int epochs_run = 0;  // epochs completed in total (including resumed ones)
+  int64_t steps = 0;   // global steps completed
+  int best_epoch = 0;  // 1-based; 0 = none
+  double best_value = 0.0;
+  bool stopped_early = false;
+};
+
+// Trains into run_dir (created if missing). With options.resume, config and store_dirs are taken
+// from run_dir/last.ckpt; a non-empty store_dirs must then equal the checkpoint's.
+Result<TrainSummary> train(const TrainConfig& config, const std::vector<std::string>& store_dirs,
+                           const std::string& run_dir, const TrainOptions& options = {});
+
+enum class EvalSplit { kTest, kValidation, kAll };
+Result<EvalSplit> parse_eval_split(const std::string& name);  // "test", "validation", "all"
+
+struct EvalOptions {
+  EvalSplit split = EvalSplit::kTest;
+  std::vector<int> expect_horizons;  // non-empty: must equal the checkpoint's horizons
+  int threads = 1;
+  int bootstrap = 200;  // block-bootstrap replicates for confidence intervals; 0 = none
+  uint64_t bootstrap_seed = 1;
+};
+
+// DESIGN §6: scores every snapshot of the chosen split (of the checkpoint's split config over
+// store_dirs; empty = the training stores) with the inference window ending at it; per-horizon
+// metrics for the model, the logistic baseline and the base-rate predictor on the same rows,
+// and block-bootstrap confidence intervals (block = the largest horizon) for model and baseline.
+Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
+                                const std::vector<std::string>& store_dirs,
+                                const EvalOptions& options = {});
+
+// Probabilities per horizon for every snapshot of one store (inference windows), as CSV:
+// "ts_ns,p_h<h>..." written atomically to out_csv.
+Status predict(const std::string& checkpoint_path, const std::string& store_dir,
+               const std::string& out_csv, int threads = 1);
+
+}  // namespace fxt

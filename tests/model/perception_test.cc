@@ -1,0 +1,493 @@
+// The assembled perception model: parameter table and count, the uniform-gate identity,
+// double-precision gradient checks of every parameter tensor and the input against central
+// differences (full on a tiny config; a random subset at the real sizes; stride 1 and 4 and
+// per-position dt; a linear loss and the masked BCE through loss_step with the lambda path),
+// float/double agreement, bit-identical determinism across runs and thread counts, an SGD
+// overfit sanity check and timings.
+#include "model/perception.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "model/grad_check.h"
+#include "model/loss.h"
+
+namespace fxt::model {
+namespace {
+
+constexpr double kMaxRelErr = 1e-6;
+
+// [rows, cols] and [n] views over test vectors, for the loss functions.
+template <typename T>
+TensorView<T> mat(std::vector<T>& v, std::size_t rows) {
+  return {v.data(), Shape{static_cast<int64_t>(rows), static_cast<int64_t>(v.size() / rows)}};
+}
+template <typename T>
+TensorView<T> vec(std::vector<T>& v) {
+  return {v.data(), Shape{static_cast<int64_t>(v.size())}};
+}
+
+PerceptionConfig tiny_config() {
+  PerceptionConfig c;
+  c.features = 5;
+  c.d_model = 8;  // d_inner 16, 4 Mamba2 heads
+  c.head_dim = 4;
+  c.d_state = 3;
+  c.head_mid = 4;
+  c.horizons = 2;
+  return c;
+}
+
+std::vector<double> random_vector(std::mt19937_64& rng, std::size_t n, double lo, double hi) {
+  std::vector<double> v(n);
+  test::fill_uniform(v, rng, lo, hi);
+  return v;
+}
+
+// Init, then vectors (biases, norms, A_log, D, dt_bias, tau_raw, pool q) moved off their init so
+// that no gradient path is degenerate (q = 0 and zero biases would hide errors).
+std::vector<double> random_params(const PerceptionConfig& cfg, std::uint64_t seed) {
+  const PerceptionLayout l = perception_layout(cfg);
+  std::vector<double> p(l.total);
+  perception_init(cfg, p.data(), seed);
+  std::mt19937_64 rng(seed + 101);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  for (const ModelParamSpec& s : perception_param_specs(cfg)) {
+    if (s.weight_decay) continue;
+    // dt = softplus(dt_bias) S and A = -exp(A_log) kept where exp(dt A) does not underflow:
+    // otherwise the A_log gradients are ~1e-12, below what central differences resolve.
+    const bool dt_bias = s.name.ends_with(".dt_bias"), a_log = s.name.ends_with(".A_log");
+    for (std::size_t i = 0; i < s.size; ++i) {
+      double& v = p[s.offset + i];
+      if (dt_bias) {
+        v = std::uniform_real_distribution<double>(-2.0, 0.5)(rng);
+      } else if (a_log) {
+        v = std::uniform_real_distribution<double>(std::log(0.25), std::log(2.0))(rng);
+      } else {
+        v += u(rng);
+      }
+    }
+  }
+  return p;
+}
+
+// A double-precision model instance with fixed inputs; loss() reruns the forward.
+struct Problem {
+  PerceptionConfig cfg;
+  int batch, seq_len;
+  double stride;
+  std::vector<double> params, x, dt, loss_w;
+  PerceptionWorkspace<double> ws;
+  CpuContext ctx{2};
+
+  Problem(const PerceptionConfig& c, int b, int k, double s, bool real_time, std::uint64_t seed)
+      : cfg(c), batch(b), seq_len(k), stride(s) {
+    params = random_params(cfg, seed);
+    std::mt19937_64 rng(seed + 7);
+    const auto r = static_cast<std::size_t>(b) * static_cast<std::size_t>(k);
+    x = random_vector(rng, r * static_cast<std::size_t>(cfg.features), -2.0, 2.0);
+    if (real_time) dt = random_vector(rng, r, 0.1, 3.0);
+    loss_w = random_vector(rng, r * static_cast<std::size_t>(cfg.horizons), -1.0, 1.0);
+    ws.resize(cfg, b, k);
+  }
+  const double* dt_ptr() const { return dt.empty() ? nullptr : dt.data(); }
+  void forward() { perception_forward(cfg, ctx, params.data(), x.data(), stride, dt_ptr(), &ws); }
+  double loss() {
+    forward();
+    return test::dot(loss_w, ws.logits);
+  }
+};
+
+// Worst relative error per checked tensor; `tag` prefixes the printed lines.
+struct CheckReport {
+  std::map<std::string, double> worst;
+  double overall = 0.0;
+};
+
+// Compares analytic gradients with numeric derivatives of f for up to max_coords random coords
+// of every spec (in params) and of the input x. floor: smallest relative-error denominator.
+CheckReport check_all(Problem& pb, const std::function<double()>& f_trunk,
+                      const std::function<double()>& f_heads, const std::vector<double>& grads,
+                      const std::vector<double>& d_x, std::size_t max_coords, double floor,
+                      std::uint64_t seed) {
+  CheckReport rep;
+  std::mt19937_64 rng(seed);
+  test::GradCheckOptions opt;
+  opt.denom_floor = floor;
+  // Two step sizes, h = 1e-3 and 1e-4 (relative), and the better agreement counts: the deep
+  // composition has large higher derivatives in places (truncation at 1e-3 reached 3.6e-6 on a
+  // large m1.in_proj element) while rounding at 1e-4 (~1e-11 absolute) reached 3.6e-6 on a
+  // 1.4e-6 head element. Each step alone is a valid central difference.
+  test::GradCheckOptions fine = opt;
+  fine.rel_step = 1e-4;
+  auto check = [&](const std::string& name, double* values, const double* analytic, std::size_t n,
+                   const std::function<double()>& f) {
+    std::vector<std::size_t> idx(n);
+    for (std::size_t i = 0; i < n; ++i) idx[i] = i;
+    if (n > max_coords) {
+      std::shuffle(idx.begin(), idx.end(), rng);
+      idx.resize(max_coords);
+    }
+    double worst = 0.0, max_abs = 0.0;
+    for (std::size_t i : idx) {
+      const double a = analytic[i];
+      auto rel_to = [&](double nd) {
+        return std::abs(a - nd) / std::max(std::abs(a) + std::abs(nd), floor);
+      };
+      const double n_coarse = test::numeric_derivative(f, values[i], opt);
+      const double n_fine = test::numeric_derivative(f, values[i], fine);
+      const double num = rel_to(n_coarse) <= rel_to(n_fine) ? n_coarse : n_fine;
+      const double rel = rel_to(num);
+      if (rel > kMaxRelErr) {
+        std::printf("    %s[%zu]: analytic %.12e numeric %.12e\n", name.c_str(), i, a, num);
+      }
+      worst = std::max(worst, rel);
+      max_abs = std::max(max_abs, std::abs(a));
+    }
+    std::printf("  %-22s %5zu of %6zu  max rel err %.2e  max |grad| %.2e\n", name.c_str(),
+                idx.size(), n, worst, max_abs);
+    EXPECT_LE(worst, kMaxRelErr) << name;
+    rep.worst[name] = worst;
+    rep.overall = std::max(rep.overall, worst);
+  };
+  for (const ModelParamSpec& s : perception_param_specs(pb.cfg)) {
+    check(s.name, pb.params.data() + s.offset, grads.data() + s.offset, s.size,
+          s.group == kGroupHeads ? f_heads : f_trunk);
+  }
+  check("input x", pb.x.data(), d_x.data(), pb.x.size(), f_trunk);
+  std::printf("  worst %.2e\n", rep.overall);
+  return rep;
+}
+
+// Linear loss sum(w * logits): d_logits = w, lambda = 1.
+CheckReport check_linear(Problem& pb, std::size_t max_coords, double floor, std::uint64_t seed) {
+  const PerceptionLayout l = perception_layout(pb.cfg);
+  std::vector<double> grads(l.total), d_x(pb.x.size());
+  pb.forward();
+  perception_backward(pb.cfg, pb.ctx, pb.params.data(), pb.x.data(), pb.stride, pb.dt_ptr(),
+                      pb.loss_w.data(), static_cast<const double*>(nullptr), &pb.ws, grads.data(),
+                      d_x.data());
+  auto f = [&] { return pb.loss(); };
+  return check_all(pb, f, f, grads, d_x, max_coords, floor, seed);
+}
+
+TEST(Perception, ParamTableAndCount) {
+  const PerceptionConfig cfg;
+  ASSERT_TRUE(cfg.validate().ok());
+  const PerceptionLayout l = perception_layout(cfg);
+  const auto specs = perception_param_specs(cfg);
+  std::size_t next = 0;
+  std::map<std::string, std::size_t> per_group;
+  for (const ModelParamSpec& s : specs) {
+    EXPECT_EQ(s.offset, next) << s.name;  // specs tile the buffer in order
+    next = s.offset + s.size;
+    per_group[s.group] += s.size;
+  }
+  EXPECT_EQ(next, l.total);
+  EXPECT_EQ(total_param_count(specs), l.total);
+  std::printf("perception parameters at defaults: %zu (", l.total);
+  for (const auto& [g, n] : per_group) std::printf(" %s %zu", g.c_str(), n);
+  std::printf(" )\n");
+  EXPECT_EQ(l.total, 259695u);  // docs/MODEL.md; "about 260 k" of DESIGN §3
+  ASSERT_NE(find_param(specs, "head4.b_s"), nullptr);
+  EXPECT_EQ(find_param(specs, "head4.b_s")->offset + 1, l.total);
+  EXPECT_EQ(find_param(specs, "varsel.weight")->shape, (std::vector<int>{40, 40}));
+  EXPECT_EQ(find_param(specs, "pool.q")->group, kGroupCfc);
+  EXPECT_NE(find_param(specs, "m2.A_log"), nullptr);
+
+  PerceptionConfig bad;
+  bad.head_dim = 48;  // 256 % 48 != 0
+  EXPECT_FALSE(bad.validate().ok());
+  bad = PerceptionConfig{};
+  bad.horizons = 0;
+  EXPECT_FALSE(bad.validate().ok());
+}
+
+TEST(Perception, InitIsDeterministicAndMeanPooling) {
+  const PerceptionConfig cfg;
+  const PerceptionLayout l = perception_layout(cfg);
+  std::vector<float> a(l.total), b(l.total), c(l.total);
+  perception_init(cfg, a.data(), 5);
+  perception_init(cfg, b.data(), 5);
+  perception_init(cfg, c.data(), 6);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+  EXPECT_NE(a, c);
+  for (int i = 0; i < cfg.d_model; ++i) {
+    EXPECT_EQ(a[l.pool_q + i], 0.0f);
+    EXPECT_EQ(a[l.norm_a_w + i], 1.0f);
+    EXPECT_EQ(a[l.norm_b_b + i], 0.0f);
+  }
+}
+
+TEST(Perception, UniformGatesAreIdentity) {
+  Problem pb(PerceptionConfig{}, 2, 6, 1.0, false, 3);
+  const PerceptionLayout l = perception_layout(pb.cfg);
+  const std::size_t f = static_cast<std::size_t>(pb.cfg.features);
+  std::fill(pb.params.begin() + static_cast<std::ptrdiff_t>(l.varsel_w),
+            pb.params.begin() + static_cast<std::ptrdiff_t>(l.varsel_b + f), 0.0);
+  pb.forward();
+  double max_diff = 0;
+  for (std::size_t i = 0; i < pb.x.size(); ++i) {
+    max_diff = std::max(max_diff, std::abs(pb.ws.x_sel[i] - pb.x[i]));
+  }
+  EXPECT_LE(max_diff, 1e-14);
+}
+
+TEST(PerceptionGrad, TinyFullStride1) {
+  Problem pb(tiny_config(), 2, 6, 1.0, false, 11);
+  std::printf("perception grad check tiny (F5 D8 P4 N3 M4 H2) B=2 K=6 S=1, all coords\n");
+  check_linear(pb, 1u << 20, 1e-8, 1);
+}
+
+TEST(PerceptionGrad, TinyFullStride4) {
+  Problem pb(tiny_config(), 2, 6, 4.0, false, 12);
+  std::printf("perception grad check tiny B=2 K=6 S=4, all coords\n");
+  check_linear(pb, 1u << 20, 1e-8, 2);
+}
+
+TEST(PerceptionGrad, TinyFullPerPositionDt) {
+  Problem pb(tiny_config(), 2, 6, 4.0, true, 13);
+  std::printf("perception grad check tiny B=2 K=6 S=4, per-position CfC dt, all coords\n");
+  check_linear(pb, 1u << 20, 1e-8, 3);
+}
+
+// The real sizes, a random subset of coordinates of every tensor (all of the small ones).
+TEST(PerceptionGrad, RealSizesRandomSubsetStride4) {
+  Problem pb(PerceptionConfig{}, 2, 6, 4.0, false, 14);
+  std::printf("perception grad check defaults B=2 K=6 S=4, random subset\n");
+  check_linear(pb, 10, 1e-8, 4);
+}
+
+TEST(PerceptionGrad, RealSizesRandomSubsetStride1PerPositionDt) {
+  Problem pb(PerceptionConfig{}, 2, 6, 1.0, true, 15);
+  std::printf("perception grad check defaults B=2 K=6 S=1 per-position dt, subset\n");
+  check_linear(pb, 6, 1e-8, 5);
+}
+
+// Masked BCE under kendall-closed weighting with a controller state that gives lambda != 1:
+// head j's parameters must get the gradient of total = sum_j w_j L_j (unscaled), the trunk and
+// the input that of sum_j lambda_j w_j L_j (w_j = d total / d L_j, a constant).
+TEST(PerceptionGrad, MaskedBceWithTrunkLambda) {
+  Problem pb(tiny_config(), 2, 6, 4.0, false, 16);
+  const int nh = pb.cfg.horizons;
+  const auto r = static_cast<std::size_t>(pb.batch * pb.seq_len);
+  std::mt19937_64 rng(17);
+  std::vector<double> labels(r * nh), mask(r * nh);
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    labels[i] = static_cast<double>(rng() % 2);
+    mask[i] = (rng() % 4 == 0) ? 0.0 : 1.0;
+  }
+  LossConfig lc;  // kendall-closed, lambda on
+  ControllerState state(nh);
+  state.ema = {0.4, 0.9};
+  state.ema_initialized = true;
+  state.zmax = 0.8;
+  state.zmax_initialized = true;
+  state.step = 10;
+
+  pb.forward();
+  std::vector<double> d_logits(r * nh, 0.0);
+  const LossStepOutputs out =
+      loss_step<double>(lc, state, mat(pb.ws.logits, r), mat(labels, r), mat(mask, r),
+                        TensorView<const double>(), mat(d_logits, r), TensorView<double>(),
+                        /*update_state=*/false);
+  std::printf("lambda = [%.3f, %.3f], weight = [%.3f, %.3f]\n", out.lambda[0], out.lambda[1],
+              out.weight[0], out.weight[1]);
+  ASSERT_GT(std::abs(out.lambda[0] - out.lambda[1]), 0.1);  // the path is really exercised
+  const std::vector<double> lambda = out.lambda;
+  const std::vector<double> weight = out.weight;
+
+  const PerceptionLayout l = perception_layout(pb.cfg);
+  std::vector<double> grads(l.total), d_x(pb.x.size());
+  perception_backward(pb.cfg, pb.ctx, pb.params.data(), pb.x.data(), pb.stride, pb.dt_ptr(),
+                      d_logits.data(), lambda.data(), &pb.ws, grads.data(), d_x.data());
+
+  std::vector<double> loss_h(static_cast<std::size_t>(nh));
+  auto weighted = [&](bool scaled) {
+    pb.forward();
+    masked_bce_forward<double>(mat(pb.ws.logits, r), mat(labels, r), mat(mask, r), vec(loss_h));
+    double t = 0;
+    for (int j = 0; j < nh; ++j) t += (scaled ? lambda[j] : 1.0) * weight[j] * loss_h[j];
+    return t;
+  };
+  std::printf("perception grad check tiny B=2 K=6 S=4, masked BCE, lambda path, all coords\n");
+  check_all(
+      pb, [&] { return weighted(true); }, [&] { return weighted(false); }, grads, d_x, 1u << 20,
+      1e-8, 6);
+}
+
+TEST(Perception, FloatMatchesDouble) {
+  const PerceptionConfig cfg;
+  const int b = 4, k = 16;
+  Problem pb(cfg, b, k, 4.0, false, 21);
+  pb.forward();
+  std::vector<float> pf(pb.params.begin(), pb.params.end()), xf(pb.x.begin(), pb.x.end());
+  PerceptionWorkspace<float> wf;
+  wf.resize(cfg, b, k);
+  CpuContext ctx(2);
+  perception_forward(cfg, ctx, pf.data(), xf.data(), 4.0f, static_cast<const float*>(nullptr), &wf);
+  double max_diff = 0, max_abs = 0;
+  for (std::size_t i = 0; i < wf.logits.size(); ++i) {
+    max_diff = std::max(max_diff, std::abs(static_cast<double>(wf.logits[i]) - pb.ws.logits[i]));
+    max_abs = std::max(max_abs, std::abs(pb.ws.logits[i]));
+  }
+  std::printf("float vs double logits B=4 K=16: max abs diff %.2e (max |logit| %.2e)\n", max_diff,
+              max_abs);
+  EXPECT_LE(max_diff, 1e-4 * std::max(1.0, max_abs));
+}
+
+// Two runs, and 1 vs 4 threads, give identical bytes of logits, gradients and d_x.
+TEST(Perception, DeterministicBytes) {
+  const PerceptionConfig cfg;
+  const int b = 8, k = 32;
+  const PerceptionLayout l = perception_layout(cfg);
+  std::vector<float> params(l.total);
+  perception_init(cfg, params.data(), 31);
+  std::mt19937_64 rng(32);
+  std::normal_distribution<float> n01;
+  std::vector<float> x(static_cast<std::size_t>(b * k * cfg.features));
+  for (float& v : x) v = n01(rng);
+  std::vector<float> d_logits(static_cast<std::size_t>(b * k * cfg.horizons));
+  for (float& v : d_logits) v = n01(rng);
+  const std::vector<float> lambda = {1.0f, 1.5f, 2.0f, 1.0f, 1.25f};
+
+  struct Run {
+    std::vector<float> logits, grads, d_x;
+  };
+  auto run = [&](int threads) {
+    CpuContext ctx(threads);
+    PerceptionWorkspace<float> ws;
+    ws.resize(cfg, b, k);
+    Run out;
+    out.grads.resize(l.total);
+    out.d_x.resize(x.size());
+    perception_forward(cfg, ctx, params.data(), x.data(), 2.0f, static_cast<const float*>(nullptr),
+                       &ws);
+    out.logits = ws.logits;
+    perception_backward(cfg, ctx, params.data(), x.data(), 2.0f, static_cast<const float*>(nullptr),
+                        d_logits.data(), lambda.data(), &ws, out.grads.data(), out.d_x.data());
+    return out;
+  };
+  auto same = [](const std::vector<float>& a, const std::vector<float>& c) {
+    return a.size() == c.size() && std::memcmp(a.data(), c.data(), a.size() * sizeof(float)) == 0;
+  };
+  const Run a = run(4), b2 = run(4), c = run(1);
+  EXPECT_TRUE(same(a.logits, b2.logits));
+  EXPECT_TRUE(same(a.grads, b2.grads));
+  EXPECT_TRUE(same(a.d_x, b2.d_x));
+  EXPECT_TRUE(same(a.logits, c.logits));
+  EXPECT_TRUE(same(a.grads, c.grads));
+  EXPECT_TRUE(same(a.d_x, c.d_x));
+}
+
+// Plain SGD on one fixed batch whose labels are a constant signal per sequence and horizon: the
+// masked BCE (uniform weighting) must fall well below its starting value.
+void overfit(int b) {
+  const PerceptionConfig cfg;
+  const int k = 16, steps = 300;
+  const float lr = 0.05f;
+  const PerceptionLayout l = perception_layout(cfg);
+  std::vector<float> params(l.total), grads(l.total);
+  perception_init(cfg, params.data(), 41);
+  std::mt19937_64 rng(42 + static_cast<std::uint64_t>(b));
+  std::normal_distribution<float> n01;
+  const auto r = static_cast<std::size_t>(b * k);
+  std::vector<float> x(r * static_cast<std::size_t>(cfg.features));
+  for (float& v : x) v = n01(rng);
+  const auto nh = static_cast<std::size_t>(cfg.horizons);
+  std::vector<float> labels(r * nh), mask(r * nh, 1.0f), d_logits(r * nh);
+  for (std::size_t i = 0; i < r; ++i) {
+    for (std::size_t j = 0; j < nh; ++j) {
+      labels[i * nh + j] = static_cast<float>((i / static_cast<std::size_t>(k) + j) % 2);
+    }
+  }
+  LossConfig lc;
+  lc.weighting = HorizonWeighting::kUniform;
+  lc.trunk_lambda = false;
+  ControllerState state(cfg.horizons);
+  CpuContext ctx(2);
+  PerceptionWorkspace<float> ws;
+  ws.resize(cfg, b, k);
+  double first = 0, last = 0;
+  for (int step = 0; step < steps; ++step) {
+    perception_forward(cfg, ctx, params.data(), x.data(), 1.0f, static_cast<const float*>(nullptr),
+                       &ws);
+    std::fill(d_logits.begin(), d_logits.end(), 0.0f);
+    const LossStepOutputs out =
+        loss_step<float>(lc, state, mat(ws.logits, r), mat(labels, r), mat(mask, r),
+                         TensorView<const float>(), mat(d_logits, r), TensorView<float>());
+    const double mean_bce = out.total / static_cast<double>(nh);
+    if (step == 0) first = mean_bce;
+    last = mean_bce;
+    perception_backward(cfg, ctx, params.data(), x.data(), 1.0f, static_cast<const float*>(nullptr),
+                        d_logits.data(), static_cast<const float*>(nullptr), &ws, grads.data(),
+                        static_cast<float*>(nullptr));
+    for (std::size_t i = 0; i < params.size(); ++i) params[i] -= lr * grads[i];
+  }
+  std::printf("overfit B=%d K=%d: mean BCE %.4f -> %.4f after %d SGD steps (lr %.2f)\n", b, k,
+              first, last, steps, static_cast<double>(lr));
+  EXPECT_TRUE(std::isfinite(last));
+  EXPECT_LT(last, 0.3 * first);
+}
+
+TEST(Perception, OverfitB1) {
+  overfit(1);
+}
+TEST(Perception, OverfitB4) {
+  overfit(4);
+}
+
+double time_ms(const std::function<void()>& fn, int reps) {
+  fn();  // warm-up: sizes the context scratch
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i) fn();
+  const auto t1 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::milli>(t1 - t0).count() / reps;
+}
+
+TEST(Perception, Timing) {
+  const PerceptionConfig cfg;
+  const PerceptionLayout l = perception_layout(cfg);
+  std::vector<float> params(l.total), grads(l.total);
+  perception_init(cfg, params.data(), 51);
+  const float* no_dt = nullptr;
+  for (int threads : {1, 2}) {
+    for (int b : {32, 1}) {
+      const int k = 64;
+      CpuContext ctx(threads);
+      std::mt19937_64 rng(52);
+      std::normal_distribution<float> n01;
+      std::vector<float> x(static_cast<std::size_t>(b * k * cfg.features));
+      for (float& v : x) v = n01(rng);
+      std::vector<float> d_logits(static_cast<std::size_t>(b * k * cfg.horizons), 1e-3f);
+      PerceptionWorkspace<float> ws;
+      ws.resize(cfg, b, k);
+      const int reps = b == 1 ? 50 : 5;
+      const double fwd = time_ms(
+          [&] { perception_forward(cfg, ctx, params.data(), x.data(), 1.0f, no_dt, &ws); }, reps);
+      const double fwd_bwd = time_ms(
+          [&] {
+            perception_forward(cfg, ctx, params.data(), x.data(), 1.0f, no_dt, &ws);
+            perception_backward(cfg, ctx, params.data(), x.data(), 1.0f, no_dt, d_logits.data(),
+                                no_dt, &ws, grads.data(), static_cast<float*>(nullptr));
+          },
+          reps);
+      std::printf(
+          "TIMING perception B=%d K=%d float, %d thread(s): forward %.2f ms, "
+          "forward+backward %.2f ms\n",
+          b, k, threads, fwd, fwd_bwd);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fxt::model

@@ -1,0 +1,296 @@
+// The CPU training loop, evaluation and prediction (src/train/trainer.h) on a tiny synthetic
+// store: metrics lines, checkpoints, bit-identical reruns and resumes, the evaluation JSON and
+// the prediction CSV.
+#include "train/trainer.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/file_util.h"
+#include "test_util.h"
+#include "train/checkpoint.h"
+
+namespace fxt {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  // One 20000-snapshot synthetic store shared by every test of the suite.
+  static void SetUpTestSuite() {
+    dir_ = new std::string(fs::temp_directory_path() /
+                           ("fxt-trainer-test-" + std::to_string(::getpid())));
+    fs::remove_all(*dir_);
+    fs::create_directories(*dir_);
+    const auto s = test::run_fxt("synth -q --events 20000 --seed 1 --out " + *dir_ + "/m.dbn.zst");
+    ASSERT_EQ(s.exit_code, 0) << s.output;
+    const auto i = test::run_fxt("ingest -q " + *dir_ + "/m.dbn.zst --out " + *dir_ + "/store");
+    ASSERT_EQ(i.exit_code, 0) << i.output;
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+  }
+  static std::string store() { return *dir_ + "/store"; }
+
+  // A small, fast configuration: K 16, B 8, D 32, two horizons.
+  static TrainConfig small_config() {
+    TrainConfig c;
+    c.seed = 7;
+    c.epochs = 3;
+    c.steps_per_epoch = 4;
+    c.batch = 8;
+    c.window = 16;
+    c.horizons = {10, 30};
+    c.warmup_steps = 2;
+    c.perception.d_model = 32;
+    c.perception.d_state = 8;
+    c.perception.head_dim = 32;
+    c.perception.head_mid = 16;
+    c.eval_batch = 32;
+    return c;
+  }
+
+  static std::vector<std::string> lines(const std::string& path) {
+    std::ifstream f(path);
+    std::vector<std::string> out;
+    for (std::string l; std::getline(f, l);) out.push_back(l);
+    return out;
+  }
+  static std::string bytes(const std::string& path) {
+    auto r = read_file(path);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : std::string();
+  }
+
+  static std::string* dir_;
+};
+std::string* TrainerTest::dir_ = nullptr;
+
+TEST_F(TrainerTest, ConfigRoundTripsThroughJson) {
+  TrainConfig c = small_config();
+  c.weighting = model::HorizonWeighting::kKendall;
+  c.early_stop = "auc_h30";
+  c.model = ModelKind::kLogReg;
+  auto back = TrainConfig::from_json(c.to_json());
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->to_json(), c.to_json());
+  EXPECT_FALSE(TrainConfig::from_json(nlohmann::json::object()).ok());
+}
+
+TEST_F(TrainerTest, ValidateNamesTheBadFlag) {
+  TrainConfig c = small_config();
+  c.early_stop = "auc_h31";
+  EXPECT_NE(c.validate().message().find("--early-stop"), std::string::npos);
+  c = small_config();
+  c.batch = 0;
+  EXPECT_NE(c.validate().message().find("--batch"), std::string::npos);
+}
+
+TEST_F(TrainerTest, WritesMetricsCheckpointsAndRunJson) {
+  const std::string run = test::scratch_dir() + "/run";
+  auto s = train(small_config(), {store()}, run);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->epochs_run, 3);
+  EXPECT_EQ(s->steps, 12);
+  const auto ls = lines(run + "/metrics.jsonl");
+  ASSERT_EQ(ls.size(), 3u);
+  for (size_t i = 0; i < ls.size(); ++i) {
+    const auto j = nlohmann::json::parse(ls[i]);
+    EXPECT_EQ(j["epoch"], static_cast<int>(i) + 1);
+    EXPECT_EQ(j["step"], 4 * (static_cast<int>(i) + 1));
+    for (const char* key :
+         {"train_loss", "val_loss", "val_mean_auc", "lr", "grad_norm", "seconds"}) {
+      EXPECT_TRUE(j[key].is_number()) << key;
+    }
+    EXPECT_TRUE(j["val_auc"]["h10"].is_number());
+    EXPECT_TRUE(j["val_auc"]["h30"].is_number());
+    EXPECT_EQ(j["controller"]["sigma"].size(), 2u);
+    EXPECT_EQ(j["controller"]["lambda"].size(), 2u);
+  }
+  const auto run_json = nlohmann::json::parse(bytes(run + "/run.json"));
+  EXPECT_EQ(run_json["device"], "cpu");
+  EXPECT_TRUE(run_json.contains("git_revision"));
+  EXPECT_EQ(run_json["config"], small_config().to_json());
+
+  for (const char* name : {"/best.ckpt", "/last.ckpt"}) {
+    auto ck = read_checkpoint(run + name);
+    ASSERT_TRUE(ck.ok()) << ck.status().message();
+    for (const char* t :
+         {"varsel.weight", "adam.m/varsel.weight", "logreg.weight", "adam.v/logreg.bias"}) {
+      EXPECT_NE(ck->find(t), nullptr) << t;
+    }
+    EXPECT_EQ(ck->config, small_config().to_json());
+    EXPECT_EQ(ck->feature_stats["mean"].size(), 40u);
+    EXPECT_EQ(ck->meta["base_rates"].size(), 2u);
+  }
+  auto last = read_checkpoint(run + "/last.ckpt");
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(last->meta["epoch"], 3);
+  EXPECT_EQ(last->optimizer["step"], 12);
+  // Both checkpoints have the same layout (check_compatible) and load for evaluation.
+  auto best = read_checkpoint(run + "/best.ckpt");
+  ASSERT_TRUE(best.ok());
+  EXPECT_TRUE(check_compatible(*last, *best).ok());
+  EXPECT_TRUE(evaluate(run + "/best.ckpt", {}).ok());
+}
+
+TEST_F(TrainerTest, SameSeedGivesIdenticalCheckpointBytes) {
+  const std::string base = test::scratch_dir();
+  TrainConfig c = small_config();
+  ASSERT_TRUE(train(c, {store()}, base + "/a").ok());
+  c.threads = 2;  // the thread count never changes results
+  ASSERT_TRUE(train(c, {store()}, base + "/b").ok());
+  EXPECT_EQ(bytes(base + "/a/last.ckpt"), bytes(base + "/b/last.ckpt"));
+  EXPECT_EQ(bytes(base + "/a/best.ckpt"), bytes(base + "/b/best.ckpt"));
+  c.seed = 8;
+  ASSERT_TRUE(train(c, {store()}, base + "/c").ok());
+  EXPECT_NE(bytes(base + "/a/last.ckpt"), bytes(base + "/c/last.ckpt"));
+}
+
+// 3 epochs straight == 1 epoch, then resume for the rest; for the default and the kendall
+// weighting (whose learned log sigma is part of the optimizer state).
+TEST_F(TrainerTest, ResumeContinuesBitForBit) {
+  for (auto w : {model::HorizonWeighting::kKendallClosed, model::HorizonWeighting::kKendall}) {
+    const std::string base = test::scratch_dir();
+    TrainConfig c = small_config();
+    c.weighting = w;
+    ASSERT_TRUE(train(c, {store()}, base + "/straight").ok());
+    TrainOptions o;
+    o.stop_after_epochs = 1;
+    auto first = train(c, {store()}, base + "/resumed", o);
+    ASSERT_TRUE(first.ok());
+    EXPECT_EQ(first->epochs_run, 1);
+    TrainOptions r;
+    r.resume = true;
+    TrainConfig other;  // ignored on resume except threads and (empty) horizons
+    other.horizons.clear();
+    auto rest = train(other, {}, base + "/resumed", r);
+    ASSERT_TRUE(rest.ok()) << rest.status().message();
+    EXPECT_EQ(rest->epochs_run, 3);
+    EXPECT_EQ(bytes(base + "/straight/last.ckpt"), bytes(base + "/resumed/last.ckpt"));
+    EXPECT_EQ(bytes(base + "/straight/best.ckpt"), bytes(base + "/resumed/best.ckpt"));
+    EXPECT_EQ(lines(base + "/resumed/metrics.jsonl").size(), 3u);
+  }
+}
+
+TEST_F(TrainerTest, ResumeRefusesOtherHorizonsOrStores) {
+  const std::string run = test::scratch_dir() + "/run";
+  TrainConfig c = small_config();
+  c.epochs = 1;
+  ASSERT_TRUE(train(c, {store()}, run).ok());
+  TrainOptions r;
+  r.resume = true;
+  TrainConfig other;
+  other.horizons = {10, 20};
+  EXPECT_EQ(train(other, {}, run, r).status().code(), StatusCode::kUsage);
+  other.horizons.clear();
+  EXPECT_EQ(train(other, {store(), store()}, run, r).status().code(), StatusCode::kUsage);
+  EXPECT_EQ(train(other, {}, run + "-missing", r).status().code(), StatusCode::kNotFound);
+  // A fresh run never overwrites an existing one.
+  EXPECT_EQ(train(c, {store()}, run).status().code(), StatusCode::kUsage);
+}
+
+TEST_F(TrainerTest, EarlyStoppingWithPatience) {
+  const std::string run = test::scratch_dir() + "/run";
+  TrainConfig c = small_config();
+  c.epochs = 30;
+  c.steps_per_epoch = 1;
+  c.lr = 1e-6;  // nothing improves much; patience 1 must stop well before 30 epochs
+  c.patience = 1;
+  c.early_stop = "mean_auc";
+  auto s = train(c, {store()}, run);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  if (s->stopped_early) {
+    EXPECT_LT(s->epochs_run, 30);
+    EXPECT_EQ(s->epochs_run - s->best_epoch, 1);
+  } else {
+    EXPECT_EQ(s->best_epoch, 30);  // improved every epoch
+  }
+  EXPECT_EQ(lines(run + "/metrics.jsonl").size(), static_cast<size_t>(s->epochs_run));
+}
+
+TEST_F(TrainerTest, EvaluateScoresModelBaselineAndBaseRateOnTheSameRows) {
+  const std::string run = test::scratch_dir() + "/run";
+  ASSERT_TRUE(train(small_config(), {store()}, run).ok());
+  auto j = evaluate(run + "/best.ckpt", {});
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_EQ((*j)["split"], "test");
+  const int64_t rows = (*j)["rows"];
+  EXPECT_GT(rows, 2000);  // every snapshot of the test split (about 15% of 20000)
+  for (const char* who : {"model", "logreg", "base_rate"}) {
+    const auto& hs = (*j)[who]["horizons"];
+    ASSERT_EQ(hs.size(), 2u) << who;
+    EXPECT_EQ(hs[0]["horizon"], 10);
+    EXPECT_EQ(hs[1]["horizon"], 30);
+    for (const auto& h : hs) {
+      EXPECT_TRUE(h["auc"].is_number()) << who;
+      EXPECT_GT(h["n_valid"].get<int64_t>(), 100) << who;
+      EXPECT_EQ(h["n_valid"], (*j)["model"]["horizons"][0]["horizon"] == h["horizon"]
+                                  ? (*j)["model"]["horizons"][0]["n_valid"]
+                                  : (*j)["model"]["horizons"][1]["n_valid"]);
+    }
+  }
+  EXPECT_DOUBLE_EQ((*j)["base_rate"]["horizons"][0]["auc"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ((*j)["base_rate"]["horizons"][1]["auc"].get<double>(), 0.5);
+  // Block-bootstrap intervals (blocks of the largest horizon) for model and baseline.
+  for (const char* who : {"model", "logreg"}) {
+    const auto& b = (*j)["bootstrap"][who];
+    ASSERT_EQ(b["horizons"].size(), 2u) << b.dump();
+    EXPECT_EQ(b["block_rows"], 30);
+    EXPECT_EQ(b["replicates"], 200);
+  }
+  auto all = evaluate(run + "/best.ckpt", {store()}, EvalOptions{EvalSplit::kAll, {}, 1, 0, 1});
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ((*all)["rows"], 20000);
+  EvalOptions bad;
+  bad.expect_horizons = {10, 20};
+  EXPECT_EQ(evaluate(run + "/best.ckpt", {}, bad).status().code(), StatusCode::kUsage);
+}
+
+TEST_F(TrainerTest, LogRegModelTrainsAndEvaluates) {
+  const std::string run = test::scratch_dir() + "/run";
+  TrainConfig c = small_config();
+  c.model = ModelKind::kLogReg;
+  ASSERT_TRUE(train(c, {store()}, run).ok());
+  auto ck = read_checkpoint(run + "/last.ckpt");
+  ASSERT_TRUE(ck.ok());
+  EXPECT_NE(ck->find("logreg.weight"), nullptr);
+  EXPECT_EQ(ck->find("varsel.weight"), nullptr);
+  auto j = evaluate(run + "/best.ckpt", {});
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_EQ((*j)["model"], (*j)["logreg"]);  // the model is the baseline
+}
+
+TEST_F(TrainerTest, PredictWritesOneRowPerSnapshot) {
+  const std::string dir = test::scratch_dir();
+  TrainConfig c = small_config();
+  c.epochs = 1;
+  ASSERT_TRUE(train(c, {store()}, dir + "/run").ok());
+  ASSERT_TRUE(predict(dir + "/run/best.ckpt", store(), dir + "/p.csv", 2).ok());
+  const auto ls = lines(dir + "/p.csv");
+  ASSERT_EQ(ls.size(), 20001u);
+  EXPECT_EQ(ls[0], "ts_ns,p_h10,p_h30");
+  for (size_t i = 1; i < ls.size(); i += 997) {
+    std::istringstream in(ls[i]);
+    std::string ts, p;
+    std::getline(in, ts, ',');
+    EXPECT_GT(std::stoll(ts), 0);
+    for (int h = 0; h < 2; ++h) {
+      ASSERT_TRUE(std::getline(in, p, ','));
+      const double v = std::stod(p);
+      EXPECT_GT(v, 0.0);
+      EXPECT_LT(v, 1.0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fxt

@@ -31,17 +31,6 @@ enum Kind : int {
   kNumKinds,
 };
 
-uint64_t splitmix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-inline uint64_t rotl(uint64_t x, int k) {
-  return (x << k) | (x >> (64 - k));
-}
-
 // Days since 1970-01-01 -> YYYYMMDD (proleptic Gregorian; H. Hinnant's civil_from_days).
 uint32_t yyyymmdd_from_days(int64_t z) {
   z += 719468;
@@ -269,10 +258,8 @@ Status SynthMarket::validate(const SynthConfig& c) {
   return Status::Ok();
 }
 
-SynthMarket::SynthMarket(const SynthConfig& config) : cfg_(config) {
+SynthMarket::SynthMarket(const SynthConfig& config) : cfg_(config), rng_(config.seed) {
   assert(validate(config).ok());
-  uint64_t sm = cfg_.seed;
-  for (uint64_t& w : rng_) w = splitmix64(&sm);
 
   // Cumulative weights of deep adds over active levels 1..active-1.
   double total = 0;
@@ -338,20 +325,10 @@ dbn::Metadata SynthMarket::metadata(uint64_t end_ts_ns) const {
 
 // ---- SynthMarket: random numbers ---------------------------------------------------------
 
-uint64_t SynthMarket::rand_u64() {
-  const uint64_t result = rotl(rng_[1] * 5, 7) * 9;
-  const uint64_t t = rng_[1] << 17;
-  rng_[2] ^= rng_[0];
-  rng_[3] ^= rng_[1];
-  rng_[1] ^= rng_[2];
-  rng_[0] ^= rng_[3];
-  rng_[2] ^= t;
-  rng_[3] = rotl(rng_[3], 45);
-  return result;
-}
+uint64_t SynthMarket::rand_u64() { return rng_.next(); }
 
 double SynthMarket::rand_unit() {
-  return static_cast<double>(rand_u64() >> 11) * 0x1.0p-53;
+  return rng_.unit();
 }
 
 double SynthMarket::rand_exp() {

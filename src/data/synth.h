@@ -22,6 +22,7 @@
 #include <string>
 
 #include "core/progress.h"
+#include "core/random.h"
 #include "core/status.h"
 #include "data/dbn.h"
 
@@ -168,8 +169,7 @@ class SynthMarket {
     int64_t px(int k) const { return best + dir * k; }
   };
 
-  // xoshiro256**.
-  uint64_t rand_u64();
+  uint64_t rand_u64();  // core/random.h's xoshiro256**
   double rand_unit();    // [0, 1)
   double rand_exp();     // Exp(1)
   double rand_normal();  // approximately N(0, 1): Irwin-Hall of four 16-bit uniforms
@@ -185,7 +185,7 @@ class SynthMarket {
   void fill_levels();
 
   SynthConfig cfg_;
-  uint64_t rng_[4];
+  Rng rng_;
   Side side_[2];
   double deep_add_cdf_[kMaxWindow];
   double elapsed_ns_ = 0;

@@ -5,43 +5,6 @@
 
 namespace fxt {
 
-namespace {
-uint64_t splitmix64(uint64_t* x) {
-  uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-uint64_t rotl(uint64_t x, int k) {
-  return (x << k) | (x >> (64 - k));
-}
-}  // namespace
-
-Rng::Rng(uint64_t seed) {
-  for (auto& s : s_) s = splitmix64(&seed);
-}
-
-uint64_t Rng::next() {
-  const uint64_t result = rotl(s_[1] * 5, 7) * 9;
-  const uint64_t t = s_[1] << 17;
-  s_[2] ^= s_[0];
-  s_[3] ^= s_[1];
-  s_[1] ^= s_[2];
-  s_[0] ^= s_[3];
-  s_[2] ^= t;
-  s_[3] = rotl(s_[3], 45);
-  return result;
-}
-
-uint64_t Rng::uniform(uint64_t bound) {
-  // Reject the lowest (2^64 mod bound) values so every residue is equally likely.
-  const uint64_t threshold = (0 - bound) % bound;
-  for (;;) {
-    const uint64_t x = next();
-    if (x >= threshold) return x % bound;
-  }
-}
-
 const char* split_name(Split split) {
   switch (split) {
     case Split::kTrain:

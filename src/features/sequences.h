@@ -22,22 +22,10 @@
 #include "core/status.h"
 #include "data/store.h"
 #include "features/features.h"
+#include "core/random.h"
 #include "features/labels.h"
 
 namespace fxt {
-
-// xoshiro256** seeded through splitmix64: a small deterministic generator whose output
-// does not depend on the standard library.
-class Rng {
- public:
-  explicit Rng(uint64_t seed);
-  uint64_t next();
-  // Uniform in [0, bound), bound > 0, without modulo bias (rejection).
-  uint64_t uniform(uint64_t bound);
-
- private:
-  uint64_t s_[4];
-};
 
 enum class Split { kTrain = 0, kValidation = 1, kTest = 2 };
 const char* split_name(Split split);

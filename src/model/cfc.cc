@@ -6,22 +6,11 @@
 #include <cmath>
 #include <random>
 
-#include <Eigen/Core>
+#include "model/eigen_maps.h"
 
 namespace fxt::model {
 namespace {
 
-template <typename T>
-using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <typename T>
-using MapMat = Eigen::Map<RowMat<T>>;
-template <typename T>
-using ConstMapMat = Eigen::Map<const RowMat<T>>;
-// The [B, D] slice of position k inside a [B, K, D] array: rows K*D apart.
-template <typename T>
-using MapStrided = Eigen::Map<RowMat<T>, 0, Eigen::OuterStride<>>;
-template <typename T>
-using ConstMapStrided = Eigen::Map<const RowMat<T>, 0, Eigen::OuterStride<>>;
 
 template <typename T>
 T sigmoid(T x) {

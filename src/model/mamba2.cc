@@ -6,19 +6,13 @@
 #include <cmath>
 #include <random>
 
-#include <Eigen/Core>
+#include "model/eigen_maps.h"
 
 namespace fxt::model {
 namespace {
 
 constexpr double kNormEps = 1e-5;
 
-template <typename T>
-using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <typename T>
-using MapMat = Eigen::Map<RowMat<T>>;
-template <typename T>
-using ConstMapMat = Eigen::Map<const RowMat<T>>;
 
 // out [rows, out_dim] = in [rows, in_dim] * W^T, W [out_dim, in_dim] (nn.Linear, no bias).
 template <typename T>

@@ -6,19 +6,11 @@
 #include <limits>
 #include <vector>
 
-#include <Eigen/Core>
+#include "model/eigen_maps.h"
 
 namespace fxt::model {
 namespace {
 
-template <typename T>
-using MatR = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <typename T>
-using MapR = Eigen::Map<MatR<T>>;
-template <typename T>
-using CMapR = Eigen::Map<const MatR<T>>;
-template <typename T>
-using CRowVec = Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>;
 
 // Rows of a view whose last dimension is `last` (all leading dims flattened).
 template <typename V>
@@ -43,11 +35,11 @@ template <typename T>
 void gemm_xwt(CpuContext& ctx, const T* x, const T* w, const T* b, T* y, int64_t rows, int64_t k,
               int64_t n) {
   for_row_chunks(ctx, rows, [&](int64_t r0, int64_t r1) {
-    CMapR<T> X(x + r0 * k, r1 - r0, k);
-    CMapR<T> W(w, n, k);
-    MapR<T> Y(y + r0 * n, r1 - r0, n);
+    ConstMapMat<T> X(x + r0 * k, r1 - r0, k);
+    ConstMapMat<T> W(w, n, k);
+    MapMat<T> Y(y + r0 * n, r1 - r0, n);
     Y.noalias() = X * W.transpose();
-    if (b != nullptr) Y.rowwise() += CRowVec<T>(b, n);
+    if (b != nullptr) Y.rowwise() += ConstRowVec<T>(b, n);
   });
 }
 
@@ -56,9 +48,9 @@ template <typename T>
 void gemm_dyw(CpuContext& ctx, const T* dy, const T* w, T* dx, int64_t rows, int64_t n, int64_t k,
               bool accumulate) {
   for_row_chunks(ctx, rows, [&](int64_t r0, int64_t r1) {
-    CMapR<T> DY(dy + r0 * n, r1 - r0, n);
-    CMapR<T> W(w, n, k);
-    MapR<T> DX(dx + r0 * k, r1 - r0, k);
+    ConstMapMat<T> DY(dy + r0 * n, r1 - r0, n);
+    ConstMapMat<T> W(w, n, k);
+    MapMat<T> DX(dx + r0 * k, r1 - r0, k);
     if (accumulate) {
       DX.noalias() += DY * W;
     } else {
@@ -78,18 +70,18 @@ template <typename T>
 void gemm_atb_acc(CpuContext& ctx, const T* a, const T* b, T* out, int64_t rows, int64_t m,
                   int64_t n, T* partial) {
   const int nc = num_row_chunks(rows);
-  MapR<T> O(out, m, n);
+  MapMat<T> O(out, m, n);
   if (nc == 1) {
-    O.noalias() += CMapR<T>(a, rows, m).transpose() * CMapR<T>(b, rows, n);
+    O.noalias() += ConstMapMat<T>(a, rows, m).transpose() * ConstMapMat<T>(b, rows, n);
     return;
   }
   ctx.parallel_for(nc, [&](int c) {
     const int64_t r0 = chunk_begin(rows, nc, c);
     const int64_t r1 = chunk_begin(rows, nc, c + 1);
-    MapR<T> P(partial + c * m * n, m, n);
-    P.noalias() = CMapR<T>(a + r0 * m, r1 - r0, m).transpose() * CMapR<T>(b + r0 * n, r1 - r0, n);
+    MapMat<T> P(partial + c * m * n, m, n);
+    P.noalias() = ConstMapMat<T>(a + r0 * m, r1 - r0, m).transpose() * ConstMapMat<T>(b + r0 * n, r1 - r0, n);
   });
-  for (int c = 0; c < nc; ++c) O += MapR<T>(partial + c * m * n, m, n);
+  for (int c = 0; c < nc; ++c) O += MapMat<T>(partial + c * m * n, m, n);
 }
 
 // out[n] += sum_r a[R, n], per-chunk partials summed in chunk order.

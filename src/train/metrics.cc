@@ -348,12 +348,6 @@ nlohmann::json interval_json(const Interval& iv) {
 
 }  // namespace
 
-uint64_t SplitMix64::below(uint64_t n) {
-  assert(n > 0);
-  __extension__ using U128 = unsigned __int128;
-  return static_cast<uint64_t>((static_cast<U128>(next()) * n) >> 64);
-}
-
 double percentile(std::vector<double>& values, double p) {
   if (values.empty()) return kNaN;
   std::sort(values.begin(), values.end());

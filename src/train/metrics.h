@@ -26,6 +26,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/random.h"
 #include "core/status.h"
 
 namespace fxt {
@@ -108,24 +109,6 @@ Result<Metrics> base_rate_metrics(std::span<const double> base_rates,
                                   std::span<const int> horizons);
 
 // ---- block bootstrap ---------------------------------------------------------------
-
-// splitmix64 (Steele, Lea, Flood 2014): a small seeded generator whose stream is the same
-// on every platform.
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, n), n > 0 (multiply-shift; bias below n / 2^64).
-  uint64_t below(uint64_t n);
-
- private:
-  uint64_t state_;
-};
 
 struct BootstrapOptions {
   int replicates = 200;

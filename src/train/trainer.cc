@@ -14,6 +14,7 @@
 
 #include "core/file_util.h"
 #include "core/log.h"
+#include "core/random.h"
 #include "features/features.h"
 #include "features/labels.h"
 #include "model/logreg.h"
@@ -64,10 +65,8 @@ Result<StopMetric> parse_stop_metric(const std::string& s, const std::vector<int
 
 // The sampler seed of global step s: splitmix64 of (seed, s), so no sampler state is carried.
 uint64_t seed_for_step(uint64_t seed, int64_t step) {
-  uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (static_cast<uint64_t>(step) + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
+  uint64_t state = seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(step);
+  return splitmix64(&state);  // = the (step+1)-th output of splitmix64 seeded with `seed`
 }
 
 std::string join_ints(const std::vector<int>& v) {

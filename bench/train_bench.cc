@@ -66,10 +66,10 @@ void BM_TrainStep(benchmark::State& state) {
   for (auto _ : state) {
     model::perception_forward<float>(cfg, ctx, params.data(), batch.x.data(), 1.f, nullptr, &ws);
     std::fill(batch.dlogits.begin(), batch.dlogits.end(), 0.f);
-    auto out = model::loss_step<float>(lcfg, ctrl, In<float>(ws.logits.data(), rh),
-                                       In<float>(batch.y.data(), rh), In<float>(batch.m.data(), rh),
-                                       In<float>(), Out<float>(batch.dlogits.data(), rh),
-                                       Out<float>());
+    auto out =
+        model::loss_step<float>(lcfg, ctrl, In<float>(ws.logits.data(), rh),
+                                In<float>(batch.y.data(), rh), In<float>(batch.m.data(), rh),
+                                In<float>(), Out<float>(batch.dlogits.data(), rh), Out<float>());
     for (size_t h = 0; h < lambda.size(); ++h) lambda[h] = static_cast<float>(out.lambda[h]);
     model::perception_backward<float>(cfg, ctx, params.data(), batch.x.data(), 1.f, nullptr,
                                       batch.dlogits.data(), lambda.data(), &ws, grads.data(),
@@ -77,8 +77,9 @@ void BM_TrainStep(benchmark::State& state) {
     StepStats s = opt.step(1e-3);
     benchmark::DoNotOptimize(s.grad_norm);
   }
-  state.counters["sequences/s"] = benchmark::Counter(
-      static_cast<double>(b) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["sequences/s"] =
+      benchmark::Counter(static_cast<double>(b) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
   state.counters["threads"] = threads;
 }
 BENCHMARK(BM_TrainStep)

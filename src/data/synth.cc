@@ -325,7 +325,9 @@ dbn::Metadata SynthMarket::metadata(uint64_t end_ts_ns) const {
 
 // ---- SynthMarket: random numbers ---------------------------------------------------------
 
-uint64_t SynthMarket::rand_u64() { return rng_.next(); }
+uint64_t SynthMarket::rand_u64() {
+  return rng_.next();
+}
 
 double SynthMarket::rand_unit() {
   return rng_.unit();

@@ -169,7 +169,7 @@ class SynthMarket {
     int64_t px(int k) const { return best + dir * k; }
   };
 
-  uint64_t rand_u64();  // core/random.h's xoshiro256**
+  uint64_t rand_u64();   // core/random.h's xoshiro256**
   double rand_unit();    // [0, 1)
   double rand_exp();     // Exp(1)
   double rand_normal();  // approximately N(0, 1): Irwin-Hall of four 16-bit uniforms

@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "core/random.h"
 #include "core/status.h"
 #include "data/store.h"
 #include "features/features.h"
-#include "core/random.h"
 #include "features/labels.h"
 
 namespace fxt {

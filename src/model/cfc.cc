@@ -11,7 +11,6 @@
 namespace fxt::model {
 namespace {
 
-
 template <typename T>
 T sigmoid(T x) {
   return T(1) / (T(1) + std::exp(-x));

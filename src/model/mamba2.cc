@@ -13,7 +13,6 @@ namespace {
 
 constexpr double kNormEps = 1e-5;
 
-
 // out [rows, out_dim] = in [rows, in_dim] * W^T, W [out_dim, in_dim] (nn.Linear, no bias).
 template <typename T>
 void linear_forward(T* out, const T* in, const T* w, int rows, int in_dim, int out_dim) {

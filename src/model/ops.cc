@@ -11,7 +11,6 @@
 namespace fxt::model {
 namespace {
 
-
 // Rows of a view whose last dimension is `last` (all leading dims flattened).
 template <typename V>
 int64_t rows_of(const V& v, int64_t last) {
@@ -79,7 +78,8 @@ void gemm_atb_acc(CpuContext& ctx, const T* a, const T* b, T* out, int64_t rows,
     const int64_t r0 = chunk_begin(rows, nc, c);
     const int64_t r1 = chunk_begin(rows, nc, c + 1);
     MapMat<T> P(partial + c * m * n, m, n);
-    P.noalias() = ConstMapMat<T>(a + r0 * m, r1 - r0, m).transpose() * ConstMapMat<T>(b + r0 * n, r1 - r0, n);
+    P.noalias() =
+        ConstMapMat<T>(a + r0 * m, r1 - r0, m).transpose() * ConstMapMat<T>(b + r0 * n, r1 - r0, n);
   });
   for (int c = 0; c < nc; ++c) O += MapMat<T>(partial + c * m * n, m, n);
 }

@@ -307,7 +307,8 @@ TEST(Features, CrossedBookDoesNotUpdateEmas) {
   // Row 1 vs row 0: bid up (+50), ask down (-70): e0 = -20; the slot uses d (unchanged).
   EXPECT_NEAR(x[kFeatureDim + 7], -20 / d0, 1e-12);
   EXPECT_DOUBLE_EQ(x[kFeatureDim + 1], -2.0);  // spread of a crossed book, in ticks
-  // Row 3 updates again (e0 vs the locked row: bid down -50, ask same -20 + 70 = 0), with the one-snapshot return from the locked row's mid.
+  // Row 3 updates again (e0 vs the locked row: bid down -50, ask same -20 + 70 = 0), with the
+  // one-snapshot return from the locked row's mid.
   const double mid2 = kB + 1.0 * kTick, mid3 = kB + 0.5 * kTick;
   const double ret3 = std::log(mid3 / mid2) * 1e4;
   EXPECT_NEAR(x[3 * kFeatureDim + 20], 0 + alpha(10) * (ret3 - 0), 1e-12);

@@ -307,16 +307,21 @@ void add_chunk_partials(CpuContext& ctx, const T* partial, int chunks, std::size
   });
 }
 
+// Whether ws was resized for cfg (checked by forward and backward in debug builds).
+template <typename T>
+bool workspace_fits(const Mamba2Config& cfg, const Mamba2Workspace<T>& ws) {
+  return ws.zxbcdt.size() == static_cast<std::size_t>(ws.batch) * ws.seq_len * cfg.proj_dim() &&
+         ws.chunks == num_seq_chunks(ws.batch, kMamba2SeqsPerChunk) &&
+         ws.states.size() ==
+             static_cast<std::size_t>(ws.chunks) * (ws.seq_len + 1) * cfg.head_dim * cfg.d_state;
+}
+
 }  // namespace
 
 template <typename T>
 void mamba2_forward(const Mamba2Config& cfg, CpuContext& ctx, const T* params, const T* in,
                     T stride, Mamba2Workspace<T>* ws) {
-  assert(ws->zxbcdt.size() == static_cast<std::size_t>(ws->batch) * ws->seq_len * cfg.proj_dim() &&
-         ws->chunks == num_seq_chunks(ws->batch, kMamba2SeqsPerChunk) &&
-         ws->states.size() == static_cast<std::size_t>(ws->chunks) * (ws->seq_len + 1) *
-                                  cfg.head_dim * cfg.d_state &&
-         "workspace not resized for this config");
+  assert(workspace_fits(cfg, *ws) && "workspace not resized for this config");
   const Mamba2Layout l = mamba2_layout(cfg);
   const int bsz = ws->batch, seq = ws->seq_len;
   const int di = cfg.d_inner(), nh = cfg.n_heads(), cd = cfg.conv_dim(), pd = cfg.proj_dim();
@@ -381,11 +386,7 @@ void mamba2_forward(const Mamba2Config& cfg, CpuContext& ctx, const T* params, c
 template <typename T>
 void mamba2_backward(const Mamba2Config& cfg, CpuContext& ctx, const T* params, const T* in,
                      T stride, const T* d_out, Mamba2Workspace<T>* ws, T* grads, T* d_in) {
-  assert(ws->zxbcdt.size() == static_cast<std::size_t>(ws->batch) * ws->seq_len * cfg.proj_dim() &&
-         ws->chunks == num_seq_chunks(ws->batch, kMamba2SeqsPerChunk) &&
-         ws->states.size() == static_cast<std::size_t>(ws->chunks) * (ws->seq_len + 1) *
-                                  cfg.head_dim * cfg.d_state &&
-         "workspace not resized for this config");
+  assert(workspace_fits(cfg, *ws) && "workspace not resized for this config");
   const Mamba2Layout l = mamba2_layout(cfg);
   const int bsz = ws->batch, seq = ws->seq_len;
   const int di = cfg.d_inner(), nh = cfg.n_heads(), cd = cfg.conv_dim(), pd = cfg.proj_dim();

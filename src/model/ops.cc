@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/random.h"
 #include "model/eigen_maps.h"
 
 namespace fxt::model {
@@ -107,16 +108,12 @@ void colsum_acc(CpuContext& ctx, const T* a, T* out, int64_t rows, int64_t n, T*
   }
 }
 
-// Deterministic generator for initialisation (splitmix64; portable, unlike std distributions).
+// Deterministic generator for initialisation: core/random.h's splitmix64 stream (portable,
+// unlike std distributions) with uniform and normal draws on top.
 class InitRng {
  public:
-  explicit InitRng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  explicit InitRng(uint64_t seed) : stream_(seed) {}
+  uint64_t next() { return stream_.next(); }
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
   double normal() {                                                           // Box-Muller
     const double u1 = 1.0 - uniform();
@@ -125,7 +122,7 @@ class InitRng {
   }
 
  private:
-  uint64_t state_;
+  SplitMix64 stream_;
 };
 
 template <typename T>

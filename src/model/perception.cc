@@ -6,15 +6,15 @@
 
 #include <fmt/format.h>
 
+#include "core/random.h"
+
 namespace fxt::model {
 namespace {
 
-// Decorrelated per-block seeds from one model seed (splitmix64 finaliser).
+// Decorrelated per-block seeds from one model seed: output block + 1 of splitmix64(seed).
 std::uint64_t block_seed(std::uint64_t seed, std::uint64_t block) {
-  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (block + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  std::uint64_t state = seed + 0x9E3779B97F4A7C15ull * block;
+  return splitmix64(&state);
 }
 
 template <typename T>

@@ -13,48 +13,18 @@
 
 #include <gtest/gtest.h>
 
+#include "model/grad_check.h"
+
 namespace fxt::model {
 namespace {
 
 constexpr double kMaxRelErr = 1e-6;
 
-double uniform(std::mt19937_64& rng, double lo, double hi) {
-  return std::uniform_real_distribution<double>(lo, hi)(rng);
-}
-std::vector<double> random_vector(std::mt19937_64& rng, std::size_t n, double lo, double hi) {
-  std::vector<double> v(n);
-  for (double& x : v) x = uniform(rng, lo, hi);
-  return v;
-}
-
-// |a - n| / max(|a| + |n|, floor); see mamba2_grad_test.cc for the choice of floor.
-double rel_err(double a, double n, double floor) {
-  return std::abs(a - n) / std::max(std::abs(a) + std::abs(n), floor);
-}
-
-// Fourth-order central difference (f(x-2h) - 8f(x-h) + 8f(x+h) - f(x+2h)) / 12h at *x.
-template <class F>
-double numeric_grad(F&& f, double* x, double h) {
-  const double x0 = *x;
-  auto at = [&](double v) {
-    *x = v;
-    return f();
-  };
-  const double g =
-      (8.0 * (at(x0 + h) - at(x0 - h)) - (at(x0 + 2 * h) - at(x0 - 2 * h))) / (12.0 * h);
-  *x = x0;
-  return g;
-}
-
-std::vector<std::size_t> pick_coords(std::mt19937_64& rng, std::size_t n, std::size_t max_coords) {
-  std::vector<std::size_t> idx(n);
-  for (std::size_t i = 0; i < n; ++i) idx[i] = i;
-  if (n > max_coords) {
-    std::shuffle(idx.begin(), idx.end(), rng);
-    idx.resize(max_coords);
-  }
-  return idx;
-}
+using test::five_point_derivative;
+using test::pick_coords;
+using test::random_vector;
+using test::relative_error;
+using test::uniform;
 
 // Random parameters (bias and tau_raw moved off their init), inputs, initial state, loss weights.
 // dt empty means the constant dt_const.
@@ -103,8 +73,8 @@ double check_gradients(Problem& pb, std::size_t max_coords, double floor, std::u
     double max_err = 0, max_abs = 0, max_abs_err = 0;
     const auto coords = pick_coords(rng, n, max_coords);
     for (std::size_t i : coords) {
-      const double num = numeric_grad([&] { return pb.loss(); }, values + i, 1e-4);
-      const double err = rel_err(analytic[i], num, floor);
+      const double num = five_point_derivative([&] { return pb.loss(); }, values + i, 1e-4);
+      const double err = relative_error(analytic[i], num, floor);
       max_err = std::max(max_err, err);
       max_abs_err = std::max(max_abs_err, std::abs(analytic[i] - num));
       max_abs = std::max(max_abs, std::abs(analytic[i]));

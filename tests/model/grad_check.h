@@ -14,6 +14,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -40,6 +41,26 @@ struct GradCheckResult {
   }
 };
 
+// |a - n| / max(|a| + |n|, floor): the relative error every check reports.
+inline double relative_error(double a, double n, double floor) {
+  return std::abs(a - n) / std::max(std::abs(a) + std::abs(n), floor);
+}
+
+// Fourth-order central difference (f(x-2h) - 8f(x-h) + 8f(x+h) - f(x+2h)) / 12h at *x with an
+// absolute step h; *x is restored afterwards.
+template <class F>
+double five_point_derivative(F&& f, double* x, double h) {
+  const double x0 = *x;
+  auto at = [&](double v) {
+    *x = v;
+    return f();
+  };
+  const double g =
+      (8.0 * (at(x0 + h) - at(x0 - h)) - (at(x0 + 2 * h) - at(x0 - 2 * h))) / (12.0 * h);
+  *x = x0;
+  return g;
+}
+
 inline double numeric_derivative(const std::function<double()>& f, double& xi,
                                  const GradCheckOptions& opt) {
   const double saved = xi;
@@ -64,7 +85,7 @@ inline GradCheckResult check_gradient(const std::function<double()>& f, std::spa
   for (size_t i = 0; i < x.size(); ++i) {
     const double n = numeric_derivative(f, x[i], opt);
     const double a = analytic[i];
-    const double rel = std::abs(a - n) / std::max(std::abs(a) + std::abs(n), opt.denom_floor);
+    const double rel = relative_error(a, n, opt.denom_floor);
     ++r.checked;
     if (rel > r.max_rel_error || r.worst < 0) {
       r.max_rel_error = std::max(rel, r.max_rel_error);
@@ -83,6 +104,29 @@ inline void fill_uniform(std::span<double> v, std::mt19937_64& gen, double lo = 
                          double hi = 1.0) {
   std::uniform_real_distribution<double> u(lo, hi);
   for (double& x : v) x = u(gen);
+}
+
+// n values U(lo, hi) from gen.
+inline std::vector<double> random_vector(std::mt19937_64& gen, size_t n, double lo, double hi) {
+  std::vector<double> v(n);
+  fill_uniform(v, gen, lo, hi);
+  return v;
+}
+
+// One U(lo, hi) draw.
+inline double uniform(std::mt19937_64& gen, double lo, double hi) {
+  return std::uniform_real_distribution<double>(lo, hi)(gen);
+}
+
+// Coordinates to check: all of [0, n) when n <= max_coords, else a random subset.
+inline std::vector<size_t> pick_coords(std::mt19937_64& gen, size_t n, size_t max_coords) {
+  std::vector<size_t> idx(n);
+  for (size_t i = 0; i < n; ++i) idx[i] = i;
+  if (n > max_coords) {
+    std::shuffle(idx.begin(), idx.end(), gen);
+    idx.resize(max_coords);
+  }
+  return idx;
 }
 
 // sum_i w_i y_i: a random linear functional that turns a tensor output into a scalar loss.

@@ -13,52 +13,23 @@
 
 #include <gtest/gtest.h>
 
+#include "model/grad_check.h"
+
 namespace fxt::model {
 namespace {
 
 constexpr double kMaxRelErr = 1e-6;
 
-double uniform(std::mt19937_64& rng, double lo, double hi) {
-  return std::uniform_real_distribution<double>(lo, hi)(rng);
-}
-std::vector<double> random_vector(std::mt19937_64& rng, std::size_t n, double lo, double hi) {
-  std::vector<double> v(n);
-  for (double& x : v) x = uniform(rng, lo, hi);
-  return v;
-}
+using test::five_point_derivative;
+using test::pick_coords;
+using test::random_vector;
+using test::relative_error;
+using test::uniform;
 
-// |a - n| / max(|a| + |n|, floor). The floor is 1e-8 on small shapes; at the real sizes the
-// loss sums ~2000 outputs, so rounding noise in each loss evaluation (~eps * sqrt(#outputs))
-// over h puts the finite-difference noise near 5e-11 absolute, and coordinates with |grad| below
-// ~1e-4 (a head whose decay exp(dt A) underflows) are judged with floor 1e-4 instead.
-double rel_err(double a, double n, double floor) {
-  return std::abs(a - n) / std::max(std::abs(a) + std::abs(n), floor);
-}
-
-// Fourth-order central difference (f(x-2h) - 8f(x-h) + 8f(x+h) - f(x+2h)) / 12h at *x.
-template <class F>
-double numeric_grad(F&& f, double* x, double h) {
-  const double x0 = *x;
-  auto at = [&](double v) {
-    *x = v;
-    return f();
-  };
-  const double g =
-      (8.0 * (at(x0 + h) - at(x0 - h)) - (at(x0 + 2 * h) - at(x0 - 2 * h))) / (12.0 * h);
-  *x = x0;
-  return g;
-}
-
-// Coordinates to check: all of [0, n) when n <= max_coords, else a random subset.
-std::vector<std::size_t> pick_coords(std::mt19937_64& rng, std::size_t n, std::size_t max_coords) {
-  std::vector<std::size_t> idx(n);
-  for (std::size_t i = 0; i < n; ++i) idx[i] = i;
-  if (n > max_coords) {
-    std::shuffle(idx.begin(), idx.end(), rng);
-    idx.resize(max_coords);
-  }
-  return idx;
-}
+// Gradient errors are relative_error(a, n, floor). The floor is 1e-8 on small shapes; at the real
+// sizes the loss sums ~2000 outputs, so rounding noise in each loss evaluation (~eps *
+// sqrt(#outputs)) over h puts the finite-difference noise near 5e-11 absolute, and coordinates with
+// |grad| below ~1e-4 (a head whose decay exp(dt A) underflows) are judged with floor 1e-4 instead.
 
 // A block with random (not just initial) parameters, input and loss weights.
 struct Problem {
@@ -110,8 +81,8 @@ double check_gradients(Problem& pb, std::size_t max_coords, double floor, std::u
     double max_err = 0, max_abs = 0, max_abs_err = 0;
     const auto coords = pick_coords(rng, n, max_coords);
     for (std::size_t i : coords) {
-      const double num = numeric_grad([&] { return pb.loss(); }, values + i, h);
-      const double err = rel_err(analytic[i], num, floor);
+      const double num = five_point_derivative([&] { return pb.loss(); }, values + i, h);
+      const double err = relative_error(analytic[i], num, floor);
       max_err = std::max(max_err, err);
       max_abs_err = std::max(max_abs_err, std::abs(analytic[i] - num));
       if (err > kMaxRelErr) {

@@ -47,11 +47,7 @@ PerceptionConfig tiny_config() {
   return c;
 }
 
-std::vector<double> random_vector(std::mt19937_64& rng, std::size_t n, double lo, double hi) {
-  std::vector<double> v(n);
-  test::fill_uniform(v, rng, lo, hi);
-  return v;
-}
+using test::random_vector;
 
 // Init, then vectors (biases, norms, A_log, D, dt_bias, tau_raw, pool q) moved off their init so
 // that no gradient path is degenerate (q = 0 and zero biases would hide errors).

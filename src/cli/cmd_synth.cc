@@ -68,6 +68,14 @@ void register_synth(CLI::App& app) {
   cmd->add_option("--tick", a->tick, "tick size in price units")->capture_default_str();
   cmd->add_option("--start-price", a->start_price, "initial best bid")->capture_default_str();
   cmd->add_option("--symbol", a->config.symbol, "instrument symbol")->capture_default_str();
+  cmd->add_option("--drift-skew", a->config.drift_market_skew,
+                  "latent drift's skew of market buys against sells (0 = off)")
+      ->capture_default_str();
+  cmd->add_option("--momentum-skew", a->config.momentum_skew,
+                  "momentum regime's skew of market orders (0 = off; docs/SYNTH.md)")
+      ->capture_default_str();
+  cmd->add_option("--regime-tau", a->config.regime_tau_s, "mean life of a momentum regime, seconds")
+      ->capture_default_str();
   cmd->add_flag("--json", a->json, "print the run's statistics as JSON");
 }
 

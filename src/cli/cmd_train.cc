@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/eval_table.h"
 #include "core/file_util.h"
+#include "features/features.h"
 #include "features/labels.h"
 #include "train/trainer.h"
 
@@ -18,9 +20,10 @@ struct TrainArgs {
   TrainConfig config;
   std::vector<std::string> stores;
   std::string run_dir, horizons = "30,100,300,1000,6000", weighting = "kendall-closed",
-                       model = "perception";
+                       model = "perception", device = "cpu";
   bool no_lambda = false, resume = false;
   int stop_after = 0;
+  std::string drop_features, cfc_time = "stride";
   CLI::Option* horizons_opt = nullptr;
 };
 
@@ -31,6 +34,10 @@ Status run_train(TrainArgs& a) {
     FXT_ASSIGN_OR_RETURN(c.horizons, parse_horizons(a.horizons));
   }
   FXT_ASSIGN_OR_RETURN(c.weighting, model::parse_horizon_weighting(a.weighting));
+  c.cfc_time_real = a.cfc_time == "real";
+  if (!a.drop_features.empty()) {
+    FXT_ASSIGN_OR_RETURN(c.drop_features, parse_feature_slots(a.drop_features));
+  }
   if (a.model == "perception") {
     c.model = ModelKind::kPerception;
   } else if (a.model == "logreg") {
@@ -73,7 +80,9 @@ Status run_eval(const EvalArgs& a) {
     std::fputs(text.c_str(), stdout);
     return Status::Ok();
   }
-  return write_file_atomic(a.out, text);
+  FXT_RETURN_IF_ERROR(write_file_atomic(a.out, text));
+  std::fputs(format_eval_table(j).c_str(), stdout);  // the JSON went to the file
+  return Status::Ok();
 }
 
 struct PredictArgs {
@@ -91,8 +100,12 @@ void register_train(CLI::App& app) {
                               "backend (DESIGN §5, docs/TRAINING.md)",
                               [a] { return run_train(*a); });
   cmd->add_option("--store", a->stores, "snapshot store directories, in time order");
-  cmd->add_option("--run-dir", a->run_dir, "run directory (checkpoints, metrics.jsonl, run.json)")
+  cmd->add_option("--out,--run-dir", a->run_dir,
+                  "run directory (checkpoints, metrics.jsonl, run.json)")
       ->required();
+  cmd->add_option("--device", a->device, "training backend: cpu (the only one built so far)")
+      ->check(CLI::IsMember({"cpu"}))
+      ->capture_default_str();
   cmd->add_flag("--resume", a->resume,
                 "continue RUN_DIR/last.ckpt bit for bit (configuration and stores from it)");
   cmd->add_option("--stop-after", a->stop_after,
@@ -104,10 +117,16 @@ void register_train(CLI::App& app) {
   cmd->add_option("--batch", c.batch, "sequences per step (B)")->capture_default_str();
   cmd->add_option("--seq", c.window, "positions per sequence (K)")->capture_default_str();
   cmd->add_option("--stride", c.stride, "decision stride S in snapshots")->capture_default_str();
+  cmd->add_option("--cfc-time", a->cfc_time,
+                  "CfC time step: stride (S per position) or real (elapsed time / median gap)")
+      ->check(CLI::IsMember({"stride", "real"}))
+      ->capture_default_str();
   a->horizons_opt = cmd->add_option("--horizons", a->horizons, "label horizons in snapshots, 1-8")
                         ->capture_default_str();
   cmd->add_option("--min-move-ticks", c.min_move_ticks, "mask smaller mid moves")
       ->capture_default_str();
+  cmd->add_option("--drop-features", a->drop_features,
+                  "feature slots or names to hold at their training mean (e.g. tod_sin,tod_cos)");
   cmd->add_option("--split-train", c.split.train, "training fraction")->capture_default_str();
   cmd->add_option("--split-val", c.split.validation, "validation fraction")->capture_default_str();
   cmd->add_option("--lr", c.lr, "peak learning rate")->capture_default_str();

@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
   cli::register_train(app);
   cli::register_eval(app);
   cli::register_predict(app);
+  cli::register_backtest(app);
+  cli::register_quickstart(app);
   cli::register_version(app);
 
   try {

@@ -59,6 +59,8 @@ class Rng {
   }
   // Uniform in [0, 1) with 53 random bits.
   double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  // Uniform in [lo, hi).
+  double uniform_real(double lo, double hi) { return lo + (hi - lo) * unit(); }
 
  private:
   static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }

@@ -83,16 +83,6 @@ unsigned nth_sunday(int64_t year, unsigned month, int n) {
 
 }  // namespace
 
-int64_t days_from_civil(int64_t year, unsigned month, unsigned day) {
-  // H. Hinnant's algorithm: shift the year to start in March so leap days fall last.
-  year -= month <= 2;
-  const int64_t era = (year >= 0 ? year : year - 399) / 400;
-  const auto yoe = static_cast<unsigned>(year - era * 400);
-  const unsigned doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<int64_t>(doe) - 719468;
-}
-
 Result<int64_t> parse_iso_date(std::string_view text) {
   auto digits = [&text](size_t at, size_t n, unsigned* out) {
     *out = 0;

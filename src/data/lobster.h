@@ -22,6 +22,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/civil_date.h"
 #include "core/status.h"
 #include "data/book.h"
 
@@ -57,9 +58,6 @@ Status import_lobster(const std::string& message_csv, const std::string& orderbo
                       const LobsterOptions& options, BookSink* sink, LobsterStats* stats);
 
 // ---- calendar helpers (exposed for tests) ----
-
-// Days since 1970-01-01 of a proleptic Gregorian date.
-int64_t days_from_civil(int64_t year, unsigned month, unsigned day);
 
 // "YYYY-MM-DD" -> days since the epoch; checks the month and the day of the month.
 Result<int64_t> parse_iso_date(std::string_view text);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/civil_date.h"
 #include "data/book.h"
 
 namespace fxt {
@@ -31,18 +32,10 @@ enum Kind : int {
   kNumKinds,
 };
 
-// Days since 1970-01-01 -> YYYYMMDD (proleptic Gregorian; H. Hinnant's civil_from_days).
-uint32_t yyyymmdd_from_days(int64_t z) {
-  z += 719468;
-  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const int64_t doe = z - era * 146097;
-  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const int64_t mp = (5 * doy + 2) / 153;
-  const int64_t d = doy - (153 * mp + 2) / 5 + 1;
-  const int64_t m = mp < 10 ? mp + 3 : mp - 9;
-  const int64_t y = yoe + era * 400 + (m <= 2 ? 1 : 0);
-  return static_cast<uint32_t>(y * 10000 + m * 100 + d);
+// Days since 1970-01-01 -> YYYYMMDD.
+uint32_t yyyymmdd_from_days(int64_t days) {
+  const CivilDate d = civil_from_days(days);
+  return static_cast<uint32_t>(d.year * 10000 + d.month * 100 + d.day);
 }
 
 constexpr int64_t kNsPerDay = 86'400'000'000'000;
@@ -251,6 +244,11 @@ Status SynthMarket::validate(const SynthConfig& c) {
       !non_negative(c.drift_book_skew) || c.drift_book_skew > 5) {
     return UsageError("synth: drift_tau_s must be > 0, drift_sigma in [0, 10], skews in [0, 5]");
   }
+  if (!positive(c.regime_tau_s) || !positive(c.momentum_halflife_s) ||
+      !non_negative(c.momentum_skew) || c.momentum_skew > 5) {
+    return UsageError(
+        "synth: regime_tau_s and momentum_halflife_s must be > 0, momentum_skew in [0, 5]");
+  }
   if (!non_negative(c.feed_latency_min_ns) || !non_negative(c.feed_latency_extra_ns) ||
       c.feed_latency_min_ns + 20 * c.feed_latency_extra_ns > 1e9) {
     return UsageError("synth: feed latencies must be >= 0 and well under a second");
@@ -282,6 +280,8 @@ SynthMarket::SynthMarket(const SynthConfig& config) : cfg_(config), rng_(config.
   }
   // Start the drift from its stationary law so seeds differ in regime from the first event.
   drift_x_ = cfg_.drift_sigma * rand_normal();
+  regime_ = rand_unit() < 0.5 ? 1 : -1;
+  last_mid_2ticks_ = side_[kBid].best + side_[kAsk].best;
   update_drift(0.0);
   last_recv_ns_ = static_cast<uint64_t>(cfg_.start_ts_ns);
 }
@@ -354,8 +354,15 @@ uint32_t SynthMarket::draw_size(double mean) {
 void SynthMarket::update_drift(double dt_s) {
   const double decay = std::exp(-dt_s / cfg_.drift_tau_s);
   drift_x_ = drift_x_ * decay + cfg_.drift_sigma * std::sqrt(1.0 - decay * decay) * rand_normal();
+  // The momentum regime: flip with probability 1 - exp(-dt / tau), forget, add the mid's move.
+  if (dt_s > 0 && rand_unit() < -std::expm1(-dt_s / cfg_.regime_tau_s)) regime_ = -regime_;
+  const int64_t mid_2ticks = side_[kBid].best + side_[kAsk].best;
+  momentum_ticks_ = momentum_ticks_ * std::exp2(-dt_s / cfg_.momentum_halflife_s) +
+                    0.5 * static_cast<double>(mid_2ticks - last_mid_2ticks_);
+  last_mid_2ticks_ = mid_2ticks;
   const double book = std::exp(cfg_.drift_book_skew * drift_x_);
-  const double mkt = std::exp(cfg_.drift_market_skew * drift_x_);
+  const double mkt = std::exp(cfg_.drift_market_skew * drift_x_ +
+                              cfg_.momentum_skew * regime_ * std::tanh(momentum_ticks_));
   f_add_[kBid] = book;
   f_add_[kAsk] = 1.0 / book;
   f_cancel_[kBid] = 1.0 / book;

@@ -69,6 +69,15 @@ struct SynthConfig {
   double drift_market_skew = 0.3;  // market buys x exp(+skew x), sells x exp(-skew x)
   double drift_book_skew = 0.15;   // bid adds and ask cancels x exp(+skew x), mirrored
 
+  // Latent momentum regime r = +1 / -1, flipping as a Poisson process with mean life
+  // regime_tau_s: market buys x exp(+momentum_skew r tanh(m)), sells mirrored, where m is the
+  // mid's recent move in ticks, forgotten with half-life momentum_halflife_s. r = +1 makes moves
+  // persist, r = -1 fade. A linear model of one snapshot cannot see r; a sequence model can
+  // infer it from whether the flow has been following or fading the recent moves.
+  double regime_tau_s = 30.0;
+  double momentum_halflife_s = 2.0;
+  double momentum_skew = 0.6;
+
   // Feed latency: ts_recv = max(previous ts_recv, ts_event + min + Exp * mean_extra).
   double feed_latency_min_ns = 20'000.0;
   double feed_latency_extra_ns = 10'000.0;
@@ -192,6 +201,9 @@ class SynthMarket {
   uint64_t last_recv_ns_ = 0;
   uint64_t events_ = 0;
   double drift_x_ = 0, drift_dt_s_ = 0;
+  int regime_ = 1;               // the momentum regime r
+  double momentum_ticks_ = 0;    // m: the mid's recent move, ticks
+  int64_t last_mid_2ticks_ = 0;  // best bid + best ask at the last update (2 x mid in ticks)
   double f_add_[2] = {1, 1}, f_cancel_[2] = {1, 1}, f_market_[2] = {1, 1};
   dbn::Mbp10Msg msg_{};
 };

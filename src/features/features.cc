@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 namespace fxt {
@@ -280,6 +281,38 @@ FeatureStats measure_feature_stats(const float* rows, uint64_t begin, uint64_t e
   return acc.finish();
 }
 
+Result<std::vector<int>> parse_feature_slots(const std::string& text) {
+  std::vector<int> slots;
+  const auto& names = feature_names();
+  size_t pos = 0;
+  while (pos <= text.size() && !text.empty()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    int slot = -1;
+    for (int k = 0; k < kFeatureDim; ++k) {
+      if (item == names[static_cast<size_t>(k)]) slot = k;
+    }
+    if (slot < 0) {
+      char* end = nullptr;
+      const long v = std::strtol(item.c_str(), &end, 10);
+      if (!item.empty() && end == item.c_str() + item.size() && v >= 0 && v < kFeatureDim) {
+        slot = static_cast<int>(v);
+      }
+    }
+    if (slot < 0) {
+      return UsageError(
+          "feature '{}': expected a slot 0-{} or a feature name (fxt features "
+          "--help lists them)",
+          item, kFeatureDim - 1);
+    }
+    slots.push_back(slot);
+    pos = comma + 1;
+  }
+  std::sort(slots.begin(), slots.end());
+  slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+  return slots;
+}
+
 void standardise(const FeatureStats& stats, float* rows, uint64_t n_rows) {
   std::array<double, kFeatureDim> inv;
   for (int k = 0; k < kFeatureDim; ++k) inv[k] = 1.0 / stats.stddev[k];
@@ -287,7 +320,7 @@ void standardise(const FeatureStats& stats, float* rows, uint64_t n_rows) {
     float* row = rows + t * kFeatureDim;
     for (int k = 0; k < kFeatureDim; ++k) {
       double x = row[k];
-      if (!std::isfinite(x)) {
+      if (!std::isfinite(x) || stats.dropped[k]) {
         row[k] = 0.0f;
         continue;
       }

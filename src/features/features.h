@@ -42,7 +42,13 @@ struct FeatureStats {
   std::array<double, kFeatureDim> mean{};
   std::array<double, kFeatureDim> stddev{};   // 1 where the slot is constant
   std::array<uint64_t, kFeatureDim> count{};  // defined values seen per slot
+  // Slots left out of the model (`--drop-features`): standardise() sets them to 0, the
+  // training mean, exactly as for an undefined value.
+  std::array<bool, kFeatureDim> dropped{};
 };
+
+// "26,27" or feature names ("tod_sin,tod_cos"), in any mix -> sorted unique slot numbers.
+Result<std::vector<int>> parse_feature_slots(const std::string& text);
 
 constexpr double kFeatureClip = 10.0;
 

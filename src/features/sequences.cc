@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 namespace fxt {
 
@@ -139,6 +140,47 @@ void Dataset::gather(const Anchor& a, float* x, float* y, float* mask) const {
       y[k * nh + h] = s.labels.y[t * nh + h];
       mask[k * nh + h] = s.labels.mask[t * nh + h];
     }
+  }
+}
+
+void Dataset::gather_elapsed(const Anchor& a, double unit_ns, float* dt) const {
+  const int k = config_.sequence.window;
+  const auto stride = static_cast<uint64_t>(config_.sequence.stride);
+  std::vector<uint64_t> idx(static_cast<size_t>(k));
+  for (int p = 0; p < k; ++p)
+    idx[static_cast<size_t>(p)] = a.start + static_cast<uint64_t>(p) * stride;
+  window_elapsed(stores_[a.store].reader, idx.data(), k, config_.sequence.stride, unit_ns, dt);
+}
+
+double Dataset::median_train_gap_ns() const {
+  const GlobalRange g = ranges_[0];
+  std::vector<int64_t> gaps;
+  for (const Store& s : stores_) {
+    const uint64_t ns = s.reader.size();
+    const uint64_t lo = std::max(g.begin, s.offset), hi = std::min(g.end, s.offset + ns);
+    for (uint64_t t = lo + 1; t < hi; ++t) {
+      const int64_t d = s.reader.ts_ns[t - s.offset] - s.reader.ts_ns[t - s.offset - 1];
+      if (d > 0) gaps.push_back(d);
+    }
+  }
+  if (gaps.empty()) return 0.0;
+  const auto mid = gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2);
+  std::nth_element(gaps.begin(), mid, gaps.end());
+  return static_cast<double>(*mid);
+}
+
+void window_elapsed(const StoreReader& store, const uint64_t* idx, int window, int stride,
+                    double unit_ns, float* dt) {
+  const auto s = static_cast<uint64_t>(stride);
+  for (int k = 0; k < window; ++k) {
+    const uint64_t t = idx[k];
+    int64_t gap = 0;
+    if (k > 0) {
+      gap = store.ts_ns[t] - store.ts_ns[idx[k - 1]];
+    } else if (t >= s) {
+      gap = store.ts_ns[t] - store.ts_ns[t - s];
+    }
+    dt[k] = static_cast<float>(static_cast<double>(std::max<int64_t>(gap, 0)) / unit_ns);
   }
 }
 

@@ -95,6 +95,12 @@ class Dataset {
 
   // Copies one window: x (K x 40), y and mask (K x H, as float 0/1).
   void gather(const Anchor& a, float* x, float* y, float* mask) const;
+  // The window's elapsed times (K values, window_elapsed) in units of unit_ns.
+  void gather_elapsed(const Anchor& a, double unit_ns, float* dt) const;
+
+  // Median of the positive one-snapshot timestamp gaps over the training range, in ns; 0 when
+  // the timestamps never advance there. The time unit of `--cfc-time real` (DESIGN §3.4).
+  double median_train_gap_ns() const;
 
  private:
   DatasetConfig config_;
@@ -109,5 +115,12 @@ class Dataset {
 // start fewer than K positions exist; the window is left-padded by repeating its first
 // position, and the number of real positions is returned. out receives K indices.
 int window_positions(uint64_t end, int window, int stride, uint64_t* out);
+
+// Elapsed time into each position of a window (`--cfc-time real`), in units of unit_ns:
+// dt[0] = ts[idx[0]] - ts[idx[0] - stride] (0 within a store's first `stride` snapshots),
+// dt[k] = ts[idx[k]] - ts[idx[k-1]]; a negative gap counts as 0, so the padded positions of
+// an inference window (repeats of its first snapshot) leave the CfC state unchanged.
+void window_elapsed(const StoreReader& store, const uint64_t* idx, int window, int stride,
+                    double unit_ns, float* dt);
 
 }  // namespace fxt

@@ -4,27 +4,12 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <random>
 
+#include "core/random.h"
 #include "model/eigen_maps.h"
+#include "model/ops.h"
 
 namespace fxt::model {
-namespace {
-
-template <typename T>
-T sigmoid(T x) {
-  return T(1) / (T(1) + std::exp(-x));
-}
-template <typename T>
-T softplus(T x) {
-  return x > T(20) ? x : std::log1p(std::exp(x));
-}
-
-double uniform(std::mt19937_64& rng, double lo, double hi) {
-  return lo + (hi - lo) * static_cast<double>(rng() >> 11) * 0x1.0p-53;
-}
-
-}  // namespace
 
 Status cfc_validate(const CfcConfig& cfg) {
   if (cfg.in_dim <= 0 || cfg.hidden <= 0) {
@@ -59,14 +44,14 @@ std::vector<ParamSpec> cfc_param_specs(const CfcConfig& cfg, const std::string& 
 template <typename T>
 void cfc_init(const CfcConfig& cfg, T* params, std::uint64_t seed) {
   const CfcLayout l = cfc_layout(cfg);
-  std::mt19937_64 rng(seed);
+  Rng rng(seed);
   const auto d = static_cast<std::size_t>(cfg.hidden);
   const auto n_in = static_cast<std::size_t>(cfg.in_dim);
   // Xavier-uniform: U(-a, a), a = sqrt(6 / (fan_in + fan_out)).
   const double a_in = std::sqrt(6.0 / double(cfg.in_dim + cfg.hidden));
-  for (std::size_t i = 0; i < d * n_in; ++i) params[l.w_in + i] = T(uniform(rng, -a_in, a_in));
+  for (std::size_t i = 0; i < d * n_in; ++i) params[l.w_in + i] = T(rng.uniform_real(-a_in, a_in));
   const double a_rec = std::sqrt(6.0 / double(2 * cfg.hidden));
-  for (std::size_t i = 0; i < d * d; ++i) params[l.w_rec + i] = T(uniform(rng, -a_rec, a_rec));
+  for (std::size_t i = 0; i < d * d; ++i) params[l.w_rec + i] = T(rng.uniform_real(-a_rec, a_rec));
   // softplus(tau_raw) + 0.1 = 1  <=>  tau_raw = log(exp(0.9) - 1).
   const double tau_raw = std::log(std::expm1(1.0 - kCfcTauMin));
   for (std::size_t i = 0; i < d; ++i) {
@@ -149,12 +134,8 @@ void cfc_forward(const CfcConfig& cfg, CpuContext& ctx, const T* params, const T
         } else {
           std::copy(ws->decay_c.begin(), ws->decay_c.end(), dec);
         }
-        for (int i = 0; i < d; ++i) {
-          const T e = dec[i];
-          const T t = std::tanh(pre[i]);
-          act[i] = t;
-          out[i] = e * sp[i] + (T(1) - e) * t;
-        }
+        tanh_n(pre, act, d);
+        for (int i = 0; i < d; ++i) out[i] = dec[i] * sp[i] + (T(1) - dec[i]) * act[i];
       }
     }
   });

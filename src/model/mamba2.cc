@@ -4,14 +4,13 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <random>
 
+#include "core/random.h"
 #include "model/eigen_maps.h"
+#include "model/ops.h"
 
 namespace fxt::model {
 namespace {
-
-constexpr double kNormEps = 1e-5;
 
 // out [rows, out_dim] = in [rows, in_dim] * W^T, W [out_dim, in_dim] (nn.Linear, no bias).
 template <typename T>
@@ -29,30 +28,6 @@ void linear_backward(T* d_in, T* d_w, const T* d_out, const T* in, const T* w, i
   if (d_in != nullptr) {
     MapMat<T>(d_in, rows, in_dim).noalias() += dy * ConstMapMat<T>(w, out_dim, in_dim);
   }
-}
-
-template <typename T>
-T sigmoid(T x) {
-  return T(1) / (T(1) + std::exp(-x));
-}
-template <typename T>
-T softplus(T x) {
-  return x > T(20) ? x : std::log1p(std::exp(x));
-}
-template <typename T>
-T silu(T x) {
-  return x * sigmoid(x);
-}
-// d silu / dx = sig(x) (1 + x (1 - sig(x))).
-template <typename T>
-T silu_grad(T x) {
-  const T s = sigmoid(x);
-  return s * (T(1) + x * (T(1) - s));
-}
-
-// Uniform [lo, hi) from the top 53 bits: identical on every platform for a given seed.
-double uniform(std::mt19937_64& rng, double lo, double hi) {
-  return lo + (hi - lo) * static_cast<double>(rng() >> 11) * 0x1.0p-53;
 }
 
 }  // namespace
@@ -113,9 +88,9 @@ std::vector<ParamSpec> mamba2_param_specs(const Mamba2Config& cfg, const std::st
 template <typename T>
 void mamba2_init(const Mamba2Config& cfg, T* params, std::uint64_t seed) {
   const Mamba2Layout l = mamba2_layout(cfg);
-  std::mt19937_64 rng(seed);
+  Rng rng(seed);
   auto fill_uniform = [&](std::size_t offset, std::size_t n, double bound) {
-    for (std::size_t i = 0; i < n; ++i) params[offset + i] = T(uniform(rng, -bound, bound));
+    for (std::size_t i = 0; i < n; ++i) params[offset + i] = T(rng.uniform_real(-bound, bound));
   };
   const auto di = static_cast<std::size_t>(cfg.d_inner());
   const auto cd = static_cast<std::size_t>(cfg.conv_dim());
@@ -127,9 +102,9 @@ void mamba2_init(const Mamba2Config& cfg, T* params, std::uint64_t seed) {
   fill_uniform(l.conv_b, cd, 1.0 / std::sqrt(double(cfg.d_conv)));
   for (int h = 0; h < cfg.n_heads(); ++h) {
     // dt = exp(U(log 1e-3, log 1e-1)) floored at 1e-4; dt_bias = softplus^-1(dt).
-    const double dt = std::max(std::exp(uniform(rng, std::log(1e-3), std::log(1e-1))), 1e-4);
+    const double dt = std::max(std::exp(rng.uniform_real(std::log(1e-3), std::log(1e-1))), 1e-4);
     params[l.dt_bias + h] = T(dt + std::log(-std::expm1(-dt)));
-    params[l.a_log + h] = T(std::log(uniform(rng, 1.0, 16.0)));
+    params[l.a_log + h] = T(std::log(rng.uniform_real(1.0, 16.0)));
     params[l.d_skip + h] = T(1);
   }
   for (std::size_t i = 0; i < di; ++i) params[l.norm_w + i] = T(1);
@@ -152,6 +127,7 @@ void Mamba2Workspace<T>::resize(const Mamba2Config& cfg, int batch_size, int seq
   rstd.assign(rows, T(0));
   normed.assign(rows * di, T(0));
   out.assign(rows * cfg.d_model, T(0));
+  conv_w_taps.assign(static_cast<std::size_t>(cfg.d_conv) * cfg.conv_dim(), T(0));
   d_zxbcdt.assign(rows * cfg.proj_dim(), T(0));
   d_xbc.assign(rows * cfg.conv_dim(), T(0));
   d_dt.assign(rows * cfg.n_heads(), T(0));
@@ -174,21 +150,23 @@ namespace {
 
 // Causal depthwise conv over K for one sequence, then SiLU.
 // src: channel c of position t at src[t * src_stride + c]; pre/act: [K, conv_dim].
-// pre[k, c] = b[c] + sum_j w[c, j] * src[k - (d_conv - 1) + j, c]  (zero left padding).
+// pre[k, c] = b[c] + sum_j w[c, j] * src[k - (d_conv - 1) + j, c]  (zero left padding), with
+// w_taps[j, c] = w[c, j].
 template <typename T>
-void conv_forward(const T* src, int src_stride, const T* w, const T* bias, int seq_len,
+void conv_forward(const T* src, int src_stride, const T* w_taps, const T* bias, int seq_len,
                   int channels, int d_conv, T* pre, T* act) {
   for (int k = 0; k < seq_len; ++k) {
-    for (int c = 0; c < channels; ++c) {
-      T acc = bias[c];
-      for (int j = 0; j < d_conv; ++j) {
-        const int t = k - (d_conv - 1) + j;
-        if (t >= 0) acc += w[c * d_conv + j] * src[t * src_stride + c];
-      }
-      pre[k * channels + c] = acc;
-      act[k * channels + c] = silu(acc);
+    T* __restrict o = pre + k * channels;
+    std::copy(bias, bias + channels, o);
+    for (int j = 0; j < d_conv; ++j) {
+      const int t = k - (d_conv - 1) + j;
+      if (t < 0) continue;
+      const T* __restrict w = w_taps + j * channels;
+      const T* __restrict x = src + t * src_stride;
+      for (int c = 0; c < channels; ++c) o[c] += w[c] * x[c];
     }
   }
+  silu_n(static_cast<const T*>(pre), act, static_cast<int64_t>(seq_len) * channels);
 }
 
 // d_act [K, conv_dim] becomes d_pre in place; adds dL/dw, dL/db and dL/dsrc (strided).
@@ -327,6 +305,11 @@ void mamba2_forward(const Mamba2Config& cfg, CpuContext& ctx, const T* params, c
   const int di = cfg.d_inner(), nh = cfg.n_heads(), cd = cfg.conv_dim(), pd = cfg.proj_dim();
   const int ns = cfg.d_state, hp = cfg.head_dim, nc = ws->chunks;
   const T* w_norm = params + l.norm_w;
+  for (int c = 0; c < cd; ++c) {
+    for (int j = 0; j < cfg.d_conv; ++j) {
+      ws->conv_w_taps[static_cast<std::size_t>(j) * cd + c] = params[l.conv_w + c * cfg.d_conv + j];
+    }
+  }
 
   // Every stage is per row or per sequence: each chunk of sequences runs them all.
   ctx.parallel_for(nc, [&](int chunk) {
@@ -344,7 +327,7 @@ void mamba2_forward(const Mamba2Config& cfg, CpuContext& ctx, const T* params, c
       const std::size_t r0 = static_cast<std::size_t>(b) * seq;
       const T* zx = ws->zxbcdt.data() + r0 * pd;
       // 2. causal conv + SiLU over [x, B, C].
-      conv_forward(zx + di, pd, params + l.conv_w, params + l.conv_b, seq, cd, cfg.d_conv,
+      conv_forward(zx + di, pd, ws->conv_w_taps.data(), params + l.conv_b, seq, cd, cfg.d_conv,
                    ws->xbc_pre.data() + r0 * cd, ws->xbc.data() + r0 * cd);
       // 3. dt = softplus(dt_raw + dt_bias) * S.
       for (int k = 0; k < seq; ++k) {
@@ -366,9 +349,10 @@ void mamba2_forward(const Mamba2Config& cfg, CpuContext& ctx, const T* params, c
       const T* z = ws->zxbcdt.data() + r * pd;
       const T* y = ws->y.data() + r * di;
       T* g = ws->gated.data() + r * di;
+      silu_n(z, g, di);
       T sum_sq = T(0);
       for (int i = 0; i < di; ++i) {
-        g[i] = y[i] * silu(z[i]);
+        g[i] *= y[i];
         sum_sq += g[i] * g[i];
       }
       const T rstd = T(1) / std::sqrt(sum_sq / T(di) + T(kNormEps));

@@ -91,15 +91,16 @@ template <typename T>
 struct Mamba2Workspace {
   int batch = 0;
   int seq_len = 0;
-  std::vector<T> zxbcdt;   // [B, K, proj_dim] in_proj output
-  std::vector<T> xbc_pre;  // [B, K, conv_dim] conv output before SiLU
-  std::vector<T> xbc;      // [B, K, conv_dim] after SiLU: x | B | C
-  std::vector<T> dt;       // [B, K, n_heads] softplus(dt + dt_bias) * S
-  std::vector<T> y;        // [B, K, d_inner] scan output including D_h x_h
-  std::vector<T> gated;    // [B, K, d_inner] y * SiLU(z)
-  std::vector<T> rstd;     // [B, K] 1 / rms(gated)
-  std::vector<T> normed;   // [B, K, d_inner] RMSNorm output, input of out_proj
-  std::vector<T> out;      // [B, K, d_model] the block's output
+  std::vector<T> zxbcdt;       // [B, K, proj_dim] in_proj output
+  std::vector<T> xbc_pre;      // [B, K, conv_dim] conv output before SiLU
+  std::vector<T> xbc;          // [B, K, conv_dim] after SiLU: x | B | C
+  std::vector<T> dt;           // [B, K, n_heads] softplus(dt + dt_bias) * S
+  std::vector<T> y;            // [B, K, d_inner] scan output including D_h x_h
+  std::vector<T> gated;        // [B, K, d_inner] y * SiLU(z)
+  std::vector<T> rstd;         // [B, K] 1 / rms(gated)
+  std::vector<T> normed;       // [B, K, d_inner] RMSNorm output, input of out_proj
+  std::vector<T> out;          // [B, K, d_model] the block's output
+  std::vector<T> conv_w_taps;  // [d_conv, conv_dim] conv_w tap-major, so channel loops vectorise
   // Backward scratch.
   std::vector<T> d_zxbcdt;  // [B, K, proj_dim]
   std::vector<T> d_xbc;     // [B, K, conv_dim] dL/d(conv act), then dL/d(conv pre) in place

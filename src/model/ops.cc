@@ -9,6 +9,8 @@
 #include "core/random.h"
 #include "model/eigen_maps.h"
 
+#include <unsupported/Eigen/SpecialFunctions>
+
 namespace fxt::model {
 namespace {
 
@@ -384,6 +386,30 @@ const char* activation_name(Activation a) {
 }
 
 template <typename T>
+using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <typename T>
+using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+template <typename T>
+void silu_n(const T* x, T* y, int64_t n) {
+  ConstArrayMap<T> xs(x, n);
+  ArrayMap<T>(y, n) = xs * xs.logistic();
+}
+template <typename T>
+void gelu_n(const T* x, T* y, int64_t n) {
+  ConstArrayMap<T> xs(x, n);
+  ArrayMap<T>(y, n) = T(0.5) * xs * (T(1) + (xs * T(0.70710678118654752440)).erf());
+}
+template <typename T>
+void tanh_n(const T* x, T* y, int64_t n) {
+  ArrayMap<T>(y, n) = ConstArrayMap<T>(x, n).tanh();
+}
+template <typename T>
+void sigmoid_n(const T* x, T* y, int64_t n) {
+  ArrayMap<T>(y, n) = ConstArrayMap<T>(x, n).logistic();
+}
+
+template <typename T>
 void activation_forward(Activation a, In<T> x, Out<T> y) {
   assert(x.numel() == y.numel());
   const int64_t n = x.numel();
@@ -391,19 +417,19 @@ void activation_forward(Activation a, In<T> x, Out<T> y) {
   T* ys = y.data();
   switch (a) {
     case Activation::kSilu:
-      for (int64_t i = 0; i < n; ++i) ys[i] = silu(xs[i]);
+      silu_n(xs, ys, n);
       break;
     case Activation::kSoftplus:
       for (int64_t i = 0; i < n; ++i) ys[i] = softplus(xs[i]);
       break;
     case Activation::kGelu:
-      for (int64_t i = 0; i < n; ++i) ys[i] = gelu(xs[i]);
+      gelu_n(xs, ys, n);
       break;
     case Activation::kSigmoid:
-      for (int64_t i = 0; i < n; ++i) ys[i] = sigmoid(xs[i]);
+      sigmoid_n(xs, ys, n);
       break;
     case Activation::kTanh:
-      for (int64_t i = 0; i < n; ++i) ys[i] = std::tanh(xs[i]);
+      tanh_n(xs, ys, n);
       break;
   }
 }
@@ -565,7 +591,7 @@ void head_forward(CpuContext& ctx, const HeadLayout& l, In<T> s, In<T> params, O
     T* z1h = z1.data() + h * rows * m;
     T* z2h = z2.data() + h * rows * m;
     gemm_xwt(ctx, s.data(), p + l.w1, p + l.b1, z1h, rows, d, m);
-    for (int64_t i = 0; i < rows * m; ++i) a1[i] = gelu(z1h[i]);
+    gelu_n(static_cast<const T*>(z1h), a1, rows * m);
     gemm_xwt(ctx, static_cast<const T*>(a1), p + l.w2, p + l.b2, z2h, rows, m, m);
     for_row_chunks(ctx, rows, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
@@ -608,10 +634,10 @@ void head_backward(CpuContext& ctx, const HeadLayout& l, In<T> s, In<T> params, 
     const T* z1h = z1.data() + h * rows * m;
     const T* z2h = z2.data() + h * rows * m;
     // logit = skip + sigmoid(g) m: back to g, m, skip and on to z2.
+    gelu_n(z1h, a1, rows * m);
     for_row_chunks(ctx, rows, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const T* z2r = z2h + r * m;
-        for (int64_t j = 0; j < m; ++j) a1[r * m + j] = gelu(z1h[r * m + j]);
         T g = p[l.bg], mm = p[l.bm];
         for (int64_t j = 0; j < m; ++j) {
           g += p[l.wg + j] * z2r[j];
@@ -690,6 +716,10 @@ void head_init(const HeadLayout& l, Out<T> params, uint64_t seed) {
                                           Out<T>, Out<T>);                                        \
   template void activation_forward<T>(Activation, In<T>, Out<T>);                                 \
   template void activation_backward<T>(Activation, In<T>, In<T>, Out<T>);                         \
+  template void silu_n<T>(const T*, T*, int64_t);                                                 \
+  template void gelu_n<T>(const T*, T*, int64_t);                                                 \
+  template void tanh_n<T>(const T*, T*, int64_t);                                                 \
+  template void sigmoid_n<T>(const T*, T*, int64_t);                                              \
   template void add_forward<T>(In<T>, In<T>, Out<T>);                                             \
   template void add_backward<T>(In<T>, Out<T>, Out<T>);                                           \
   template void attn_pool_forward<T>(CpuContext&, In<T>, In<T>, Out<T>, Out<T>);                  \

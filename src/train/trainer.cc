@@ -83,6 +83,11 @@ nlohmann::json stats_to_json(const FeatureStats& st) {
   j["mean"] = st.mean;
   j["std"] = st.stddev;
   j["count"] = st.count;
+  nlohmann::json dropped = nlohmann::json::array();
+  for (int k = 0; k < kFeatureDim; ++k) {
+    if (st.dropped[static_cast<size_t>(k)]) dropped.push_back(k);
+  }
+  j["dropped"] = std::move(dropped);
   return j;
 }
 
@@ -98,6 +103,13 @@ Result<FeatureStats> stats_from_json(const nlohmann::json& j, const std::string&
     std::copy(mean.begin(), mean.end(), st.mean.begin());
     std::copy(sd.begin(), sd.end(), st.stddev.begin());
     std::copy(count.begin(), count.end(), st.count.begin());
+    for (int k : j.value("dropped", std::vector<int>{})) {
+      if (k < 0 || k >= kFeatureDim) {
+        return InvalidInput("{}: feature_stats.dropped holds slot {} (expected 0-{})", where, k,
+                            kFeatureDim - 1);
+      }
+      st.dropped[static_cast<size_t>(k)] = true;
+    }
   } catch (const nlohmann::json::exception& e) {
     return InvalidInput("{}: bad feature_stats section: {}", where, e.what());
   }
@@ -143,11 +155,12 @@ class Net {
     }
   }
   // Logits [B*K, H], valid until the next forward.
-  const float* forward(CpuContext& ctx, const float* p, const float* x, int b, int k, int stride) {
+  // dt [B*K]: the CfC's per-position time steps (`--cfc-time real`), or null for S.
+  const float* forward(CpuContext& ctx, const float* p, const float* x, const float* dt, int b,
+                       int k, int stride) {
     if (kind_ == ModelKind::kPerception) {
       ws_.resize(pc_, b, k);
-      model::perception_forward(pc_, ctx, p, x, static_cast<float>(stride),
-                                static_cast<const float*>(nullptr), &ws_);
+      model::perception_forward(pc_, ctx, p, x, static_cast<float>(stride), dt, &ws_);
       return ws_.logits.data();
     }
     const int64_t rows = static_cast<int64_t>(b) * k;
@@ -156,12 +169,11 @@ class Net {
                                  Out<float>(logits_.data(), Shape{rows, lc_.horizons}));
     return logits_.data();
   }
-  void backward(CpuContext& ctx, const float* p, const float* x, int b, int k, int stride,
-                const float* dlogits, const float* lambda, float* grads) {
+  void backward(CpuContext& ctx, const float* p, const float* x, const float* dt, int b, int k,
+                int stride, const float* dlogits, const float* lambda, float* grads) {
     if (kind_ == ModelKind::kPerception) {
-      model::perception_backward(pc_, ctx, p, x, static_cast<float>(stride),
-                                 static_cast<const float*>(nullptr), dlogits, lambda, &ws_, grads,
-                                 static_cast<float*>(nullptr));
+      model::perception_backward(pc_, ctx, p, x, static_cast<float>(stride), dt, dlogits, lambda,
+                                 &ws_, grads, static_cast<float*>(nullptr));
       return;
     }
     const int64_t rows = static_cast<int64_t>(b) * k;
@@ -188,6 +200,7 @@ struct TrainState {
   std::vector<std::string> stores;
   FeatureStats stats;
   std::vector<double> base_rates;
+  double cfc_time_unit_ns = 0;  // `--cfc-time real`: the median snapshot gap of training
   Net net;
   std::vector<float> params, grads;
   bool kendall = false;
@@ -284,6 +297,7 @@ struct TrainState {
     }
     meta["store_dirs"] = stores;
     meta["base_rates"] = base_rates;
+    meta["cfc_time_unit_ns"] = cfc_time_unit_ns;
     meta["epoch"] = epoch;
     meta["step"] = step;
     meta["best_epoch"] = best_epoch;
@@ -324,6 +338,7 @@ struct TrainState {
       }
       stores = m.at("store_dirs").get<std::vector<std::string>>();
       base_rates = m.at("base_rates").get<std::vector<double>>();
+      cfc_time_unit_ns = m.value("cfc_time_unit_ns", 0.0);
       epoch = m.at("epoch").get<int>();
       step = m.at("step").get<int64_t>();
       best_epoch = m.at("best_epoch").get<int>();
@@ -374,7 +389,7 @@ Result<ValResult> validate_epoch(TrainState& st, const Dataset& ds, CpuContext& 
   const std::vector<Anchor> anchors = ds.evaluation_anchors(Split::kValidation);
   if (anchors.empty()) return InvalidInput("the validation split has no clean window");
   const size_t rows_per = static_cast<size_t>(k);
-  std::vector<float> x, y, m, scores;
+  std::vector<float> x, y, m, dt, scores;
   std::vector<uint8_t> labels, mask;
   std::vector<double> sum(static_cast<size_t>(nh), 0.0), cnt(static_cast<size_t>(nh), 0.0);
   for (size_t a0 = 0; a0 < anchors.size(); a0 += static_cast<size_t>(c.eval_batch)) {
@@ -382,12 +397,16 @@ Result<ValResult> validate_epoch(TrainState& st, const Dataset& ds, CpuContext& 
     x.resize(nb * rows_per * kFeatureDim);
     y.resize(nb * rows_per * static_cast<size_t>(nh));
     m.resize(y.size());
+    dt.resize(nb * rows_per);
     for (size_t b = 0; b < nb; ++b) {
       ds.gather(anchors[a0 + b], x.data() + b * rows_per * kFeatureDim,
                 y.data() + b * rows_per * nh, m.data() + b * rows_per * nh);
+      if (c.cfc_time_real)
+        ds.gather_elapsed(anchors[a0 + b], st.cfc_time_unit_ns, dt.data() + b * rows_per);
     }
     const float* lg =
-        st.net.forward(ctx, st.params.data(), x.data(), static_cast<int>(nb), k, c.stride);
+        st.net.forward(ctx, st.params.data(), x.data(), c.cfc_time_real ? dt.data() : nullptr,
+                       static_cast<int>(nb), k, c.stride);
     for (size_t i = 0; i < y.size(); ++i) {
       const size_t h = i % static_cast<size_t>(nh);
       scores.push_back(lg[i]);
@@ -471,28 +490,34 @@ Status append_line(const std::string& path, const std::string& line) {
 // Scores snapshot `ends` (local indices of one store, features n x 40 standardised) with the
 // inference window ending at each: model logits [n_ends, H] at the last position and, when
 // `bl` is given, the baseline's logits on the snapshot's own features.
-void score_inference(TrainState& st, CpuContext& ctx, const float* features,
-                     const std::vector<uint64_t>& ends, std::vector<float>* model_logits,
-                     std::vector<float>* base_logits) {
+void score_inference(TrainState& st, CpuContext& ctx, const StoreReader& store,
+                     const float* features, const std::vector<uint64_t>& ends,
+                     std::vector<float>* model_logits, std::vector<float>* base_logits) {
   const TrainConfig& c = st.cfg;
   const int nh = static_cast<int>(c.horizons.size());
   const int k = c.window;
   const size_t batch = static_cast<size_t>(c.eval_batch);
   std::vector<uint64_t> idx(static_cast<size_t>(k));
-  std::vector<float> x;
+  std::vector<float> x, dt;
   model_logits->assign(ends.size() * static_cast<size_t>(nh), 0.0f);
   for (size_t e0 = 0; e0 < ends.size(); e0 += batch) {
     const size_t nb = std::min(ends.size() - e0, batch);
     x.resize(nb * static_cast<size_t>(k) * kFeatureDim);
+    dt.resize(nb * static_cast<size_t>(k));
     for (size_t b = 0; b < nb; ++b) {
       window_positions(ends[e0 + b], k, c.stride, idx.data());
+      if (c.cfc_time_real) {
+        window_elapsed(store, idx.data(), k, c.stride, st.cfc_time_unit_ns,
+                       dt.data() + b * static_cast<size_t>(k));
+      }
       for (int p = 0; p < k; ++p) {
         std::copy_n(features + idx[static_cast<size_t>(p)] * kFeatureDim, kFeatureDim,
                     x.data() + (b * static_cast<size_t>(k) + static_cast<size_t>(p)) * kFeatureDim);
       }
     }
     const float* lg =
-        st.net.forward(ctx, st.params.data(), x.data(), static_cast<int>(nb), k, c.stride);
+        st.net.forward(ctx, st.params.data(), x.data(), c.cfc_time_real ? dt.data() : nullptr,
+                       static_cast<int>(nb), k, c.stride);
     for (size_t b = 0; b < nb; ++b) {
       const float* last = lg + (b * static_cast<size_t>(k) + static_cast<size_t>(k - 1)) * nh;
       std::copy_n(last, nh, model_logits->data() + (e0 + b) * static_cast<size_t>(nh));
@@ -538,6 +563,15 @@ Status TrainConfig::validate() const {
   lc.horizons = horizons;
   lc.min_move_ticks = min_move_ticks;
   FXT_RETURN_IF_ERROR(validate_label_config(lc));
+  for (size_t i = 0; i < drop_features.size(); ++i) {
+    if (drop_features[i] < 0 || drop_features[i] >= kFeatureDim ||
+        (i > 0 && drop_features[i] <= drop_features[i - 1])) {
+      return UsageError("--drop-features must name distinct slots 0-{}", kFeatureDim - 1);
+    }
+  }
+  if (static_cast<int>(drop_features.size()) == kFeatureDim) {
+    return UsageError("--drop-features leaves no feature");
+  }
   FXT_RETURN_IF_ERROR(parse_stop_metric(early_stop, horizons).status());
   if (model == ModelKind::kPerception) {
     model::PerceptionConfig pc = perception;
@@ -556,8 +590,10 @@ nlohmann::json TrainConfig::to_json() const {
   j["batch"] = batch;
   j["window"] = window;
   j["stride"] = stride;
+  j["cfc_time"] = cfc_time_real ? "real" : "stride";
   j["horizons"] = horizons;
   j["min_move_ticks"] = min_move_ticks;
+  j["drop_features"] = drop_features;
   j["split_train"] = split.train;
   j["split_validation"] = split.validation;
   j["lr"] = lr;
@@ -592,8 +628,10 @@ Result<TrainConfig> TrainConfig::from_json(const nlohmann::json& j) {
     c.batch = j.at("batch").get<int>();
     c.window = j.at("window").get<int>();
     c.stride = j.at("stride").get<int>();
+    c.cfc_time_real = j.value("cfc_time", std::string("stride")) == "real";
     c.horizons = j.at("horizons").get<std::vector<int>>();
     c.min_move_ticks = j.at("min_move_ticks").get<int64_t>();
+    c.drop_features = j.value("drop_features", std::vector<int>{});
     c.split.train = j.at("split_train").get<double>();
     c.split.validation = j.at("split_validation").get<double>();
     c.lr = j.at("lr").get<double>();
@@ -687,6 +725,13 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
   }
   if (!options.resume) {
     st->stats = ds.measure_train_stats();
+    for (int k : c.drop_features) st->stats.dropped[static_cast<size_t>(k)] = true;
+    if (c.cfc_time_real) {
+      st->cfc_time_unit_ns = ds.median_train_gap_ns();
+      if (!(st->cfc_time_unit_ns > 0)) {
+        return InvalidInput("--cfc-time real: timestamps never advance in the training range");
+      }
+    }
     FXT_ASSIGN_OR_RETURN(st->base_rates, train_base_rates(ds, nh));
   }
   ds.standardise_features(st->stats);
@@ -714,6 +759,8 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
   const size_t rows = static_cast<size_t>(b) * static_cast<size_t>(k);
   std::vector<float> x(rows * kFeatureDim), y(rows * static_cast<size_t>(nh)), m(y.size());
   std::vector<float> dlogits(y.size()), blogits(y.size()), lambda_f(static_cast<size_t>(nh));
+  std::vector<float> dt(rows);
+  const float* dt_or_null = c.cfc_time_real ? dt.data() : nullptr;
   const auto R = static_cast<int64_t>(rows);
   const Shape rh{R, nh};
 
@@ -732,8 +779,12 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
         const size_t o = static_cast<size_t>(j) * static_cast<size_t>(k);
         ds.gather(anchors[static_cast<size_t>(j)], x.data() + o * kFeatureDim, y.data() + o * nh,
                   m.data() + o * nh);
+        if (c.cfc_time_real) {
+          ds.gather_elapsed(anchors[static_cast<size_t>(j)], st->cfc_time_unit_ns, dt.data() + o);
+        }
       }
-      const float* lg = st->net.forward(ctx, st->params.data(), x.data(), b, k, c.stride);
+      const float* lg =
+          st->net.forward(ctx, st->params.data(), x.data(), dt_or_null, b, k, c.stride);
       std::fill(dlogits.begin(), dlogits.end(), 0.0f);
       std::fill(st->dlog_sigma.begin(), st->dlog_sigma.end(), 0.0f);
       const model::LossStepOutputs out = model::loss_step<float>(
@@ -743,7 +794,7 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
           st->kendall ? Out<float>(st->dlog_sigma.data(), Shape{nh}) : Out<float>());
       for (int h = 0; h < nh; ++h)
         lambda_f[static_cast<size_t>(h)] = static_cast<float>(out.lambda[static_cast<size_t>(h)]);
-      st->net.backward(ctx, st->params.data(), x.data(), b, k, c.stride, dlogits.data(),
+      st->net.backward(ctx, st->params.data(), x.data(), dt_or_null, b, k, c.stride, dlogits.data(),
                        lambda_f.data(), st->grads.data());
       lr = sched.lr_at(st->step);
       const StepStats ss = st->opt.step(lr);
@@ -908,7 +959,7 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
     if (lo >= hi) continue;
     std::vector<uint64_t> ends;
     for (uint64_t t = lo; t < hi; ++t) ends.push_back(t - s.offset);
-    score_inference(*st, ctx, s.features.data(), ends, &ml, &bl);
+    score_inference(*st, ctx, s.reader, s.features.data(), ends, &ml, &bl);
     model_scores.insert(model_scores.end(), ml.begin(), ml.end());
     if (st->baseline) base_scores.insert(base_scores.end(), bl.begin(), bl.end());
     const size_t r0 = static_cast<size_t>(ends.front()) * static_cast<size_t>(nh);
@@ -994,7 +1045,7 @@ Status predict(const std::string& checkpoint_path, const std::string& store_dir,
   for (uint64_t t0 = 0; t0 < n; t0 += kChunk) {
     ends.clear();
     for (uint64_t t = t0; t < std::min(n, t0 + kChunk); ++t) ends.push_back(t);
-    score_inference(*st, ctx, features.data(), ends, &logits, nullptr);
+    score_inference(*st, ctx, store, features.data(), ends, &logits, nullptr);
     for (size_t i = 0; i < ends.size(); ++i) {
       line.clear();
       fmt::format_to(std::back_inserter(line), "{}", store.ts_ns[ends[i]]);

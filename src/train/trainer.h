@@ -47,8 +47,12 @@ struct TrainConfig {
   int batch = 32;   // B
   int window = 64;  // K
   int stride = 1;   // S
+  // CfC time step (DESIGN §3.4): false = S per position; true = elapsed time in units of the
+  // training range's median snapshot gap (`--cfc-time real`).
+  bool cfc_time_real = false;
   std::vector<int> horizons = {30, 100, 300, 1000, 6000};
   int64_t min_move_ticks = 0;
+  std::vector<int> drop_features;  // feature slots held at 0 (their training mean), sorted
   SplitConfig split;
   double lr = 1e-3;
   int64_t warmup_steps = 100;  // capped at the total number of steps

@@ -163,7 +163,7 @@ TEST(SynthMarketTest, StatisticsAreRealistic) {
   EXPECT_GE(s.imbalance_hit_rate, 0.55);
   EXPECT_LE(s.imbalance_hit_rate, 0.75);
   EXPECT_GE(s.flow_corr, 0.05);
-  EXPECT_LE(s.flow_corr, 0.4);
+  EXPECT_LE(s.flow_corr, 0.55);  // high with the momentum regime (docs/SYNTH.md)
   // The mid moves (a few percent of events) and wanders without exploding.
   EXPECT_GE(frac(s.mid_moves), 0.01);
   EXPECT_LE(frac(s.mid_moves), 0.06);
@@ -194,11 +194,11 @@ TEST(SynthMarketTest, PinnedValuesForSeedOne) {
     collector.observe(*last);
   }
   const SynthStats s = collector.finish();
-  EXPECT_EQ(s.trades, 7702u);
-  EXPECT_EQ(s.adds, 54476u);
-  EXPECT_EQ(s.mid_moves, 2996u);
-  EXPECT_EQ(last->hd.ts_event, 1704206012691372832u);
-  EXPECT_EQ(last->levels[0].bid_px, 5111000000000);
+  EXPECT_EQ(s.trades, 8043u);
+  EXPECT_EQ(s.adds, 53776u);
+  EXPECT_EQ(s.mid_moves, 3119u);
+  EXPECT_EQ(last->hd.ts_event, 1704206017581393945u);
+  EXPECT_EQ(last->levels[0].bid_px, 5005250000000);
 }
 
 TEST(MarketStatsCollectorTest, FlagsCrossedBooksAndBadLevels) {

@@ -23,6 +23,7 @@ constexpr int64_t kB = 5'000'000'000'000;
 struct Row {
   int bid;
   char kind = 'n';
+  int64_t gap_ns = 1000;  // timestamp step from the previous row
 };
 
 std::string make_store(const std::vector<Row>& rows) {
@@ -36,7 +37,7 @@ std::string make_store(const std::vector<Row>& rows) {
   int64_t ts = 1'000'000'000;
   for (const Row& r : rows) {
     Snapshot s;
-    s.ts_ns = ts += 1000;
+    s.ts_ns = ts += r.gap_ns;
     s.bid_px[0] = kB + r.bid * kTick;
     s.bid_sz[0] = 5;
     if (r.kind != 'e') {
@@ -240,6 +241,57 @@ TEST(Sequences, InferenceWindowsArePaddedAtTheStart) {
   EXPECT_EQ(std::vector<uint64_t>(pos, pos + 4), (std::vector<uint64_t>{1, 1, 1, 4}));
   EXPECT_EQ(window_positions(0, 4, 1, pos), 1);
   EXPECT_EQ(std::vector<uint64_t>(pos, pos + 4), (std::vector<uint64_t>{0, 0, 0, 0}));
+}
+
+// --cfc-time real: the CfC's time step is the elapsed time into each position.
+TEST(Sequences, ElapsedTimeOfAWindow) {
+  // Gaps into rows 0..7: 1000 (from the epoch base), 1000, 0, 3000, 500, 2000, -200, 4000.
+  const std::vector<int64_t> gaps = {1000, 1000, 0, 3000, 500, 2000, -200, 4000};
+  std::vector<Row> rows;
+  for (int64_t g : gaps) rows.push_back({0, 'n', g});
+  StoreReader store = open_store(make_store(rows));
+  float dt[4];
+  // Stride 2, positions 1, 3, 5, 7: dt0 = ts1 - ts(-1) -> 0 (no snapshot S before it), then
+  // ts3 - ts1 = 0 + 3000, ts5 - ts3 = 500 + 2000, ts7 - ts5 = -200 + 4000; unit 500 ns.
+  const uint64_t idx[4] = {1, 3, 5, 7};
+  window_elapsed(store, idx, 4, 2, 500.0, dt);
+  EXPECT_FLOAT_EQ(dt[0], 0.0f);
+  EXPECT_FLOAT_EQ(dt[1], 6.0f);
+  EXPECT_FLOAT_EQ(dt[2], 5.0f);
+  EXPECT_FLOAT_EQ(dt[3], 7.6f);
+  // Stride 1, positions 5..7: dt0 = ts5 - ts4 = 2000; ts6 - ts5 = -200 counts as 0.
+  const uint64_t idx2[3] = {5, 6, 7};
+  window_elapsed(store, idx2, 3, 1, 1000.0, dt);
+  EXPECT_FLOAT_EQ(dt[0], 2.0f);
+  EXPECT_FLOAT_EQ(dt[1], 0.0f);
+  EXPECT_FLOAT_EQ(dt[2], 4.0f);
+  // A padded inference window repeats its first snapshot: those steps are 0.
+  uint64_t pos[4];
+  window_positions(2, 4, 1, pos);  // {0, 0, 1, 2}
+  window_elapsed(store, pos, 4, 1, 1000.0, dt);
+  EXPECT_FLOAT_EQ(dt[0], 0.0f);
+  EXPECT_FLOAT_EQ(dt[1], 0.0f);
+  EXPECT_FLOAT_EQ(dt[2], 1.0f);
+  EXPECT_FLOAT_EQ(dt[3], 0.0f);
+}
+
+TEST(Sequences, MedianTrainingGapIgnoresZeroGaps) {
+  // Gaps cycle 1000, 2000, 2000, 0, 3000: the positive ones have median 2000 whatever the
+  // training range cuts; a store whose clock never advances has none (0).
+  std::vector<Row> rows;
+  const int64_t cycle[5] = {1000, 2000, 2000, 0, 3000};
+  for (int i = 0; i < 400; ++i) rows.push_back({i % 3, 'n', cycle[i % 5]});
+  DatasetConfig c;
+  c.sequence.window = 4;
+  c.labels.horizons = {2};
+  auto ds = Dataset::open({make_store(rows)}, c);
+  ASSERT_TRUE(ds.ok()) << ds.status().message();
+  EXPECT_DOUBLE_EQ(ds->median_train_gap_ns(), 2000.0);
+
+  std::vector<Row> frozen(400, Row{0, 'n', 0});
+  auto still = Dataset::open({make_store(frozen)}, c);
+  ASSERT_TRUE(still.ok());
+  EXPECT_DOUBLE_EQ(still->median_train_gap_ns(), 0.0);
 }
 
 }  // namespace

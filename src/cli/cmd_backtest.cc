@@ -1,0 +1,122 @@
+// fxt backtest: a built-in strategy over one or more stores through the exchange simulator,
+// under one or several queue models (DESIGN §7.3-7.4, docs/BACKTEST.md).
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/file_util.h"
+#include "sim/backtest.h"
+#include "sim/engine.h"
+
+namespace fxt::cli {
+
+namespace {
+
+struct BacktestArgs {
+  sim::BacktestSpec spec;
+  std::string latency, latency_file, fees, queue_models, equity_interval = "1s";
+  double multiplier = 1;
+  bool l2 = false;
+  CLI::Option* multiplier_opt = nullptr;
+};
+
+// The process's own command line (Linux /proc), for run.json; "" when unavailable.
+std::string own_command_line() {
+  auto text = read_file("/proc/self/cmdline");
+  if (!text.ok()) return "";
+  std::string line;
+  for (char c : *text) line += c == '\0' ? ' ' : c;
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  return line;
+}
+
+std::string cell(const nlohmann::json& stats, const char* key) {
+  if (!stats.contains(key) || !stats[key].is_number()) return "-";
+  const double v = stats[key].get<double>();
+  if (stats[key].is_number_integer() || stats[key].is_number_unsigned()) {
+    return fmt::format("{}", static_cast<long long>(std::llround(v)));
+  }
+  return fmt::format("{:.4g}", v);
+}
+
+Status run_backtest_command(BacktestArgs& a) {
+  sim::BacktestSpec spec = a.spec;
+  if (!a.latency.empty()) {
+    FXT_ASSIGN_OR_RETURN(spec.sim.latency, sim::parse_latency(a.latency));
+  }
+  spec.sim.latency.file = a.latency_file;
+  if (!a.fees.empty()) {
+    FXT_ASSIGN_OR_RETURN(spec.sim.fees, sim::parse_fees(a.fees));
+  }
+  if (!a.queue_models.empty()) {
+    FXT_ASSIGN_OR_RETURN(spec.queue_models, sim::parse_queue_models(a.queue_models));
+  }
+  FXT_ASSIGN_OR_RETURN(spec.sim.equity_interval_ns, sim::parse_duration_ns(a.equity_interval));
+  if (spec.sim.equity_interval_ns <= 0) return UsageError("--equity-interval must be > 0");
+  spec.sim.use_l3 = !a.l2;
+  spec.multiplier_given = a.multiplier_opt->count() > 0;
+  if (spec.multiplier_given) {
+    if (!(a.multiplier > 0)) return UsageError("--multiplier must be > 0");
+    spec.sim.instrument.multiplier = a.multiplier;
+  }
+  FXT_ASSIGN_OR_RETURN(sim::BacktestOutcome out, sim::run_backtest_spec(spec, own_command_line()));
+  std::printf("%-14s %14s %10s %12s %8s %12s %8s\n", "queue model", "total_pnl", "sharpe",
+              "max_drawdown", "trades", "fees", "fill%");
+  for (const sim::QueueModelRun& r : out.runs) {
+    std::string fill = "-";
+    if (r.stats.contains("fill_ratio") && r.stats["fill_ratio"].is_number()) {
+      fill = fmt::format("{:.1f}", 100 * r.stats["fill_ratio"].get<double>());
+    }
+    std::printf(
+        "%-14s %14s %10s %12s %8s %12s %8s\n", r.name.c_str(), cell(r.stats, "total_pnl").c_str(),
+        cell(r.stats, "sharpe_daily_annualised").c_str(), cell(r.stats, "max_drawdown").c_str(),
+        cell(r.stats, "trades").c_str(), cell(r.stats, "fees").c_str(), fill.c_str());
+  }
+  if (out.runs.size() > 1 && out.band.contains("total_pnl")) {
+    std::printf("model-risk band of total_pnl: spread %s\n",
+                cell(out.band["total_pnl"], "spread").c_str());
+  }
+  std::printf("%llu events per run, %.2f s; results in %s\n",
+              static_cast<unsigned long long>(out.events), out.wall_seconds, spec.out_dir.c_str());
+  return Status::Ok();
+}
+
+}  // namespace
+
+void register_backtest(CLI::App& app) {
+  auto a = std::make_shared<BacktestArgs>();
+  sim::BacktestSpec& s = a->spec;
+  CLI::App* cmd = add_command(app, "backtest",
+                              "run a built-in strategy (signal, mm, twap, ac) through the exchange "
+                              "simulator (DESIGN §7, docs/BACKTEST.md)",
+                              [a] { return run_backtest_command(*a); });
+  cmd->add_option("--store", s.stores, "snapshot store directories (one instrument, time order)")
+      ->required();
+  cmd->add_option("--strategy", s.strategy, "signal, mm, twap or ac")->capture_default_str();
+  cmd->add_option("--param", s.params,
+                  "strategy parameter key=value (repeatable; in a config file: param = [...])");
+  cmd->add_option("--checkpoint", s.checkpoint,
+                  "compute the signal from this checkpoint (RUN_DIR/predictions*.csv)");
+  cmd->add_option("--predictions", s.predictions, "fxt predict CSV files, one per store");
+  cmd->add_option("--horizon", s.horizon, "probability column p_h<H> (default: the first)");
+  cmd->add_option("--latency", a->latency, "feed=1ms,entry=2ms,response=2ms (ns/us/ms/s)");
+  cmd->add_option("--latency-file", a->latency_file,
+                  "recorded latencies CSV ts_ns,entry_ns,response_ns (overrides entry/response)");
+  cmd->add_option("--fees", a->fees, "maker=-0.2bps,taker=0.5bps or maker=0.25/unit");
+  cmd->add_option("--queue-models", a->queue_models,
+                  "L2 queue models, e.g. risk-averse,power:2,log (several: a model-risk band)");
+  a->multiplier_opt = cmd->add_option("--multiplier", a->multiplier,
+                                      "contract multiplier (default: the store's, else 1)");
+  cmd->add_flag("--l2", a->l2, "estimate queue positions even on MBO stores");
+  cmd->add_option("--equity-interval", a->equity_interval, "equity sampling interval")
+      ->capture_default_str();
+  cmd->add_option("--threads", s.threads,
+                  "threads for predictions and for queue models run side by side")
+      ->capture_default_str();
+  cmd->add_option("--out", s.out_dir, "run directory for the result files")->required();
+}
+
+}  // namespace fxt::cli

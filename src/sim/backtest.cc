@@ -1,0 +1,531 @@
+#include "sim/backtest.h"
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "core/file_util.h"
+#include "data/store.h"
+#include "sim/engine.h"
+#include "sim/results.h"
+#include "sim/stats.h"
+#include "sim/strategy_exec.h"
+#include "train/trainer.h"
+
+namespace fxt::sim {
+
+namespace {
+
+// A whole-string double (finite).
+bool parse_double(std::string_view s, double* out) {
+  if (s.empty()) return false;
+  if (s.front() == '+') s.remove_prefix(1);
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size() && std::isfinite(*out);
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (;;) {
+    size_t end = text.find(sep, start);
+    parts.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) return parts;
+    start = end + 1;
+  }
+}
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+Result<int64_t> parse_duration_ns(const std::string& text) {
+  static const std::pair<std::string_view, double> kUnits[] = {
+      {"ns", 1.0}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+  double value = 0;
+  if (text == "0") return int64_t{0};
+  for (const auto& [suffix, scale] : kUnits) {
+    if (ends_with(text, suffix) &&
+        parse_double(std::string_view(text).substr(0, text.size() - suffix.size()), &value)) {
+      const double ns = value * scale;
+      if (ns < 0 || ns > 9.2e18) break;
+      return static_cast<int64_t>(std::llround(ns));
+    }
+  }
+  return UsageError("bad duration '{}' (expected a number >= 0 with ns, us, ms or s, e.g. 2ms)",
+                    text);
+}
+
+Result<LatencyConfig> parse_latency(const std::string& text) {
+  LatencyConfig c;
+  std::set<std::string> seen;
+  for (const std::string& item : split(text, ',')) {
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    int64_t* slot = key == "feed"       ? &c.feed_ns
+                    : key == "entry"    ? &c.entry_ns
+                    : key == "response" ? &c.response_ns
+                                        : nullptr;
+    if (eq == std::string::npos || slot == nullptr || !seen.insert(key).second) {
+      return UsageError(
+          "--latency: bad item '{}' (expected feed=, entry=, response= once each, e.g. "
+          "feed=1ms,entry=2ms,response=2ms)",
+          item);
+    }
+    auto d = parse_duration_ns(item.substr(eq + 1));
+    if (!d.ok()) return UsageError("--latency {}: {}", key, d.status().message());
+    *slot = *d;
+  }
+  return c;
+}
+
+Result<FeeSchedule> parse_fees(const std::string& text) {
+  FeeSchedule f;
+  std::set<std::string> seen;
+  for (const std::string& item : split(text, ',')) {
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    const bool maker = key == "maker";
+    if (eq == std::string::npos || (!maker && key != "taker") || !seen.insert(key).second) {
+      return UsageError(
+          "--fees: bad item '{}' (expected maker= and/or taker=, e.g. "
+          "maker=-0.2bps,taker=0.5bps or taker=0.25/unit)",
+          item);
+    }
+    for (const std::string& term : split(item.substr(eq + 1), '+')) {
+      double v = 0;
+      if (ends_with(term, "bps") &&
+          parse_double(std::string_view(term).substr(0, term.size() - 3), &v)) {
+        (maker ? f.maker_bps : f.taker_bps) = v;
+      } else if (ends_with(term, "/unit") &&
+                 parse_double(std::string_view(term).substr(0, term.size() - 5), &v)) {
+        (maker ? f.maker_per_unit : f.taker_per_unit) = v;
+      } else {
+        return UsageError("--fees {}: bad fee '{}' (expected <number>bps or <number>/unit)", key,
+                          term);
+      }
+    }
+  }
+  return f;
+}
+
+Result<std::vector<QueueModel>> parse_queue_models(const std::string& text) {
+  std::vector<QueueModel> models;
+  std::set<std::string> names;
+  for (const std::string& item : split(text, ',')) {
+    auto m = parse_queue_model(item);
+    if (!m.ok()) return UsageError("--queue-models: {}", m.status().message());
+    if (!names.insert(queue_model_name(*m)).second) {
+      return UsageError("--queue-models: '{}' given twice", item);
+    }
+    models.push_back(*m);
+  }
+  return models;
+}
+
+std::string queue_model_dir_name(const QueueModel& m) {
+  std::string name = queue_model_name(m);
+  for (char& c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '.' || c == '_';
+    if (!ok) c = '-';
+  }
+  return name;
+}
+
+// ---- parameters --------------------------------------------------------------------------------
+
+Result<StrategyParams> StrategyParams::parse(const std::vector<std::string>& items) {
+  StrategyParams p;
+  for (const std::string& item : items) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return UsageError("--param '{}': expected key=value", item);
+    }
+    const std::string key = item.substr(0, eq);
+    if (!p.values_.emplace(key, item.substr(eq + 1)).second) {
+      return UsageError("--param {} given twice", key);
+    }
+  }
+  return p;
+}
+
+Status StrategyParams::get(const std::string& key, double* out) {
+  auto it = values_.find(key);
+  if (it == values_.end()) return Status::Ok();
+  used_[key] = true;
+  if (!parse_double(it->second, out)) {
+    return UsageError("--param {}={}: expected a number", key, it->second);
+  }
+  return Status::Ok();
+}
+
+Status StrategyParams::get(const std::string& key, int* out) {
+  auto it = values_.find(key);
+  if (it == values_.end()) return Status::Ok();
+  used_[key] = true;
+  const std::string& s = it->second;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size()) {
+    return UsageError("--param {}={}: expected an integer", key, s);
+  }
+  return Status::Ok();
+}
+
+Status StrategyParams::get_duration(const std::string& key, int64_t* out) {
+  auto it = values_.find(key);
+  if (it == values_.end()) return Status::Ok();
+  used_[key] = true;
+  auto d = parse_duration_ns(it->second);
+  if (!d.ok()) return UsageError("--param {}: {}", key, d.status().message());
+  *out = *d;
+  return Status::Ok();
+}
+
+Status StrategyParams::get_choice(const std::string& key, const std::vector<std::string>& choices,
+                                  std::string* out) {
+  auto it = values_.find(key);
+  if (it == values_.end()) return Status::Ok();
+  used_[key] = true;
+  if (std::find(choices.begin(), choices.end(), it->second) == choices.end()) {
+    std::string list;
+    for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+    return UsageError("--param {}={}: expected one of {}", key, it->second, list);
+  }
+  *out = it->second;
+  return Status::Ok();
+}
+
+Status StrategyParams::check_all_used(const std::string& strategy) const {
+  for (const auto& [key, value] : values_) {
+    if (!used_.count(key)) {
+      return UsageError("--param {}: not a parameter of strategy {} (see docs/BACKTEST.md)", key,
+                        strategy);
+    }
+  }
+  return Status::Ok();
+}
+
+// ---- registry ----------------------------------------------------------------------------------
+
+const std::vector<std::string>& strategy_names() {
+  static const std::vector<std::string> kNames = {"signal", "mm", "twap", "ac"};
+  return kNames;
+}
+
+namespace {
+
+Result<SignalConfig> signal_config(StrategyParams& p) {
+  SignalConfig c;
+  for (auto [key, slot] :
+       std::initializer_list<std::pair<const char*, double*>>{{"long_small", &c.long_small},
+                                                              {"long_half", &c.long_half},
+                                                              {"long_full", &c.long_full},
+                                                              {"short_small", &c.short_small},
+                                                              {"short_half", &c.short_half},
+                                                              {"short_full", &c.short_full},
+                                                              {"flat_band", &c.flat_band},
+                                                              {"size_small", &c.size_small},
+                                                              {"size_half", &c.size_half},
+                                                              {"size_full", &c.size_full},
+                                                              {"kelly", &c.kelly},
+                                                              {"kelly_cap", &c.kelly_cap},
+                                                              {"max_position", &c.max_position},
+                                                              {"lot", &c.lot}}) {
+    FXT_RETURN_IF_ERROR(p.get(key, slot));
+  }
+  std::string entry = "market";
+  FXT_RETURN_IF_ERROR(p.get_choice("entry", {"market", "passive"}, &entry));
+  c.passive = entry == "passive";
+  FXT_RETURN_IF_ERROR(p.get_duration("max_hold", &c.max_hold_ns));
+  FXT_RETURN_IF_ERROR(p.check_all_used("signal"));
+  FXT_RETURN_IF_ERROR(c.validate());
+  return c;
+}
+
+Result<MarketMakerConfig> mm_config(StrategyParams& p) {
+  MarketMakerConfig c;
+  std::string model = "as";
+  FXT_RETURN_IF_ERROR(p.get_choice("model", {"as", "glft"}, &model));
+  c.model = model == "glft" ? QuoteModel::kGlft : QuoteModel::kAvellanedaStoikov;
+  for (auto [key, slot] :
+       std::initializer_list<std::pair<const char*, double*>>{{"gamma", &c.gamma},
+                                                              {"k", &c.k},
+                                                              {"sigma", &c.sigma},
+                                                              {"arrival", &c.arrival},
+                                                              {"order_qty", &c.order_qty},
+                                                              {"max_inventory", &c.max_inventory},
+                                                              {"requote_ticks", &c.requote_ticks},
+                                                              {"skew_ticks", &c.skew_ticks}}) {
+    FXT_RETURN_IF_ERROR(p.get(key, slot));
+  }
+  FXT_RETURN_IF_ERROR(p.get("warmup", &c.warmup));
+  FXT_RETURN_IF_ERROR(p.check_all_used("mm"));
+  FXT_RETURN_IF_ERROR(c.validate());
+  return c;
+}
+
+Result<ExecutionConfig> exec_config(StrategyParams& p, bool ac) {
+  ExecutionConfig c;
+  std::string side = "sell", order = "market";
+  FXT_RETURN_IF_ERROR(p.get_choice("side", {"buy", "sell"}, &side));
+  c.side = side == "buy" ? Side::kBuy : Side::kSell;
+  FXT_RETURN_IF_ERROR(p.get_choice("order", {"market", "limit"}, &order));
+  c.limit = order == "limit";
+  FXT_RETURN_IF_ERROR(p.get("qty", &c.qty));
+  FXT_RETURN_IF_ERROR(p.get_duration("start", &c.start_ns));
+  FXT_RETURN_IF_ERROR(p.get_duration("duration", &c.duration_ns));
+  FXT_RETURN_IF_ERROR(p.get("slices", &c.slices));
+  FXT_RETURN_IF_ERROR(p.get("limit_ticks", &c.limit_ticks));
+  if (ac) {
+    FXT_RETURN_IF_ERROR(p.get("urgency", &c.urgency));
+    FXT_RETURN_IF_ERROR(p.get("sigma", &c.sigma));
+    FXT_RETURN_IF_ERROR(p.get("eta", &c.eta));
+    FXT_RETURN_IF_ERROR(p.get("risk_aversion", &c.risk_aversion));
+  }
+  FXT_RETURN_IF_ERROR(p.check_all_used(ac ? "ac" : "twap"));
+  FXT_RETURN_IF_ERROR(c.validate(ac));
+  return c;
+}
+
+}  // namespace
+
+Result<StrategyFactory> make_strategy_factory(const std::string& name, StrategyParams params,
+                                              const StrategyInputs& inputs) {
+  StrategyFactory f;
+  f.name = name;
+  if (name == "signal") {
+    FXT_ASSIGN_OR_RETURN(SignalConfig c, signal_config(params));
+    if (!inputs.signal) {
+      return UsageError("--strategy signal needs --predictions or --checkpoint");
+    }
+    f.config = c.to_json();
+    f.config["horizon"] = inputs.signal->horizon;
+    auto series = inputs.signal;
+    f.make = [c, series] { return std::make_unique<SignalStrategy>(c, series); };
+  } else if (name == "mm") {
+    FXT_ASSIGN_OR_RETURN(MarketMakerConfig c, mm_config(params));
+    f.config = c.to_json();
+    if (inputs.signal) f.config["signal_horizon"] = inputs.signal->horizon;
+    auto sessions = inputs.sessions;
+    auto series = inputs.signal;
+    f.make = [c, sessions, series] {
+      return std::make_unique<MarketMakerStrategy>(c, sessions, series);
+    };
+  } else if (name == "twap" || name == "ac") {
+    const bool ac = name == "ac";
+    FXT_ASSIGN_OR_RETURN(ExecutionConfig c, exec_config(params, ac));
+    if (inputs.sessions.empty()) return UsageError("--strategy {} needs at least one store", name);
+    const int64_t start = inputs.sessions.front().start_ns + c.start_ns;
+    const int64_t end = c.duration_ns > 0 ? start + c.duration_ns : inputs.sessions.back().end_ns;
+    f.config = c.to_json(ac);
+    f.config["window_start_ns"] = start;
+    f.config["window_end_ns"] = std::max(start, end);
+    f.config["holdings"] = execution_holdings(c, ac, std::max<int64_t>(0, end - start));
+    f.make = [c, ac, start, end] { return std::make_unique<ExecutionStrategy>(c, ac, start, end); };
+  } else {
+    return UsageError("--strategy must be signal, mm, twap or ac (got '{}')", name);
+  }
+  return f;
+}
+
+// ---- the run -----------------------------------------------------------------------------------
+
+namespace {
+
+nlohmann::json spec_json(const BacktestSpec& s, const std::vector<QueueModel>& models) {
+  std::vector<std::string> names;
+  for (const auto& m : models) names.push_back(queue_model_name(m));
+  const SimConfig& c = s.sim;
+  return {
+      {"stores", s.stores},
+      {"strategy", s.strategy},
+      {"params", s.params},
+      {"checkpoint", s.checkpoint},
+      {"predictions", s.predictions},
+      {"horizon", s.horizon},
+      {"queue_models", names},
+      {"latency",
+       {{"feed_ns", c.latency.feed_ns},
+        {"entry_ns", c.latency.entry_ns},
+        {"response_ns", c.latency.response_ns},
+        {"file", c.latency.file}}},
+      {"fees",
+       {{"maker_bps", c.fees.maker_bps},
+        {"taker_bps", c.fees.taker_bps},
+        {"maker_per_unit", c.fees.maker_per_unit},
+        {"taker_per_unit", c.fees.taker_per_unit}}},
+      {"instrument", {{"tick_px", c.instrument.tick_px}, {"multiplier", c.instrument.multiplier}}},
+      {"use_l3", c.use_l3},
+      {"equity_interval_ns", c.equity_interval_ns},
+      {"out", s.out_dir}};
+}
+
+}  // namespace
+
+Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
+                                          const std::string& command_line) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string started = utc_now();
+  if (spec.stores.empty()) return UsageError("--store: give at least one store directory");
+  if (spec.out_dir.empty()) return UsageError("--out: give the run directory");
+  if (!spec.checkpoint.empty() && !spec.predictions.empty()) {
+    return UsageError("give --checkpoint or --predictions, not both");
+  }
+  if (!spec.predictions.empty() && spec.predictions.size() != spec.stores.size()) {
+    return UsageError("--predictions: {} files for {} stores (one per store, in order)",
+                      spec.predictions.size(), spec.stores.size());
+  }
+  if (spec.horizon < 0) return UsageError("--horizon must be > 0");
+  if (spec.threads < 1) return UsageError("--threads must be >= 1");
+  if (std::find(strategy_names().begin(), strategy_names().end(), spec.strategy) ==
+      strategy_names().end()) {
+    return UsageError("--strategy must be signal, mm, twap or ac (got '{}')", spec.strategy);
+  }
+  FXT_ASSIGN_OR_RETURN(StrategyParams params, StrategyParams::parse(spec.params));
+
+  SimConfig sim = spec.sim;
+  StrategyInputs inputs;
+  std::vector<StoreReader> stores;
+  for (const std::string& dir : spec.stores) {
+    FXT_ASSIGN_OR_RETURN(StoreReader r, StoreReader::open(dir, /*verify_checksums=*/false));
+    const uint64_t n = r.size();
+    inputs.sessions.push_back(n > 0 ? SessionSpan{r.ts_ns[0], r.ts_ns[n - 1]} : SessionSpan{});
+    stores.push_back(std::move(r));
+  }
+  if (!spec.multiplier_given) {
+    const auto& inst = stores.front().meta().value("instrument", nlohmann::json::object());
+    const double m = inst.value("contract_multiplier", 1.0);
+    sim.instrument.multiplier = m > 0 ? m : 1.0;
+  }
+  if (!(sim.instrument.multiplier > 0)) return UsageError("--multiplier must be > 0");
+  if (sim.instrument.tick_px <= 1) sim.instrument.tick_px = stores.front().tick_px();
+
+  std::error_code ec;
+  std::filesystem::create_directories(spec.out_dir, ec);
+  if (ec) return IoError("{}: cannot create the run directory: {}", spec.out_dir, ec.message());
+
+  // Predictions: computed from a checkpoint into RUN_DIR, or given; then read back (one path).
+  std::vector<std::string> prediction_files = spec.predictions;
+  if (!spec.checkpoint.empty()) {
+    for (size_t i = 0; i < spec.stores.size(); ++i) {
+      const std::string path =
+          spec.out_dir +
+          (spec.stores.size() == 1 ? "/predictions.csv" : fmt::format("/predictions_{}.csv", i));
+      FXT_RETURN_IF_ERROR(predict(spec.checkpoint, spec.stores[i], path, spec.threads));
+      prediction_files.push_back(path);
+    }
+  }
+  if (!prediction_files.empty()) {
+    auto series = std::make_shared<SignalSeries>();
+    for (size_t i = 0; i < stores.size(); ++i) {
+      int chosen = 0;
+      FXT_ASSIGN_OR_RETURN(std::vector<float> p,
+                           load_predictions(prediction_files[i], spec.horizon, stores[i], &chosen));
+      if (i > 0 && chosen != series->horizon) {
+        return InvalidInput(
+            "{}:1: first horizon column is p_h{}, but {} used p_h{} (give --horizon)",
+            prediction_files[i], chosen, prediction_files[0], series->horizon);
+      }
+      series->horizon = chosen;
+      series->per_store.push_back(std::move(p));
+    }
+    inputs.signal = std::move(series);
+  }
+  stores.clear();  // the engine opens them itself
+
+  FXT_ASSIGN_OR_RETURN(StrategyFactory factory,
+                       make_strategy_factory(spec.strategy, std::move(params), inputs));
+  std::vector<QueueModel> models = spec.queue_models;
+  if (models.empty()) models.push_back(sim.queue);
+
+  // One run per queue model, up to spec.threads at once; each run owns its strategy, engine and
+  // result, so the files do not depend on the thread count.
+  BacktestOutcome out;
+  out.runs.resize(models.size());
+  std::vector<Status> statuses(models.size());
+  std::vector<uint64_t> events(models.size(), 0);
+  auto run_one = [&](size_t i) {
+    QueueModelRun& run = out.runs[i];
+    run.model = models[i];
+    run.name = queue_model_name(models[i]);
+    run.dir =
+        models.size() == 1 ? spec.out_dir : spec.out_dir + "/" + queue_model_dir_name(models[i]);
+    SimConfig c = sim;
+    c.queue = models[i];
+    try {
+      std::unique_ptr<Strategy> strategy = factory.make();
+      Result<BacktestResult> result = run_backtest(spec.stores, c, strategy.get());
+      if (!result.ok()) {
+        statuses[i] = result.status();
+        return;
+      }
+      run.stats = compute_stats(*result);
+      events[i] = result->events;
+      statuses[i] = write_backtest_results(run.dir, *result, run.stats);
+    } catch (const std::exception& e) {
+      statuses[i] = InternalError("queue model {}: {}", run.name, e.what());
+    }
+  };
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < models.size(); i = next++) run_one(i);
+  };
+  const size_t n_threads = std::min(models.size(), static_cast<size_t>(spec.threads));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < n_threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  for (const Status& st : statuses) FXT_RETURN_IF_ERROR(st);
+  out.events = events.back();
+  std::vector<std::string> names;
+  std::vector<nlohmann::json> all_stats;
+  for (const QueueModelRun& run : out.runs) {
+    names.push_back(run.name);
+    all_stats.push_back(run.stats);
+  }
+  if (models.size() > 1) {
+    out.band = model_risk_band(names, all_stats);
+    nlohmann::json top = {{"queue_models", names}, {"model_risk_band", out.band}};
+    for (size_t i = 0; i < names.size(); ++i) top["models"][names[i]] = all_stats[i];
+    FXT_RETURN_IF_ERROR(write_file_atomic(spec.out_dir + "/stats.json", top.dump(2) + "\n"));
+  }
+
+  out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  nlohmann::json& info = out.run_info;
+  info["command_line"] = command_line;
+  info["config"] = spec_json(spec, models);
+  info["config"]["instrument"] = {{"tick_px", sim.instrument.tick_px},
+                                  {"multiplier", sim.instrument.multiplier}};
+  info["config"]["prediction_files"] = prediction_files;
+  info["strategy"] = {{"name", factory.name}, {"params", factory.config}};
+  info["store_dirs"] = spec.stores;
+  info["git_revision"] = FXT_GIT_REV;
+  info["build_type"] = FXT_BUILD_TYPE;
+  info["start_utc"] = started;
+  info["end_utc"] = utc_now();
+  info["wall_seconds"] = out.wall_seconds;
+  info["events_per_run"] = out.events;
+  FXT_RETURN_IF_ERROR(write_file_atomic(spec.out_dir + "/run.json", info.dump(2) + "\n"));
+  return out;
+}
+
+}  // namespace fxt::sim

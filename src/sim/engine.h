@@ -1,0 +1,23 @@
+// The replay engine (DESIGN §7.1–7.2): replays one or more stores in exchange-time order
+// through the simulated exchange and a strategy.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "sim/strategy.h"
+#include "sim/types.h"
+
+namespace fxt::sim {
+
+// "risk-averse", "power:<n>" (n > 0), "log".
+Result<QueueModel> parse_queue_model(const std::string& text);
+std::string queue_model_name(const QueueModel& m);
+
+// Replays store_dirs (one instrument; sessions replayed in time order, overlapping stores
+// rejected) with the strategy. A null strategy replays the market alone (benchmarks).
+Result<BacktestResult> run_backtest(const std::vector<std::string>& store_dirs,
+                                    const SimConfig& config, Strategy* strategy);
+
+}  // namespace fxt::sim

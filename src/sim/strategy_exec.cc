@@ -1,0 +1,104 @@
+#include "sim/strategy_exec.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/schedule.h"
+
+namespace fxt::sim {
+
+Status ExecutionConfig::validate(bool almgren_chriss) const {
+  if (!(qty > 0)) return UsageError("execution qty must be > 0");
+  if (start_ns < 0) return UsageError("execution start must be >= 0");
+  if (duration_ns < 0) return UsageError("execution duration must be >= 0");
+  if (slices < 1) return UsageError("execution slices must be >= 1");
+  if (!(limit_ticks >= 0)) return UsageError("execution limit_ticks must be >= 0");
+  if (almgren_chriss) {
+    if (!(urgency >= 0)) return UsageError("ac urgency must be >= 0");
+    if (!(risk_aversion >= 0)) return UsageError("ac risk_aversion must be >= 0");
+    if (risk_aversion > 0 && !(sigma > 0 && eta > 0)) {
+      return UsageError("ac with risk_aversion > 0 needs sigma > 0 and eta > 0");
+    }
+  }
+  return Status::Ok();
+}
+
+nlohmann::json ExecutionConfig::to_json(bool almgren_chriss) const {
+  nlohmann::json j = {{"side", side == Side::kBuy ? "buy" : "sell"},
+                      {"qty", qty},
+                      {"start_ns", start_ns},
+                      {"duration_ns", duration_ns},
+                      {"slices", slices},
+                      {"order", limit ? "limit" : "market"},
+                      {"limit_ticks", limit_ticks}};
+  if (almgren_chriss) {
+    j["urgency"] = urgency;
+    j["sigma"] = sigma;
+    j["eta"] = eta;
+    j["risk_aversion"] = risk_aversion;
+  }
+  return j;
+}
+
+std::vector<double> execution_holdings(const ExecutionConfig& config, bool almgren_chriss,
+                                       int64_t window_ns) {
+  if (!almgren_chriss) return twap_holdings(config.qty, config.slices);
+  double urgency = config.urgency;
+  if (config.risk_aversion > 0 && window_ns > 0) {
+    const double window_s = static_cast<double>(window_ns) * 1e-9;
+    const double slice_s = window_s / config.slices;
+    urgency =
+        almgren_chriss_discrete_kappa(config.sigma, config.eta, config.risk_aversion, slice_s) *
+        window_s;
+  }
+  // Window length 1: kappa per window = urgency.
+  return almgren_chriss_holdings(config.qty, 1.0, config.slices, urgency);
+}
+
+ExecutionStrategy::ExecutionStrategy(const ExecutionConfig& config, bool almgren_chriss,
+                                     int64_t window_start_ns, int64_t window_end_ns)
+    : config_(config),
+      start_ns_(window_start_ns),
+      end_ns_(std::max(window_start_ns, window_end_ns)),
+      holdings_(execution_holdings(config, almgren_chriss, end_ns_ - start_ns_)) {}
+
+void ExecutionStrategy::on_fill(const Fill& fill, StrategyContext& ctx) {
+  (void)ctx;
+  executed_ += fill.qty;
+}
+
+void ExecutionStrategy::on_event(const MarketEvent& event, StrategyContext& ctx) {
+  const int64_t now = event.seen_ns;
+  if (now < start_ns_ || next_slice_ >= config_.slices) return;
+  // The latest interval that has started: j = floor((now − start)·slices / window).
+  int latest = config_.slices - 1;
+  if (now < end_ns_) {
+    const long double frac =
+        static_cast<long double>(now - start_ns_) / static_cast<long double>(end_ns_ - start_ns_);
+    latest = std::min(config_.slices - 1, static_cast<int>(frac * config_.slices));
+  }
+  if (latest < next_slice_) return;
+  next_slice_ = latest + 1;
+
+  double working = 0;
+  for (const OpenOrder& o : ctx.open_orders()) working += o.qty - o.filled_qty;
+  const double due = config_.qty - holdings_[static_cast<size_t>(latest) + 1];
+  const double child = due - executed_ - working;
+  if (child <= 1e-9 * config_.qty) return;
+
+  OrderRequest r;
+  r.side = config_.side;
+  r.qty = child;
+  r.type = OrderType::kMarket;
+  const Snapshot& book = ctx.book();
+  const bool has_far = config_.side == Side::kBuy ? book.has_ask() : book.has_bid();
+  if (config_.limit && has_far) {
+    const int64_t through =
+        static_cast<int64_t>(std::llround(config_.limit_ticks)) * ctx.instrument().tick_px;
+    r.type = OrderType::kIoc;
+    r.px = config_.side == Side::kBuy ? book.ask_px[0] + through : book.bid_px[0] - through;
+  }
+  ctx.submit(r);
+}
+
+}  // namespace fxt::sim

@@ -1,0 +1,65 @@
+// The `twap` and `ac` execution baselines of DESIGN §7.3: trade `qty` units (sell =
+// liquidate, buy = acquire) over a time window split into `slices` equal intervals, following
+// the holdings schedule of sim/schedule.h (TWAP: a straight line; Almgren–Chriss: a sinh
+// curve, front-loaded for urgency > 0). At the start of interval j the strategy sends one child
+// order for what the schedule says should be done by the end of that interval, less what has
+// filled and what is still working, so shortfalls roll into the next child. Children are market
+// orders, or marketable limit IOC orders `limit_ticks` through the opposite touch.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "sim/strategy.h"
+
+namespace fxt::sim {
+
+struct ExecutionConfig {
+  Side side = Side::kSell;
+  double qty = 10;          // units to trade, > 0
+  int64_t start_ns = 0;     // window start, as an offset from the first session's start
+  int64_t duration_ns = 0;  // window length; 0 = to the end of the last session
+  int slices = 10;          // equal intervals (child orders)
+  bool limit = false;       // false: market children; true: marketable limit IOC
+  double limit_ticks = 1;   // IOC price: this many ticks through the opposite touch
+  // Almgren–Chriss only: urgency κ·T of the window (0 = TWAP). When risk_aversion > 0 it is
+  // derived instead: κ̃ = almgren_chriss_discrete_kappa(sigma, eta, risk_aversion, τ) with τ
+  // the slice length in seconds, urgency = κ̃ · window seconds.
+  double urgency = 2;
+  double sigma = 0;          // currency per sqrt(second)
+  double eta = 0;            // currency·second per unit²
+  double risk_aversion = 0;  // per currency
+
+  Status validate(bool almgren_chriss) const;
+  nlohmann::json to_json(bool almgren_chriss) const;
+};
+
+// Remaining holdings at the slice boundaries (slices + 1 values, qty ... 0) of the TWAP
+// (almgren_chriss = false) or Almgren–Chriss schedule of `config` over window_ns.
+std::vector<double> execution_holdings(const ExecutionConfig& config, bool almgren_chriss,
+                                       int64_t window_ns);
+
+class ExecutionStrategy : public Strategy {
+ public:
+  // The window is [window_start_ns, window_end_ns] in exchange time (the strategy's clock).
+  ExecutionStrategy(const ExecutionConfig& config, bool almgren_chriss, int64_t window_start_ns,
+                    int64_t window_end_ns);
+
+  void on_event(const MarketEvent& event, StrategyContext& ctx) override;
+  void on_fill(const Fill& fill, StrategyContext& ctx) override;
+
+  const std::vector<double>& holdings() const { return holdings_; }
+  double executed() const { return executed_; }
+
+ private:
+  ExecutionConfig config_;
+  int64_t start_ns_ = 0, end_ns_ = 0;
+  std::vector<double> holdings_;
+  int next_slice_ = 0;   // the next interval whose child order is still to send
+  double executed_ = 0;  // units filled so far (unsigned)
+};
+
+}  // namespace fxt::sim

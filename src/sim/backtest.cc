@@ -450,6 +450,16 @@ Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
     }
     inputs.signal = std::move(series);
   }
+  // Stores built from MBO replay exact FIFO queues (unless --l2): the L2 queue models then
+  // play no part, so comparing them would report a band of zero that means nothing.
+  const bool exact_queues =
+      sim.use_l3 && std::all_of(stores.begin(), stores.end(),
+                                [](const StoreReader& r) { return r.event_count() > 0; });
+  if (exact_queues && spec.queue_models.size() > 1) {
+    return UsageError(
+        "--queue-models compares L2 queue estimates, but every store is L3 (built from MBO) "
+        "and replays exact FIFO queues; add --l2 to estimate the queues from the depth instead");
+  }
   stores.clear();  // the engine opens them itself
 
   FXT_ASSIGN_OR_RETURN(StrategyFactory factory,
@@ -466,7 +476,7 @@ Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
   auto run_one = [&](size_t i) {
     QueueModelRun& run = out.runs[i];
     run.model = models[i];
-    run.name = queue_model_name(models[i]);
+    run.name = exact_queues ? "l3-fifo" : queue_model_name(models[i]);
     run.dir =
         models.size() == 1 ? spec.out_dir : spec.out_dir + "/" + queue_model_dir_name(models[i]);
     SimConfig c = sim;

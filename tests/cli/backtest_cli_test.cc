@@ -281,7 +281,8 @@ TEST_F(BacktestCliTest, BadInputsExitTwoWithOneLine) {
 
 // ingest -> train -> predict -> backtest with predictions, then with the checkpoint and three
 // queue models (passive entry, so the L2 queue estimate matters where the store has no MBO).
-void real_data_round_trip(const std::string& sources, double multiplier) {
+// An MBO store replays exact FIFO queues: comparing L2 queue models there needs --l2.
+void real_data_round_trip(const std::string& sources, double multiplier, bool mbo) {
   const std::string dir = test::scratch_dir();
   auto in = run_fxt("-q ingest " + sources + " --out " + dir + "/store");
   ASSERT_EQ(in.exit_code, 0) << in.output;
@@ -296,9 +297,17 @@ void real_data_round_trip(const std::string& sources, double multiplier) {
   ASSERT_EQ(a.exit_code, 0) << a.output;
   const nlohmann::json stats = check_results(dir + "/a", multiplier);
   EXPECT_GT(stats["trades"].get<int>(), 0);
-  auto b = run_fxt("backtest -q --store " + dir + "/store --strategy signal --checkpoint " + dir +
-                   "/train/best.ckpt --param entry=passive --queue-models risk-averse,power:2,log" +
-                   mult + " --out " + dir + "/b");
+  const std::string band_run = "backtest -q --store " + dir +
+                               "/store --strategy signal --checkpoint " + dir +
+                               "/train/best.ckpt --param entry=passive --queue-models "
+                               "risk-averse,power:2,log" +
+                               mult + " --out " + dir + "/b";
+  if (mbo) {
+    auto exact = run_fxt(band_run);
+    EXPECT_EQ(exact.exit_code, 2) << exact.output;
+    EXPECT_NE(exact.output.find("add --l2"), std::string::npos) << exact.output;
+  }
+  auto b = run_fxt(band_run + (mbo ? " --l2" : ""));
   ASSERT_EQ(b.exit_code, 0) << b.output;
   check_band(dir + "/b", multiplier);
   check_run_json(dir + "/b", "signal");
@@ -311,7 +320,7 @@ TEST(BacktestCliReal, EsMboStore) {
   const std::string nt = "nautilus_trader/tests/test_data/databento/";
   real_data_round_trip(test::shared_file(nt + "esh4-glbx-mdp3-20231225.mbo.dbn.zst") + " " +
                            test::shared_file(nt + "definition-glbx-es-fut.dbn.zst"),
-                       50.0);
+                       50.0, /*mbo=*/true);
 }
 
 // Two sessions (the 2023-12-24 opening snapshot run and 2023-12-25): predictions are computed
@@ -344,7 +353,7 @@ TEST(BacktestCliReal, EsTwoSessionsWithTheCheckpoint) {
 TEST(BacktestCliReal, BinanceSpotStore) {
   FXT_SKIP_WITHOUT_SHARED_DATA();
   real_data_round_trip(test::shared_file("binance-hftbacktest/examples/spot/btcusdt_20240808.gz"),
-                       1.0);
+                       1.0, /*mbo=*/false);
 }
 
 }  // namespace

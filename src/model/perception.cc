@@ -198,6 +198,7 @@ void PerceptionWorkspace<T>::resize(const PerceptionConfig& cfg, int batch_size,
   attn.assign(r, T(0));
   cfc.resize(cfg.cfc(), batch_size, seq_len_k);
   logits.assign(r * nh, T(0));
+  s_last.assign(b * d, T(0));
   z1.assign(nh * r * static_cast<std::size_t>(cfg.head_mid), T(0));
   z2.assign(z1.size(), T(0));
   d_s.assign(r * d, T(0));
@@ -210,12 +211,15 @@ void PerceptionWorkspace<T>::resize(const PerceptionConfig& cfg, int batch_size,
   ones.assign(nh, T(1));
 }
 
+namespace {
+
+// Everything up to the CfC output ws->cfc.out [B, K, D].
 template <typename T>
-void perception_forward(const PerceptionConfig& cfg, CpuContext& ctx, const T* params, const T* x,
-                        T stride, const T* dt, PerceptionWorkspace<T>* ws) {
+void trunk_forward(const PerceptionConfig& cfg, CpuContext& ctx, const T* params, const T* x,
+                   T stride, const T* dt, PerceptionWorkspace<T>* ws) {
   const PerceptionLayout l = perception_layout(cfg);
   const int64_t b = ws->batch, k = ws->seq_len, r = b * k;
-  const int64_t f = cfg.features, d = cfg.d_model, nh = cfg.horizons;
+  const int64_t f = cfg.features, d = cfg.d_model;
   const T* p = params;
 
   varsel_forward<T>(ctx, cview(x, {r, f}), cview(p + l.varsel_w, {f, f}),
@@ -232,10 +236,37 @@ void perception_forward(const PerceptionConfig& cfg, CpuContext& ctx, const T* p
   attn_pool_forward<T>(ctx, cview(ws->h, {b, k, d}), cview(p + l.pool_q, {d}), mview(ws->c, {b, d}),
                        mview(ws->attn, {b, k}));
   cfc_forward(cfg.cfc(), ctx, p + l.cfc, ws->h.data(), ws->c.data(), dt, stride, &ws->cfc);
-  const int64_t mid = l.head.mid;
-  head_forward<T>(ctx, l.head, cview(ws->cfc.out, {r, d}), cview(p + l.heads, {nh, l.head.size}),
-                  mview(ws->logits, {r, nh}), mview(ws->z1, {nh, r, mid}),
-                  mview(ws->z2, {nh, r, mid}));
+}
+
+}  // namespace
+
+template <typename T>
+void perception_forward(const PerceptionConfig& cfg, CpuContext& ctx, const T* params, const T* x,
+                        T stride, const T* dt, PerceptionWorkspace<T>* ws) {
+  trunk_forward(cfg, ctx, params, x, stride, dt, ws);
+  const PerceptionLayout l = perception_layout(cfg);
+  const int64_t r = static_cast<int64_t>(ws->batch) * ws->seq_len;
+  const int64_t d = cfg.d_model, nh = cfg.horizons, mid = l.head.mid;
+  head_forward<T>(ctx, l.head, cview(ws->cfc.out, {r, d}),
+                  cview(params + l.heads, {nh, l.head.size}), mview(ws->logits, {r, nh}),
+                  mview(ws->z1, {nh, r, mid}), mview(ws->z2, {nh, r, mid}));
+}
+
+template <typename T>
+void perception_forward_last(const PerceptionConfig& cfg, CpuContext& ctx, const T* params,
+                             const T* x, T stride, const T* dt, PerceptionWorkspace<T>* ws) {
+  trunk_forward(cfg, ctx, params, x, stride, dt, ws);
+  const PerceptionLayout l = perception_layout(cfg);
+  const int64_t b = ws->batch, k = ws->seq_len;
+  const int64_t d = cfg.d_model, nh = cfg.horizons, mid = l.head.mid;
+  for (int64_t i = 0; i < b; ++i) {
+    const T* last = ws->cfc.out.data() + ((i * k) + (k - 1)) * d;
+    std::copy(last, last + d, ws->s_last.data() + i * d);
+  }
+  // z1, z2 hold [H, B, mid]: a prefix of their [H, B*K, mid] storage.
+  head_forward<T>(ctx, l.head, cview(ws->s_last, {b, d}),
+                  cview(params + l.heads, {nh, l.head.size}), mview(ws->logits.data(), {b, nh}),
+                  mview(ws->z1.data(), {nh, b, mid}), mview(ws->z2.data(), {nh, b, mid}));
 }
 
 // Reverse order of the forward; every op accumulates, so the scratch gradients are zeroed first.
@@ -297,6 +328,8 @@ void perception_backward(const PerceptionConfig& cfg, CpuContext& ctx, const T* 
   template struct PerceptionWorkspace<T>;                                                          \
   template void perception_forward<T>(const PerceptionConfig&, CpuContext&, const T*, const T*, T, \
                                       const T*, PerceptionWorkspace<T>*);                          \
+  template void perception_forward_last<T>(const PerceptionConfig&, CpuContext&, const T*,         \
+                                           const T*, T, const T*, PerceptionWorkspace<T>*);        \
   template void perception_backward<T>(const PerceptionConfig&, CpuContext&, const T*, const T*,   \
                                        T, const T*, const T*, const T*, PerceptionWorkspace<T>*,   \
                                        T*, T*);

@@ -93,7 +93,8 @@ struct PerceptionWorkspace {
   std::vector<T> c;               // [B, D] pooled initial state
   std::vector<T> attn;            // [B, K] pool weights
   CfcWorkspace<T> cfc;            // cfc.out = s [B, K, D]
-  std::vector<T> logits;          // [B, K, H]
+  std::vector<T> logits;          // [B, K, H] ([B, H] after perception_forward_last)
+  std::vector<T> s_last;          // [B, D] CfC state at k = K - 1 (perception_forward_last)
   std::vector<T> z1, z2;          // [H, B*K, head_mid] head activations
   // Backward scratch (dL/d of the named activation).
   std::vector<T> d_s, d_h, d_c, d_u2, d_v1, d_m1_out;  // [B, K, D] ([B, D] for d_c)
@@ -110,6 +111,14 @@ struct PerceptionWorkspace {
 template <typename T>
 void perception_forward(const PerceptionConfig& cfg, CpuContext& ctx, const T* params, const T* x,
                         T stride, const T* dt, PerceptionWorkspace<T>* ws);
+
+// Inference: the same trunk, the heads only at each sequence's last position (what scoring a
+// snapshot with the window ending at it needs; the heads are ~20 % of a full forward).
+// ws->logits then holds [B, H], equal to the full forward's rows k = K - 1. Not a basis for
+// backward.
+template <typename T>
+void perception_forward_last(const PerceptionConfig& cfg, CpuContext& ctx, const T* params,
+                             const T* x, T stride, const T* dt, PerceptionWorkspace<T>* ws);
 
 // Backward pass of the last forward on ws. d_logits [B, K, H] = dL/dlogits; lambda [H] the
 // trunk scale of DESIGN §4 (nullptr = all ones): head j's own parameter gradients are unscaled,

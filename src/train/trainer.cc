@@ -169,6 +169,25 @@ class Net {
                                  Out<float>(logits_.data(), Shape{rows, lc_.horizons}));
     return logits_.data();
   }
+  // Logits [B, H] at each sequence's last position only (scoring), valid until the next forward.
+  const float* forward_last(CpuContext& ctx, const float* p, const float* x, const float* dt, int b,
+                            int k, int stride) {
+    if (kind_ == ModelKind::kPerception) {
+      ws_.resize(pc_, b, k);
+      model::perception_forward_last(pc_, ctx, p, x, static_cast<float>(stride), dt, &ws_);
+      return ws_.logits.data();
+    }
+    last_x_.resize(static_cast<size_t>(b) * kFeatureDim);
+    for (int i = 0; i < b; ++i) {
+      const float* row =
+          x + (static_cast<size_t>(i) * k + static_cast<size_t>(k - 1)) * kFeatureDim;
+      std::copy_n(row, kFeatureDim, last_x_.data() + static_cast<size_t>(i) * kFeatureDim);
+    }
+    logits_.resize(static_cast<size_t>(b * lc_.horizons));
+    model::logreg_forward<float>(ctx, lc_, p, In<float>(last_x_.data(), Shape{b, kFeatureDim}),
+                                 Out<float>(logits_.data(), Shape{b, lc_.horizons}));
+    return logits_.data();
+  }
   void backward(CpuContext& ctx, const float* p, const float* x, const float* dt, int b, int k,
                 int stride, const float* dlogits, const float* lambda, float* grads) {
     if (kind_ == ModelKind::kPerception) {
@@ -190,7 +209,7 @@ class Net {
   std::vector<model::ModelParamSpec> specs_;
   size_t size_ = 0;
   model::PerceptionWorkspace<float> ws_;
-  std::vector<float> logits_;
+  std::vector<float> logits_, last_x_;
 };
 
 // Everything a step reads and a checkpoint holds. Buffers are registered with the optimizers,
@@ -516,12 +535,10 @@ void score_inference(TrainState& st, CpuContext& ctx, const StoreReader& store,
       }
     }
     const float* lg =
-        st.net.forward(ctx, st.params.data(), x.data(), c.cfc_time_real ? dt.data() : nullptr,
-                       static_cast<int>(nb), k, c.stride);
-    for (size_t b = 0; b < nb; ++b) {
-      const float* last = lg + (b * static_cast<size_t>(k) + static_cast<size_t>(k - 1)) * nh;
-      std::copy_n(last, nh, model_logits->data() + (e0 + b) * static_cast<size_t>(nh));
-    }
+        st.net.forward_last(ctx, st.params.data(), x.data(), c.cfc_time_real ? dt.data() : nullptr,
+                            static_cast<int>(nb), k, c.stride);
+    std::copy_n(lg, nb * static_cast<size_t>(nh),
+                model_logits->data() + e0 * static_cast<size_t>(nh));
   }
   if (base_logits != nullptr && st.baseline) {
     base_logits->assign(ends.size() * static_cast<size_t>(nh), 0.0f);

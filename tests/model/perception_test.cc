@@ -341,6 +341,28 @@ TEST(Perception, FloatMatchesDouble) {
   EXPECT_LE(max_diff, 1e-4 * std::max(1.0, max_abs));
 }
 
+// Scoring computes the heads at the last position only: the same numbers as the full forward's
+// rows k = K - 1 (with per-position time steps too), up to the rounding of GEMMs of another
+// row count.
+TEST(Perception, LastPositionForwardEqualsFullForward) {
+  const PerceptionConfig cfg;
+  const int b = 3, k = 12;
+  Problem pb(cfg, b, k, 1.0, true, 41);
+  pb.forward();
+  const std::vector<double> full = pb.ws.logits;
+  perception_forward_last(pb.cfg, pb.ctx, pb.params.data(), pb.x.data(), pb.stride, pb.dt_ptr(),
+                          &pb.ws);
+  const int nh = cfg.horizons;
+  for (int i = 0; i < b; ++i) {
+    for (int h = 0; h < nh; ++h) {
+      const double want = full[static_cast<std::size_t>((i * k + k - 1) * nh + h)];
+      EXPECT_NEAR(pb.ws.logits[static_cast<std::size_t>(i * nh + h)], want,
+                  1e-12 * std::max(1.0, std::abs(want)))
+          << "sequence " << i << " head " << h;
+    }
+  }
+}
+
 // Two runs, and 1 vs 4 threads, give identical bytes of logits, gradients and d_x.
 TEST(Perception, DeterministicBytes) {
   const PerceptionConfig cfg;

@@ -408,10 +408,10 @@ TEST(Perception, DeterministicBytes) {
 }
 
 // Plain SGD on one fixed batch whose labels are a constant signal per sequence and horizon: the
-// masked BCE (uniform weighting) must fall well below its starting value.
-void overfit(int b) {
+// masked BCE (uniform weighting) must fall well below its starting value. stride: S.
+void overfit(int b, float stride, int steps) {
   const PerceptionConfig cfg;
-  const int k = 16, steps = 300;
+  const int k = 16;
   const float lr = 0.05f;
   const PerceptionLayout l = perception_layout(cfg);
   std::vector<float> params(l.total), grads(l.total);
@@ -437,8 +437,8 @@ void overfit(int b) {
   ws.resize(cfg, b, k);
   double first = 0, last = 0;
   for (int step = 0; step < steps; ++step) {
-    perception_forward(cfg, ctx, params.data(), x.data(), 1.0f, static_cast<const float*>(nullptr),
-                       &ws);
+    perception_forward(cfg, ctx, params.data(), x.data(), stride,
+                       static_cast<const float*>(nullptr), &ws);
     std::fill(d_logits.begin(), d_logits.end(), 0.0f);
     const LossStepOutputs out =
         loss_step<float>(lc, state, mat(ws.logits, r), mat(labels, r), mat(mask, r),
@@ -446,22 +446,26 @@ void overfit(int b) {
     const double mean_bce = out.total / static_cast<double>(nh);
     if (step == 0) first = mean_bce;
     last = mean_bce;
-    perception_backward(cfg, ctx, params.data(), x.data(), 1.0f, static_cast<const float*>(nullptr),
-                        d_logits.data(), static_cast<const float*>(nullptr), &ws, grads.data(),
+    perception_backward(cfg, ctx, params.data(), x.data(), stride,
+                        static_cast<const float*>(nullptr), d_logits.data(),
+                        static_cast<const float*>(nullptr), &ws, grads.data(),
                         static_cast<float*>(nullptr));
     for (std::size_t i = 0; i < params.size(); ++i) params[i] -= lr * grads[i];
   }
-  std::printf("overfit B=%d K=%d: mean BCE %.4f -> %.4f after %d SGD steps (lr %.2f)\n", b, k,
-              first, last, steps, static_cast<double>(lr));
+  std::printf("overfit B=%d K=%d S=%.0f: mean BCE %.4f -> %.4f after %d SGD steps (lr %.2f)\n", b,
+              k, static_cast<double>(stride), first, last, steps, static_cast<double>(lr));
   EXPECT_TRUE(std::isfinite(last));
   EXPECT_LT(last, 0.3 * first);
 }
 
 TEST(Perception, OverfitB1) {
-  overfit(1);
+  overfit(1, 1.0f, 300);
 }
-TEST(Perception, OverfitB4) {
-  overfit(4);
+TEST(Perception, OverfitB32) {
+  overfit(32, 1.0f, 60);
+}
+TEST(Perception, OverfitB4Stride4) {
+  overfit(4, 4.0f, 300);
 }
 
 double time_ms(const std::function<void()>& fn, int reps) {

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "core/text.h"
+
 namespace fxt {
 namespace {
 
@@ -283,11 +285,9 @@ FeatureStats measure_feature_stats(const float* rows, uint64_t begin, uint64_t e
 
 Result<std::vector<int>> parse_feature_slots(const std::string& text) {
   std::vector<int> slots;
+  if (text.empty()) return slots;
   const auto& names = feature_names();
-  size_t pos = 0;
-  while (pos <= text.size() && !text.empty()) {
-    const size_t comma = std::min(text.find(',', pos), text.size());
-    const std::string item = text.substr(pos, comma - pos);
+  for (const std::string& item : split_fields(text, ',')) {
     int slot = -1;
     for (int k = 0; k < kFeatureDim; ++k) {
       if (item == names[static_cast<size_t>(k)]) slot = k;
@@ -306,7 +306,6 @@ Result<std::vector<int>> parse_feature_slots(const std::string& text) {
           item, kFeatureDim - 1);
     }
     slots.push_back(slot);
-    pos = comma + 1;
   }
   std::sort(slots.begin(), slots.end());
   slots.erase(std::unique(slots.begin(), slots.end()), slots.end());

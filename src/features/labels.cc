@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "core/text.h"
+
 namespace fxt {
 
 Status validate_label_config(const LabelConfig& config) {
@@ -54,18 +56,14 @@ Status compute_labels(const StoreReader& r, const LabelConfig& config, Labels* o
 
 Result<std::vector<int>> parse_horizons(const std::string& text) {
   std::vector<int> hs;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    if (comma == std::string::npos) comma = text.size();
-    const char* first = text.data() + pos;
-    const char* last = text.data() + comma;
+  for (const std::string& item : split_fields(text, ',')) {
+    const char* first = item.data();
+    const char* last = item.data() + item.size();
     int v = 0;
     auto [ptr, ec] = std::from_chars(first, last, v);
     if (ec != std::errc() || ptr != last || first == last)
       return UsageError("--horizons '{}': expected comma-separated integers like 30,100,300", text);
     hs.push_back(v);
-    pos = comma + 1;
   }
   LabelConfig c;
   c.horizons = hs;

@@ -5,6 +5,15 @@
 #include <vector>
 
 namespace fxt {
+namespace {
+
+// ts[t] - ts[prev] in units of unit_ns; a negative gap counts as 0.
+float elapsed_units(const StoreReader& store, uint64_t t, uint64_t prev, double unit_ns) {
+  const int64_t gap = store.ts_ns[t] - store.ts_ns[prev];
+  return static_cast<float>(static_cast<double>(std::max<int64_t>(gap, 0)) / unit_ns);
+}
+
+}  // namespace
 
 const char* split_name(Split split) {
   switch (split) {
@@ -144,12 +153,14 @@ void Dataset::gather(const Anchor& a, float* x, float* y, float* mask) const {
 }
 
 void Dataset::gather_elapsed(const Anchor& a, double unit_ns, float* dt) const {
-  const int k = config_.sequence.window;
-  const auto stride = static_cast<uint64_t>(config_.sequence.stride);
-  std::vector<uint64_t> idx(static_cast<size_t>(k));
-  for (int p = 0; p < k; ++p)
-    idx[static_cast<size_t>(p)] = a.start + static_cast<uint64_t>(p) * stride;
-  window_elapsed(stores_[a.store].reader, idx.data(), k, config_.sequence.stride, unit_ns, dt);
+  // A training window is regular (position k is start + k S), so every position's step is the
+  // gap from the snapshot S before it: window_elapsed without building the index list.
+  const StoreReader& r = stores_[a.store].reader;
+  const auto s = static_cast<uint64_t>(config_.sequence.stride);
+  for (int k = 0; k < config_.sequence.window; ++k) {
+    const uint64_t t = a.start + static_cast<uint64_t>(k) * s;
+    dt[k] = elapsed_units(r, t, t >= s ? t - s : t, unit_ns);
+  }
 }
 
 double Dataset::median_train_gap_ns() const {
@@ -174,13 +185,8 @@ void window_elapsed(const StoreReader& store, const uint64_t* idx, int window, i
   const auto s = static_cast<uint64_t>(stride);
   for (int k = 0; k < window; ++k) {
     const uint64_t t = idx[k];
-    int64_t gap = 0;
-    if (k > 0) {
-      gap = store.ts_ns[t] - store.ts_ns[idx[k - 1]];
-    } else if (t >= s) {
-      gap = store.ts_ns[t] - store.ts_ns[t - s];
-    }
-    dt[k] = static_cast<float>(static_cast<double>(std::max<int64_t>(gap, 0)) / unit_ns);
+    const uint64_t prev = k > 0 ? idx[k - 1] : (t >= s ? t - s : t);
+    dt[k] = elapsed_units(store, t, prev, unit_ns);
   }
 }
 

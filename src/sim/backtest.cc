@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/file_util.h"
+#include "core/text.h"
 #include "data/store.h"
 #include "sim/engine.h"
 #include "sim/results.h"
@@ -28,17 +29,6 @@ bool parse_double(std::string_view s, double* out) {
   if (s.front() == '+') s.remove_prefix(1);
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return ec == std::errc() && p == s.data() + s.size() && std::isfinite(*out);
-}
-
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (;;) {
-    size_t end = text.find(sep, start);
-    parts.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    if (end == std::string::npos) return parts;
-    start = end + 1;
-  }
 }
 
 bool ends_with(const std::string& s, std::string_view suffix) {
@@ -77,7 +67,7 @@ Result<int64_t> parse_duration_ns(const std::string& text) {
 Result<LatencyConfig> parse_latency(const std::string& text) {
   LatencyConfig c;
   std::set<std::string> seen;
-  for (const std::string& item : split(text, ',')) {
+  for (const std::string& item : split_fields(text, ',')) {
     const size_t eq = item.find('=');
     const std::string key = item.substr(0, eq);
     int64_t* slot = key == "feed"       ? &c.feed_ns
@@ -100,7 +90,7 @@ Result<LatencyConfig> parse_latency(const std::string& text) {
 Result<FeeSchedule> parse_fees(const std::string& text) {
   FeeSchedule f;
   std::set<std::string> seen;
-  for (const std::string& item : split(text, ',')) {
+  for (const std::string& item : split_fields(text, ',')) {
     const size_t eq = item.find('=');
     const std::string key = item.substr(0, eq);
     const bool maker = key == "maker";
@@ -110,7 +100,7 @@ Result<FeeSchedule> parse_fees(const std::string& text) {
           "maker=-0.2bps,taker=0.5bps or taker=0.25/unit)",
           item);
     }
-    for (const std::string& term : split(item.substr(eq + 1), '+')) {
+    for (const std::string& term : split_fields(item.substr(eq + 1), '+')) {
       double v = 0;
       if (ends_with(term, "bps") &&
           parse_double(std::string_view(term).substr(0, term.size() - 3), &v)) {
@@ -130,7 +120,7 @@ Result<FeeSchedule> parse_fees(const std::string& text) {
 Result<std::vector<QueueModel>> parse_queue_models(const std::string& text) {
   std::vector<QueueModel> models;
   std::set<std::string> names;
-  for (const std::string& item : split(text, ',')) {
+  for (const std::string& item : split_fields(text, ',')) {
     auto m = parse_queue_model(item);
     if (!m.ok()) return UsageError("--queue-models: {}", m.status().message());
     if (!names.insert(queue_model_name(*m)).second) {

@@ -292,11 +292,8 @@ void Replay::market_item(int64_t t) {
       exchange_.on_order_event(r.order_event(i), t);
       break;
     case MarketCursor::kTrade: {
-      Trade tr;
-      tr.ts_ns = t;
-      tr.px = r.trade_px[i];
-      tr.sz = r.trade_sz[i];
-      tr.side = r.trade_side[i];
+      Trade tr = r.trade(i);
+      tr.ts_ns = t;  // monotone exchange time
       exchange_.on_trade(tr, t);
       ++result_->events;
       if (strategy_ != nullptr) {

@@ -1,6 +1,8 @@
 // fxt quickstart: the whole pipeline on generated data, for a new user with nothing but the
-// repository — synth -> ingest -> train -> eval -> the per-horizon comparison table.
-// Defaults train in about two minutes on 2 cores (docs/QUICKSTART.md).
+// repository — synth -> ingest -> train -> eval -> predict -> backtest (signal, mm) -> report,
+// printing the per-horizon comparison table and the path of the HTML report. Predictions and
+// backtests run on a second, smaller synthetic session (another seed) that training never saw.
+// Defaults take about three minutes on 2 cores (docs/QUICKSTART.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +20,9 @@
 #include "data/synth.h"
 #include "features/features.h"
 #include "features/labels.h"
+#include "report/report.h"
+#include "train/run_record.h"
+#include "sim/backtest.h"
 #include "train/trainer.h"
 
 namespace fxt::cli {
@@ -29,8 +34,12 @@ using Clock = std::chrono::steady_clock;
 struct QuickstartArgs {
   std::string out = "out/quickstart";
   uint64_t events = 1'000'000;  // about 36 minutes of the synthetic market
+  // The out-of-sample session for predict and the backtests: scoring costs one K-position
+  // forward per snapshot, so it is smaller than the training session.
+  uint64_t backtest_events = 200'000;
   uint64_t seed = 1;
-  int threads = 0;  // 0 = every core
+  int signal_horizon = 100;  // the predictions column the signal strategy trades (0: the first)
+  int threads = 0;           // 0 = every core
   TrainConfig train;
   std::string horizons = "30,100,300,1000,6000";
   std::string drop_features = "tod_sin,tod_cos";
@@ -42,18 +51,25 @@ double seconds_since(Clock::time_point t0) {
 
 Status run_quickstart(QuickstartArgs a) {
   if (a.events < 10'000) return UsageError("--events must be at least 10000 (got {})", a.events);
+  if (a.backtest_events < 10'000) {
+    return UsageError("--backtest-events must be at least 10000 (got {})", a.backtest_events);
+  }
   const int threads = a.threads > 0
                           ? a.threads
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const auto t_start = Clock::now();
+  RunRecord record("quickstart");  // OUT/run.json, written at the end
   std::error_code ec;
   fs::create_directories(a.out, ec);
   if (ec) return IoError("{}: cannot create the output folder: {}", a.out, ec.message());
   const std::string dbn = a.out + "/synth.dbn.zst", store = a.out + "/store", run = a.out + "/run",
-                    eval_path = a.out + "/eval.json";
-  // A rerun starts from scratch: the previous run's store and run directory are replaced.
-  fs::remove_all(store, ec);
-  fs::remove_all(run, ec);
+                    eval_path = a.out + "/eval.json", oos_dbn = a.out + "/session2.dbn.zst",
+                    oos_store = a.out + "/session2-store",
+                    predictions = a.out + "/session2-predictions.csv",
+                    signal_dir = a.out + "/backtest-signal", mm_dir = a.out + "/backtest-mm",
+                    report_path = a.out + "/report.html";
+  // A rerun starts from scratch: the previous run's stores and run directories are replaced.
+  for (const std::string& d : {store, run, oos_store, signal_dir, mm_dir}) fs::remove_all(d, ec);
 
   // 1. A synthetic market (DESIGN §10).
   auto t0 = Clock::now();
@@ -65,7 +81,7 @@ Status run_quickstart(QuickstartArgs a) {
     FXT_RETURN_IF_ERROR(synthesize_market(sc, dbn, nullptr, &progress));
     progress.finish();
   }
-  fmt::print("[1/4] synth   {} events -> {} ({:.1f} s)\n", a.events, dbn, seconds_since(t0));
+  fmt::print("[1/8] synth   {} events -> {} ({:.1f} s)\n", a.events, dbn, seconds_since(t0));
 
   // 2. The snapshot store.
   t0 = Clock::now();
@@ -73,7 +89,7 @@ Status run_quickstart(QuickstartArgs a) {
   std::vector<std::string> definitions;
   FXT_ASSIGN_OR_RETURN(auto jobs, plan_ingest({dbn}, io, &definitions));
   FXT_ASSIGN_OR_RETURN(nlohmann::json meta, ingest_to_store(jobs.at(0), definitions, io, store));
-  fmt::print("[2/4] ingest  {} snapshots, {} trades -> {} ({:.1f} s)\n",
+  fmt::print("[2/8] ingest  {} snapshots, {} trades -> {} ({:.1f} s)\n",
              meta["counts"]["snapshots"].get<uint64_t>(), meta["counts"]["trades"].get<uint64_t>(),
              store, seconds_since(t0));
 
@@ -89,7 +105,7 @@ Status run_quickstart(QuickstartArgs a) {
   tc.threads = threads;
   FXT_ASSIGN_OR_RETURN(TrainSummary ts, train(tc, {store}, run));
   fmt::print(
-      "[3/4] train   {} epochs, {} steps at B={} K={} on {} thread{}, best epoch {} -> {} "
+      "[3/8] train   {} epochs, {} steps at B={} K={} on {} thread{}, best epoch {} -> {} "
       "({:.1f} s)\n",
       ts.epochs_run, ts.steps, tc.batch, tc.window, threads, threads == 1 ? "" : "s", ts.best_epoch,
       run, seconds_since(t0));
@@ -100,11 +116,96 @@ Status run_quickstart(QuickstartArgs a) {
   eo.threads = threads;
   FXT_ASSIGN_OR_RETURN(nlohmann::json ev, evaluate(run + "/best.ckpt", {store}, eo));
   FXT_RETURN_IF_ERROR(write_file_atomic(eval_path, ev.dump(2) + "\n"));
-  fmt::print("[4/4] eval    {} held-out rows -> {} ({:.1f} s)\n\n", ev["rows"].get<uint64_t>(),
+  fmt::print("[4/8] eval    {} held-out rows -> {} ({:.1f} s)\n", ev["rows"].get<uint64_t>(),
              eval_path, seconds_since(t0));
 
+  // 5. A second, unseen session of the same market (another seed) for predict and backtest.
+  t0 = Clock::now();
+  SynthConfig oc = sc;
+  oc.events = a.backtest_events;
+  oc.seed = a.seed + 1;
+  FXT_RETURN_IF_ERROR(synthesize_market(oc, oos_dbn, nullptr, nullptr));
+  // A fresh definitions list: plan_ingest also lists a data file that carries its own
+  // definition record, and the first session's file must not take part in this ingest.
+  std::vector<std::string> oos_definitions;
+  FXT_ASSIGN_OR_RETURN(auto oos_jobs, plan_ingest({oos_dbn}, io, &oos_definitions));
+  FXT_ASSIGN_OR_RETURN(nlohmann::json oos_meta,
+                       ingest_to_store(oos_jobs.at(0), oos_definitions, io, oos_store));
+  fmt::print("[5/8] session {} snapshots of another seed -> {} ({:.1f} s)\n",
+             oos_meta["counts"]["snapshots"].get<uint64_t>(), oos_store, seconds_since(t0));
+
+  // 6. The model's probabilities for every snapshot of that session.
+  t0 = Clock::now();
+  FXT_RETURN_IF_ERROR(predict(run + "/best.ckpt", oos_store, predictions, threads));
+  fmt::print("[6/8] predict {} ({:.1f} s)\n", predictions, seconds_since(t0));
+
+  // 7. Backtests on it: the signal strategy trading the predictions, and the market maker
+  // skewed by them under three queue models (the model-risk band).
+  t0 = Clock::now();
+  const std::string command_line = "fxt quickstart --out " + a.out;
+  int horizon = a.signal_horizon;
+  if (std::find(tc.horizons.begin(), tc.horizons.end(), horizon) == tc.horizons.end()) {
+    horizon = tc.horizons.front();
+  }
+  sim::BacktestSpec bs;
+  bs.stores = {oos_store};
+  bs.predictions = {predictions};
+  bs.horizon = horizon;
+  bs.threads = threads;
+  FXT_ASSIGN_OR_RETURN(bs.sim.latency, sim::parse_latency("feed=1ms,entry=2ms,response=2ms"));
+  FXT_ASSIGN_OR_RETURN(bs.sim.fees, sim::parse_fees("maker=-0.2bps,taker=0.5bps"));
+  sim::BacktestSpec signal = bs, mm = bs;
+  signal.strategy = "signal";
+  signal.params = {"entry=passive", "max_hold=30s"};
+  signal.out_dir = signal_dir;
+  mm.strategy = "mm";
+  FXT_ASSIGN_OR_RETURN(mm.queue_models, sim::parse_queue_models("risk-averse,power:2,log"));
+  mm.out_dir = mm_dir;
+  FXT_ASSIGN_OR_RETURN(sim::BacktestOutcome signal_out,
+                       sim::run_backtest_spec(signal, command_line));
+  FXT_ASSIGN_OR_RETURN(sim::BacktestOutcome mm_out, sim::run_backtest_spec(mm, command_line));
+  fmt::print("[7/8] backtest signal (h{}) -> {}, mm x 3 queue models -> {} ({:.1f} s)\n", horizon,
+             signal_dir, mm_dir, seconds_since(t0));
+
+  // 8. Everything in one self-contained HTML report.
+  t0 = Clock::now();
+  report::ReportOptions ro;
+  ro.title = "foxhunt quickstart";
+  FXT_RETURN_IF_ERROR(report::write_report({run, eval_path, signal_dir, mm_dir}, ro, report_path));
+  fmt::print("[8/8] report  -> {} ({:.1f} s)\n\n", report_path, seconds_since(t0));
+
   std::fputs(format_eval_table(ev).c_str(), stdout);
-  fmt::print("\nquickstart finished in {:.1f} s; outputs in {}/\n", seconds_since(t_start), a.out);
+  auto pnl_line = [](const std::string& name, const sim::QueueModelRun& r) {
+    auto number = [&](const char* key) {
+      const auto& v = r.stats.contains(key) ? r.stats[key] : nlohmann::json();
+      if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
+      return v.is_number() ? fmt::format("{:.2f}", v.get<double>()) : std::string("-");
+    };
+    return fmt::format("{:<22} total PnL {:>10}  max drawdown {:>9}  fills {:>6}\n", name,
+                       number("total_pnl"), number("max_drawdown"), number("trades"));
+  };
+  fmt::print("\nbacktests on the unseen session ({} snapshots):\n",
+             oos_meta["counts"]["snapshots"].get<uint64_t>());
+  std::fputs(pnl_line("signal " + signal_out.runs[0].name, signal_out.runs[0]).c_str(), stdout);
+  for (const sim::QueueModelRun& r : mm_out.runs) {
+    std::fputs(pnl_line("mm " + r.name, r).c_str(), stdout);
+  }
+  fmt::print("\nreport: {}\n", report_path);
+  // OUT/run.json: the pipeline's own run record (docs/RUNS.md); the train, eval and backtest
+  // directories inside hold theirs.
+  record.set_config({{"events", a.events},
+                     {"seed", a.seed},
+                     {"horizons", a.horizons},
+                     {"drop_features", a.drop_features},
+                     {"train", a.train.to_json()}});
+  FXT_RETURN_IF_ERROR(record.add_input_store(store));
+  FXT_RETURN_IF_ERROR(record.add_input_store(oos_store));
+  record.set_device(backend_name(*resolve_cuda(a.train.device, a.train.model)));
+  record.set("report", report_path);
+  record.set_metrics({{"model_mean_auc", ev["model"]["mean_auc"]},
+                      {"logreg_mean_auc", ev["logreg"]["mean_auc"]}});
+  FXT_RETURN_IF_ERROR(record.write(a.out));
+  fmt::print("quickstart finished in {:.1f} s; outputs in {}/\n", seconds_since(t_start), a.out);
   return Status::Ok();
 }
 
@@ -112,7 +213,7 @@ Status run_quickstart(QuickstartArgs a) {
 
 void register_quickstart(CLI::App& app) {
   auto a = std::make_shared<QuickstartArgs>();
-  // Smaller epochs than `fxt train`'s defaults, so the whole pipeline takes about two minutes;
+  // Smaller epochs than `fxt train`'s defaults, so the whole pipeline takes about three minutes;
   // 80 / 10 / 10 splits; time of day is left out because the synthetic session is one
   // afternoon, where it only names the stretch of the session (docs/QUICKSTART.md).
   a->train.steps_per_epoch = 100;
@@ -121,11 +222,20 @@ void register_quickstart(CLI::App& app) {
   a->train.split.validation = 0.1;
   CLI::App* cmd = add_command(
       app, "quickstart",
-      "the whole pipeline on generated data: synth -> ingest -> train -> eval -> comparison table",
+      "the whole pipeline on generated data: synth -> ingest -> train -> eval -> predict -> "
+      "backtest (signal, mm) -> HTML report",
       [a] { return run_quickstart(*a); });
-  cmd->add_option("--out", a->out, "output folder (synth file, store, run directory, eval.json)")
+  cmd->add_option("--out", a->out,
+                  "output folder (synth files, stores, run directory, eval.json, predictions, "
+                  "backtests, report.html)")
       ->capture_default_str();
   cmd->add_option("--events", a->events, "synthetic market events (one snapshot each)")
+      ->capture_default_str();
+  cmd->add_option("--backtest-events", a->backtest_events,
+                  "events of the unseen session (seed + 1) that predict and the backtests use")
+      ->capture_default_str();
+  cmd->add_option("--signal-horizon", a->signal_horizon,
+                  "horizon whose probabilities the signal strategy trades")
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "seed of the market and of training")->capture_default_str();
   cmd->add_option("--threads", a->threads, "CPU threads (0 = every core)")->capture_default_str();

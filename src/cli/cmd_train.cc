@@ -1,15 +1,17 @@
 // fxt train / fxt eval / fxt predict: the CPU training loop and the evaluation protocol of
 // DESIGN §5-§6 (src/train/trainer.h, docs/TRAINING.md).
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/eval_table.h"
+#include "cli/train_flags.h"
 #include "core/file_util.h"
-#include "features/features.h"
 #include "features/labels.h"
+#include "train/run_record.h"
 #include "train/trainer.h"
 
 namespace fxt::cli {
@@ -17,35 +19,17 @@ namespace fxt::cli {
 namespace {
 
 struct TrainArgs {
-  TrainConfig config;
+  TrainFlags flags;  // the training flags shared with fxt cv (cli/train_flags.h)
   std::vector<std::string> stores;
-  std::string run_dir, horizons = "30,100,300,1000,6000", weighting = "kendall-closed",
-                       model = "perception", device = "cpu";
-  bool no_lambda = false, resume = false;
+  std::string run_dir;
+  bool resume = false;
   int stop_after = 0;
-  std::string drop_features, cfc_time = "stride";
-  CLI::Option* horizons_opt = nullptr;
 };
 
 Status run_train(TrainArgs& a) {
-  TrainConfig c = a.config;
-  c.horizons.clear();
-  if (!a.resume || a.horizons_opt->count() > 0) {
-    FXT_ASSIGN_OR_RETURN(c.horizons, parse_horizons(a.horizons));
-  }
-  FXT_ASSIGN_OR_RETURN(c.weighting, model::parse_horizon_weighting(a.weighting));
-  c.cfc_time_real = a.cfc_time == "real";
-  if (!a.drop_features.empty()) {
-    FXT_ASSIGN_OR_RETURN(c.drop_features, parse_feature_slots(a.drop_features));
-  }
-  if (a.model == "perception") {
-    c.model = ModelKind::kPerception;
-  } else if (a.model == "logreg") {
-    c.model = ModelKind::kLogReg;
-  } else {
-    return UsageError("--model must be perception or logreg (got '{}')", a.model);
-  }
-  c.lambda = !a.no_lambda;
+  FXT_ASSIGN_OR_RETURN(TrainConfig c, resolve_train_flags(a.flags));
+  // A resumed run takes its horizons from the checkpoint unless --horizons is given.
+  if (a.resume && a.flags.horizons_opt->count() == 0) c.horizons.clear();
   TrainOptions o;
   o.resume = a.resume;
   o.stop_after_epochs = a.stop_after;
@@ -57,10 +41,11 @@ Status run_train(TrainArgs& a) {
 }
 
 struct EvalArgs {
-  std::string checkpoint, out, split = "test", horizons;
+  std::string checkpoint, out, run_dir, split = "test", horizons;
   std::vector<std::string> stores;
   int threads = 1, bootstrap = 200;
   uint64_t bootstrap_seed = 1;
+  std::string device = "auto";
 };
 
 Status run_eval(const EvalArgs& a) {
@@ -71,22 +56,55 @@ Status run_eval(const EvalArgs& a) {
   }
   if (a.threads < 1) return UsageError("--threads must be >= 1");
   o.threads = a.threads;
+  o.device = a.device;
   if (a.bootstrap < 0) return UsageError("--bootstrap must be >= 0");
   o.bootstrap = a.bootstrap;
   o.bootstrap_seed = a.bootstrap_seed;
+  RunRecord record("eval");
   FXT_ASSIGN_OR_RETURN(nlohmann::json j, evaluate(a.checkpoint, a.stores, o));
   const std::string text = j.dump(2) + "\n";
-  if (a.out.empty()) {
+  if (a.out.empty() && a.run_dir.empty()) {
     std::fputs(text.c_str(), stdout);
     return Status::Ok();
   }
-  FXT_RETURN_IF_ERROR(write_file_atomic(a.out, text));
-  std::fputs(format_eval_table(j).c_str(), stdout);  // the JSON went to the file
+  if (!a.out.empty()) FXT_RETURN_IF_ERROR(write_file_atomic(a.out, text));
+  if (!a.run_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(a.run_dir, ec);
+    if (ec) return IoError("cannot create run directory {}: {}", a.run_dir, ec.message());
+    FXT_RETURN_IF_ERROR(write_file_atomic(a.run_dir + "/eval.json", text));
+    FXT_ASSIGN_OR_RETURN(const std::string checkpoint_crc, file_checksum(a.checkpoint));
+    record.set_config(
+        {{"checkpoint", std::filesystem::absolute(a.checkpoint).lexically_normal().string()},
+         {"checkpoint_checksum", checkpoint_crc},
+         {"store_dirs", j["store_dirs"]},
+         {"split", j["split"]},
+         {"horizons", j["horizons"]},
+         {"bootstrap", a.bootstrap},
+         {"bootstrap_seed", a.bootstrap_seed}});
+    for (const auto& d : j["store_dirs"]) {
+      FXT_RETURN_IF_ERROR(record.add_input_store(d.get<std::string>()));
+    }
+    if (j.contains("device")) record.set_device(j["device"].get<std::string>());
+    record.set("rows", j["rows"]);
+    record.set("model_kind", j["model_kind"]);
+    // Headline metrics: mean and per-horizon AUC of the model and the logistic baseline.
+    nlohmann::json metrics;
+    for (const char* who : {"model", "logreg"}) {
+      metrics[who]["mean_auc"] = j[who]["mean_auc"];
+      for (const auto& h : j[who]["horizons"]) {
+        metrics[who][fmt::format("auc_h{}", h["horizon"].get<int>())] = h["auc"];
+      }
+    }
+    record.set_metrics(std::move(metrics));
+    FXT_RETURN_IF_ERROR(record.write(a.run_dir));
+  }
+  std::fputs(format_eval_table(j).c_str(), stdout);  // the JSON went to the file(s)
   return Status::Ok();
 }
 
 struct PredictArgs {
-  std::string checkpoint, store, out;
+  std::string checkpoint, store, out, device = "auto";
   int threads = 1;
 };
 
@@ -94,72 +112,22 @@ struct PredictArgs {
 
 void register_train(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
-  TrainConfig& c = a->config;
   CLI::App* cmd = add_command(app, "train",
-                              "train the perception model (or the logistic baseline) on the CPU "
-                              "backend (DESIGN §5, docs/TRAINING.md)",
+                              "train the perception model (or the logistic baseline) on the GPU "
+                              "or the CPU (DESIGN §5, docs/TRAINING.md, docs/GPU.md)",
                               [a] { return run_train(*a); });
   cmd->add_option("--store", a->stores, "snapshot store directories, in time order");
   cmd->add_option("--out,--run-dir", a->run_dir,
                   "run directory (checkpoints, metrics.jsonl, run.json)")
       ->required();
-  cmd->add_option("--device", a->device, "training backend: cpu (the only one built so far)")
-      ->check(CLI::IsMember({"cpu"}))
-      ->capture_default_str();
   cmd->add_flag("--resume", a->resume,
                 "continue RUN_DIR/last.ckpt bit for bit (configuration and stores from it)");
   cmd->add_option("--stop-after", a->stop_after,
                   "return after this many epochs of this invocation (resume later)");
-  cmd->add_option("--seed", c.seed, "random seed")->capture_default_str();
-  cmd->add_option("--epochs", c.epochs, "epochs")->capture_default_str();
-  cmd->add_option("--steps-per-epoch", c.steps_per_epoch, "optimizer steps per epoch")
-      ->capture_default_str();
-  cmd->add_option("--batch", c.batch, "sequences per step (B)")->capture_default_str();
-  cmd->add_option("--seq", c.window, "positions per sequence (K)")->capture_default_str();
-  cmd->add_option("--stride", c.stride, "decision stride S in snapshots")->capture_default_str();
-  cmd->add_option("--cfc-time", a->cfc_time,
-                  "CfC time step: stride (S per position) or real (elapsed time / median gap)")
-      ->check(CLI::IsMember({"stride", "real"}))
-      ->capture_default_str();
-  a->horizons_opt = cmd->add_option("--horizons", a->horizons, "label horizons in snapshots, 1-8")
-                        ->capture_default_str();
-  cmd->add_option("--min-move-ticks", c.min_move_ticks, "mask smaller mid moves")
-      ->capture_default_str();
-  cmd->add_option("--drop-features", a->drop_features,
-                  "feature slots or names to hold at their training mean (e.g. tod_sin,tod_cos)");
+  add_train_flags(cmd, &a->flags, TrainFlagsFor::kTrain);
+  TrainConfig& c = a->flags.config;
   cmd->add_option("--split-train", c.split.train, "training fraction")->capture_default_str();
   cmd->add_option("--split-val", c.split.validation, "validation fraction")->capture_default_str();
-  cmd->add_option("--lr", c.lr, "peak learning rate")->capture_default_str();
-  cmd->add_option("--warmup", c.warmup_steps, "linear warm-up steps")->capture_default_str();
-  cmd->add_option("--min-lr-ratio", c.min_lr_ratio, "final lr / peak lr of the cosine decay")
-      ->capture_default_str();
-  cmd->add_option("--weight-decay", c.weight_decay, "AdamW decoupled weight decay (matrices)")
-      ->capture_default_str();
-  cmd->add_option("--clip", c.clip, "global gradient-norm clip (<= 0 off)")->capture_default_str();
-  cmd->add_option("--lr-mult-mamba", c.lr_mult_mamba, "lr multiplier of the mamba group")
-      ->capture_default_str();
-  cmd->add_option("--lr-mult-cfc", c.lr_mult_cfc, "lr multiplier of the cfc group")
-      ->capture_default_str();
-  cmd->add_option("--lr-mult-heads", c.lr_mult_heads, "lr multiplier of the heads group")
-      ->capture_default_str();
-  cmd->add_option("--weighting", a->weighting,
-                  "horizon weighting: kendall-closed, kendall, uniform")
-      ->capture_default_str();
-  cmd->add_flag("--no-lambda", a->no_lambda, "turn the trunk-gradient scaling off");
-  cmd->add_option("--early-stop", c.early_stop, "val_loss, mean_auc or auc_h<h>")
-      ->capture_default_str();
-  cmd->add_option("--patience", c.patience, "epochs without improvement before stopping (0 off)")
-      ->capture_default_str();
-  cmd->add_option("--model", a->model, "perception or logreg")->capture_default_str();
-  cmd->add_option("--d-model", c.perception.d_model, "width D")->capture_default_str();
-  cmd->add_option("--d-state", c.perception.d_state, "Mamba2 state size N")->capture_default_str();
-  cmd->add_option("--head-dim", c.perception.head_dim, "Mamba2 head size")->capture_default_str();
-  cmd->add_option("--head-mid", c.perception.head_mid, "hidden width of the heads")
-      ->capture_default_str();
-  cmd->add_option("--eval-batch", c.eval_batch, "windows per forward pass when scoring")
-      ->capture_default_str();
-  cmd->add_option("--threads", c.threads, "CPU threads (results do not depend on it)")
-      ->capture_default_str();
 }
 
 void register_eval(CLI::App& app) {
@@ -173,22 +141,30 @@ void register_eval(CLI::App& app) {
   cmd->add_option("--split", a->split, "test, validation or all")->capture_default_str();
   cmd->add_option("--horizons", a->horizons, "fail unless the checkpoint has these horizons");
   cmd->add_option("--out", a->out, "JSON output file (default: stdout)");
+  cmd->add_option("--run-dir", a->run_dir,
+                  "run directory: writes RUN_DIR/eval.json and RUN_DIR/run.json (docs/RUNS.md)");
   cmd->add_option("--bootstrap", a->bootstrap,
                   "block-bootstrap replicates for confidence intervals (0: none)")
       ->capture_default_str();
   cmd->add_option("--bootstrap-seed", a->bootstrap_seed, "bootstrap seed")->capture_default_str();
   cmd->add_option("--threads", a->threads, "CPU threads")->capture_default_str();
+  cmd->add_option("--device", a->device, "auto, cpu or cuda (as fxt train)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
 }
 
 void register_predict(CLI::App& app) {
   auto a = std::make_shared<PredictArgs>();
   CLI::App* cmd = add_command(
       app, "predict", "write ts_ns and one probability per horizon for every snapshot (CSV)",
-      [a] { return predict(a->checkpoint, a->store, a->out, a->threads); });
+      [a] { return predict(a->checkpoint, a->store, a->out, a->threads, a->device); });
   cmd->add_option("--checkpoint", a->checkpoint, "checkpoint file")->required();
   cmd->add_option("--store", a->store, "snapshot store directory")->required();
   cmd->add_option("--out", a->out, "output CSV file (written atomically)")->required();
   cmd->add_option("--threads", a->threads, "CPU threads")->capture_default_str();
+  cmd->add_option("--device", a->device, "auto, cpu or cuda (as fxt train)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
 }
 
 }  // namespace fxt::cli

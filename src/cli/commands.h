@@ -19,12 +19,16 @@ CLI::App* add_command(CLI::App& app, const std::string& name, const std::string&
                       Action action);
 
 void register_backtest(CLI::App& app);
+void register_bench(CLI::App& app);
+void register_cv(CLI::App& app);
 void register_eval(CLI::App& app);
 void register_features(CLI::App& app);
 void register_ingest(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_predict(CLI::App& app);
 void register_quickstart(CLI::App& app);
+void register_report(CLI::App& app);
+void register_runs(CLI::App& app);
 void register_synth(CLI::App& app);
 void register_train(CLI::App& app);
 void register_version(CLI::App& app);

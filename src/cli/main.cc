@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "core/log.h"
 #include "core/progress.h"
+#include "train/run_record.h"
 
 namespace fxt::cli {
 namespace {
@@ -27,6 +28,7 @@ CLI::App* add_command(CLI::App& app, const std::string& name, const std::string&
 
 int main(int argc, char** argv) {
   using namespace fxt;
+  set_command_line(argc, argv);  // recorded in every run.json (train/run_record.h)
   CLI::App app{"foxhunt: limit-order-book research and trading"};
   app.require_subcommand(1);
   // `--config run.toml` on any subcommand reads flags from a TOML file; flags given
@@ -43,9 +45,13 @@ int main(int argc, char** argv) {
   cli::register_features(app);
   cli::register_train(app);
   cli::register_eval(app);
+  cli::register_cv(app);
   cli::register_predict(app);
   cli::register_backtest(app);
+  cli::register_report(app);
   cli::register_quickstart(app);
+  cli::register_runs(app);
+  cli::register_bench(app);
   cli::register_version(app);
 
   try {

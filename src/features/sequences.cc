@@ -13,6 +13,31 @@ float elapsed_units(const StoreReader& store, uint64_t t, uint64_t prev, double 
   return static_cast<float>(static_cast<double>(std::max<int64_t>(gap, 0)) / unit_ns);
 }
 
+// Explicit split ranges: ordered, inside the dataset of n snapshots, separated by >= gap.
+Status check_explicit_ranges(const SplitConfig& sp, uint64_t n, uint64_t gap) {
+  const GlobalRange r[3] = {sp.train_range, sp.validation_range, sp.test_range};
+  for (int i = 0; i < 3; ++i) {
+    const char* name = split_name(static_cast<Split>(i));
+    if (r[i].begin > r[i].end || r[i].end > n) {
+      return UsageError("{} range [{}, {}) is not inside the dataset's {} snapshots", name,
+                        r[i].begin, r[i].end, n);
+    }
+    if (i < 2 && r[i].size() == 0) {
+      return UsageError("{} range [{}, {}) is empty", name, r[i].begin, r[i].end);
+    }
+  }
+  for (int i = 1; i < 3; ++i) {
+    if (i == 2 && r[2].size() == 0) break;
+    if (r[i].begin < r[i - 1].end + gap) {
+      return UsageError(
+          "{} range begins at {}, less than the purge gap {} after the {} range's end {}",
+          split_name(static_cast<Split>(i)), r[i].begin, gap, split_name(static_cast<Split>(i - 1)),
+          r[i - 1].end);
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 const char* split_name(Split split) {
@@ -41,7 +66,8 @@ Result<Dataset> Dataset::build(std::vector<StoreReader> readers, const DatasetCo
   if (readers.empty()) return UsageError("a dataset needs at least one store");
   if (sc.window < 1) return UsageError("sequence window must be >= 1 (got {})", sc.window);
   if (sc.stride < 1) return UsageError("decision stride must be >= 1 (got {})", sc.stride);
-  if (!(sp.train > 0) || !(sp.validation >= 0) || sp.train + sp.validation > 1.0)
+  if (!sp.explicit_ranges &&
+      (!(sp.train > 0) || !(sp.validation >= 0) || sp.train + sp.validation > 1.0))
     return UsageError(
         "split fractions train {} validation {}: need train > 0, validation >= 0 "
         "and train + validation <= 1",
@@ -66,12 +92,19 @@ Result<Dataset> Dataset::build(std::vector<StoreReader> readers, const DatasetCo
   const int max_h = *std::max_element(config.labels.horizons.begin(), config.labels.horizons.end());
   ds.gap_ = static_cast<uint64_t>(max_h) * static_cast<uint64_t>(sc.stride);
   const uint64_t n = ds.total_;
-  const auto n_train = static_cast<uint64_t>(sp.train * static_cast<double>(n));
-  const auto n_val_end =
-      std::min(n, static_cast<uint64_t>((sp.train + sp.validation) * static_cast<double>(n)));
-  ds.ranges_[0] = {0, n_train};
-  ds.ranges_[1] = {std::min(n_train + ds.gap_, n_val_end), n_val_end};
-  ds.ranges_[2] = {std::min(n_val_end + ds.gap_, n), n};
+  if (sp.explicit_ranges) {
+    FXT_RETURN_IF_ERROR(check_explicit_ranges(sp, n, ds.gap_));
+    ds.ranges_[0] = sp.train_range;
+    ds.ranges_[1] = sp.validation_range;
+    ds.ranges_[2] = sp.test_range;
+  } else {
+    const auto n_train = static_cast<uint64_t>(sp.train * static_cast<double>(n));
+    const auto n_val_end =
+        std::min(n, static_cast<uint64_t>((sp.train + sp.validation) * static_cast<double>(n)));
+    ds.ranges_[0] = {0, n_train};
+    ds.ranges_[1] = {std::min(n_train + ds.gap_, n_val_end), n_val_end};
+    ds.ranges_[2] = {std::min(n_val_end + ds.gap_, n), n};
+  }
 
   const auto stride = static_cast<uint64_t>(sc.stride);
   const auto k = static_cast<uint64_t>(sc.window);

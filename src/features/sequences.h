@@ -5,7 +5,9 @@
 // are taken in the order given (time order) and their snapshots concatenated; the split
 // cuts that sequence by fraction into train | gap | validation | gap | test, each purge gap
 // being max(horizons) x S snapshots, so no training label (which looks at most max(h)
-// snapshots ahead) sees a validation snapshot, and likewise validation -> test. An anchor
+// snapshots ahead) sees a validation snapshot, and likewise validation -> test. Explicit
+// ranges (SplitConfig::explicit_ranges, used by the folds of fxt cv) replace the fractions
+// and must leave at least the same gaps. An anchor
 // belongs to a split when all K positions lie inside the split's range and inside one
 // store, so no window and no label crosses a store boundary (labels are masked at store
 // ends). Anchors whose window holds a crossed or locked snapshot are skipped by default.
@@ -36,8 +38,21 @@ struct SequenceConfig {
   bool skip_crossed = true;
 };
 
+// A half-open range of the dataset's concatenated snapshot index.
+struct GlobalRange {
+  uint64_t begin = 0, end = 0;
+  uint64_t size() const { return end > begin ? end - begin : 0; }
+  bool operator==(const GlobalRange& o) const { return begin == o.begin && end == o.end; }
+};
+
 struct SplitConfig {
   double train = 0.70, validation = 0.15;  // test gets the rest
+  // Explicit ranges (fxt cv folds) instead of the fractions: [begin, end) of the concatenated
+  // index for each split, in time order, each later range beginning at least the purge gap
+  // (max(horizons) x S) after the earlier one ends; train and validation non-empty, test may be
+  // empty; every end within the dataset. Validated by Dataset::build.
+  bool explicit_ranges = false;
+  GlobalRange train_range, validation_range, test_range;
 };
 
 // A window: store index and its first snapshot; position k is start + k * stride.
@@ -45,11 +60,6 @@ struct Anchor {
   uint32_t store = 0;
   uint64_t start = 0;
   bool operator==(const Anchor& o) const { return store == o.store && start == o.start; }
-};
-
-// A half-open range of the dataset's concatenated snapshot index.
-struct GlobalRange {
-  uint64_t begin = 0, end = 0;
 };
 
 struct DatasetConfig {

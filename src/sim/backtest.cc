@@ -17,6 +17,7 @@
 #include "sim/results.h"
 #include "sim/stats.h"
 #include "sim/strategy_exec.h"
+#include "train/run_record.h"
 #include "train/trainer.h"
 
 namespace fxt::sim {
@@ -34,15 +35,6 @@ bool parse_double(std::string_view s, double* out) {
 bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-std::string utc_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 }  // namespace
@@ -374,7 +366,7 @@ nlohmann::json spec_json(const BacktestSpec& s, const std::vector<QueueModel>& m
 Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
                                           const std::string& command_line) {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string started = utc_now();
+  RunRecord record("backtest");  // start time, for RUN_DIR/run.json
   if (spec.stores.empty()) return UsageError("--store: give at least one store directory");
   if (spec.out_dir.empty()) return UsageError("--out: give the run directory");
   if (!spec.checkpoint.empty() && !spec.predictions.empty()) {
@@ -510,21 +502,42 @@ Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
   }
 
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  nlohmann::json& info = out.run_info;
-  info["command_line"] = command_line;
-  info["config"] = spec_json(spec, models);
-  info["config"]["instrument"] = {{"tick_px", sim.instrument.tick_px},
-                                  {"multiplier", sim.instrument.multiplier}};
-  info["config"]["prediction_files"] = prediction_files;
-  info["strategy"] = {{"name", factory.name}, {"params", factory.config}};
-  info["store_dirs"] = spec.stores;
-  info["git_revision"] = FXT_GIT_REV;
-  info["build_type"] = FXT_BUILD_TYPE;
-  info["start_utc"] = started;
-  info["end_utc"] = utc_now();
-  info["wall_seconds"] = out.wall_seconds;
-  info["events_per_run"] = out.events;
-  FXT_RETURN_IF_ERROR(write_file_atomic(spec.out_dir + "/run.json", info.dump(2) + "\n"));
+  // RUN_DIR/run.json through the run registry (train/run_record.h, docs/RUNS.md). The config
+  // holds everything that defines the run (the strategy too, so its hash covers the params);
+  // the output directory is not part of it.
+  if (fxt::command_line().empty() && !command_line.empty()) {
+    record.set_argv(split_fields(command_line, ' '));  // started in-process, not from main()
+  }
+  nlohmann::json config = spec_json(spec, models);
+  config.erase("out");
+  config["instrument"] = {{"tick_px", sim.instrument.tick_px},
+                          {"multiplier", sim.instrument.multiplier}};
+  config["prediction_files"] = prediction_files;
+  config["strategy"] = {{"name", factory.name}, {"params", factory.config}};
+  record.set_config(config);
+  for (const std::string& d : spec.stores) FXT_RETURN_IF_ERROR(record.add_input_store(d));
+  record.set("strategy", config["strategy"]);
+  record.set("store_dirs", spec.stores);
+  record.set("out_dir", spec.out_dir);
+  record.set("events_per_run", out.events);
+  // Headline metrics: the main statistics of each queue model's run (one run: flat).
+  auto headline = [](const nlohmann::json& stats) {
+    nlohmann::json m = nlohmann::json::object();
+    for (const char* k : {"total_pnl", "sharpe_daily_annualised", "max_drawdown", "trades",
+                          "fill_ratio", "fees", "final_position"}) {
+      if (stats.contains(k)) m[k] = stats[k];
+    }
+    return m;
+  };
+  nlohmann::json metrics = nlohmann::json::object();
+  if (out.runs.size() == 1) {
+    metrics = headline(out.runs.front().stats);
+  } else {
+    for (const QueueModelRun& run : out.runs) metrics[run.name] = headline(run.stats);
+  }
+  record.set_metrics(std::move(metrics));
+  FXT_RETURN_IF_ERROR(record.write(spec.out_dir));
+  out.run_info = record.to_json();
   return out;
 }
 

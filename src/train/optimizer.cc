@@ -209,6 +209,38 @@ void AdamW::save_state(Checkpoint* ckpt) const {
   }
 }
 
+void AdamW::export_state(int64_t* step, std::vector<std::vector<float>>* m,
+                         std::vector<std::vector<float>>* v) const {
+  *step = step_;
+  m->clear();
+  v->clear();
+  for (const Buffer& b : buffers_) {
+    m->push_back(b.m);
+    v->push_back(b.v);
+  }
+}
+
+Status AdamW::import_state(int64_t step, const std::vector<std::vector<float>>& m,
+                           const std::vector<std::vector<float>>& v) {
+  if (step < 0) return InvalidInput("optimizer state: negative step {}", step);
+  if (m.size() != buffers_.size() || v.size() != buffers_.size()) {
+    return InvalidInput("optimizer state: {} moment buffers for {} registered", m.size(),
+                        buffers_.size());
+  }
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    if (m[i].size() != buffers_[i].m.size() || v[i].size() != buffers_[i].v.size()) {
+      return InvalidInput("optimizer state: buffer {} holds {} moments, expected {}", i,
+                          m[i].size(), buffers_[i].m.size());
+    }
+  }
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    buffers_[i].m = m[i];
+    buffers_[i].v = v[i];
+  }
+  step_ = step;
+  return Status::Ok();
+}
+
 Status AdamW::load_state(const Checkpoint& ckpt) {
   const std::string where = ckpt.source.empty() ? "checkpoint" : ckpt.source;
   const auto it = ckpt.optimizer.find("step");

@@ -102,6 +102,15 @@ class AdamW {
   // tensor, shape or dtype mismatch or a bad step value it fails and leaves the state unchanged.
   Status load_state(const Checkpoint& ckpt);
 
+  // The state as plain vectors, for the CUDA backend (which keeps it on the device and writes
+  // checkpoints through this optimizer): the step count and, per registered buffer, the first
+  // and second moments in the buffer's layout. import_state fails, changing nothing, when the
+  // sizes differ from the registered buffers or the step is negative.
+  void export_state(int64_t* step, std::vector<std::vector<float>>* m,
+                    std::vector<std::vector<float>>* v) const;
+  Status import_state(int64_t step, const std::vector<std::vector<float>>& m,
+                      const std::vector<std::vector<float>>& v);
+
   // Read access for tests and diagnostics: moments of buffer b (same layout as its params).
   std::span<const float> first_moment(int b) const { return buffers_[static_cast<size_t>(b)].m; }
   std::span<const float> second_moment(int b) const { return buffers_[static_cast<size_t>(b)].v; }

@@ -21,6 +21,12 @@
 #include "model/params.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
+#include "train/run_record.h"
+#include "core/device_info.h"
+#if FXT_HAVE_CUDA
+#include "gpu/batch.h"
+#include "gpu/train_step.h"
+#endif
 
 namespace fxt {
 
@@ -154,10 +160,36 @@ class Net {
       model::logreg_init(lc_, p);
     }
   }
+#if FXT_HAVE_CUDA
+  // Forward passes then run on the GPU with the parameters at device_params (a TrainStep's, kept
+  // current by the trainer) or, when null, a device copy of `host` (evaluation, prediction).
+  void use_gpu(const float* device_params, const std::vector<float>& host) {
+    if (!gpu_) gpu_ = std::make_unique<gpu::InferenceGpu>(pc_);
+    if (device_params != nullptr) {
+      gpu_->use_params(device_params);
+    } else {
+      gpu_->set_params(host);
+    }
+  }
+#endif
+  bool on_gpu() const {
+#if FXT_HAVE_CUDA
+    return gpu_ != nullptr;
+#else
+    return false;
+#endif
+  }
+
   // Logits [B*K, H], valid until the next forward.
   // dt [B*K]: the CfC's per-position time steps (`--cfc-time real`), or null for S.
   const float* forward(CpuContext& ctx, const float* p, const float* x, const float* dt, int b,
                        int k, int stride) {
+#if FXT_HAVE_CUDA
+    if (gpu_) {
+      gpu_->forward(x, dt, b, k, stride, /*last=*/false, &logits_);
+      return logits_.data();
+    }
+#endif
     if (kind_ == ModelKind::kPerception) {
       ws_.resize(pc_, b, k);
       model::perception_forward(pc_, ctx, p, x, static_cast<float>(stride), dt, &ws_);
@@ -172,6 +204,12 @@ class Net {
   // Logits [B, H] at each sequence's last position only (scoring), valid until the next forward.
   const float* forward_last(CpuContext& ctx, const float* p, const float* x, const float* dt, int b,
                             int k, int stride) {
+#if FXT_HAVE_CUDA
+    if (gpu_) {
+      gpu_->forward(x, dt, b, k, stride, /*last=*/true, &logits_);
+      return logits_.data();
+    }
+#endif
     if (kind_ == ModelKind::kPerception) {
       ws_.resize(pc_, b, k);
       model::perception_forward_last(pc_, ctx, p, x, static_cast<float>(stride), dt, &ws_);
@@ -210,6 +248,9 @@ class Net {
   size_t size_ = 0;
   model::PerceptionWorkspace<float> ws_;
   std::vector<float> logits_, last_x_;
+#if FXT_HAVE_CUDA
+  std::unique_ptr<gpu::InferenceGpu> gpu_;
+#endif
 };
 
 // Everything a step reads and a checkpoint holds. Buffers are registered with the optimizers,
@@ -260,6 +301,9 @@ struct TrainState {
   // Fresh parameters and registration with the optimizers.
   Status setup() {
     const int nh = static_cast<int>(cfg.horizons.size());
+    // The one reset mechanism of the controllers (sigma, lambda, EMAs): every fresh run, and so
+    // every fxt cv fold, starts from the freshly constructed state; only load() restores one.
+    ctrl.reset();
     params.assign(net.size(), 0.0f);
     grads.assign(net.size(), 0.0f);
     net.init(params.data(), cfg.seed);
@@ -401,6 +445,13 @@ struct ValResult {
   int64_t rows = 0;
 };
 
+// Windows per forward pass when scoring: the configured eval batch on the CPU; on the GPU at
+// least 1024 (one window's result does not depend on the others in its pass).
+size_t scoring_batch(const Net& net, const TrainConfig& c) {
+  const auto b = static_cast<size_t>(c.eval_batch);
+  return net.on_gpu() ? std::max<size_t>(b, 1024) : b;
+}
+
 Result<ValResult> validate_epoch(TrainState& st, const Dataset& ds, CpuContext& ctx) {
   const TrainConfig& c = st.cfg;
   const int nh = static_cast<int>(c.horizons.size());
@@ -411,8 +462,9 @@ Result<ValResult> validate_epoch(TrainState& st, const Dataset& ds, CpuContext& 
   std::vector<float> x, y, m, dt, scores;
   std::vector<uint8_t> labels, mask;
   std::vector<double> sum(static_cast<size_t>(nh), 0.0), cnt(static_cast<size_t>(nh), 0.0);
-  for (size_t a0 = 0; a0 < anchors.size(); a0 += static_cast<size_t>(c.eval_batch)) {
-    const size_t nb = std::min(anchors.size() - a0, static_cast<size_t>(c.eval_batch));
+  const size_t per_pass = scoring_batch(st.net, c);
+  for (size_t a0 = 0; a0 < anchors.size(); a0 += per_pass) {
+    const size_t nb = std::min(anchors.size() - a0, per_pass);
     x.resize(nb * rows_per * kFeatureDim);
     y.resize(nb * rows_per * static_cast<size_t>(nh));
     m.resize(y.size());
@@ -515,7 +567,7 @@ void score_inference(TrainState& st, CpuContext& ctx, const StoreReader& store,
   const TrainConfig& c = st.cfg;
   const int nh = static_cast<int>(c.horizons.size());
   const int k = c.window;
-  const size_t batch = static_cast<size_t>(c.eval_batch);
+  const size_t batch = scoring_batch(st.net, c);
   std::vector<uint64_t> idx(static_cast<size_t>(k));
   std::vector<float> x, dt;
   model_logits->assign(ends.size() * static_cast<size_t>(nh), 0.0f);
@@ -553,6 +605,117 @@ void score_inference(TrainState& st, CpuContext& ctx, const StoreReader& store,
   }
 }
 
+#if FXT_HAVE_CUDA
+// The CUDA backend of train() (docs/GPU.md): the standardised dataset and the whole training
+// state move to the device once; epochs run as replays of the captured step; at each epoch's end
+// the state comes back into TrainState, so validation, checkpoints and resume are the CPU path's.
+class CudaTrainer {
+ public:
+  CudaTrainer(TrainState& st, const Dataset& ds, const LrSchedule& sched)
+      : step_(step_config(st.cfg, sched)) {
+    const TrainConfig& c = st.cfg;
+    const int nh = static_cast<int>(c.horizons.size());
+    // Concatenate the stores' rows (global row = store offset + local index).
+    gpu::TrainData data;
+    std::vector<float> features, elapsed;
+    std::vector<uint8_t> labels, masks;
+    for (size_t i = 0; i < ds.store_count(); ++i) {
+      const Dataset::Store& s = ds.store(i);
+      features.insert(features.end(), s.features.begin(), s.features.end());
+      labels.insert(labels.end(), s.labels.y.begin(), s.labels.y.end());
+      masks.insert(masks.end(), s.labels.mask.begin(), s.labels.mask.end());
+      if (c.cfc_time_real) {
+        const uint64_t n = s.reader.size();
+        std::vector<int64_t> ts(n);
+        for (uint64_t t = 0; t < n; ++t) ts[t] = s.reader.ts_ns[t];
+        std::vector<float> e(n);
+        gpu::elapsed_per_row(ts.data(), n, c.stride, st.cfc_time_unit_ns, e.data());
+        elapsed.insert(elapsed.end(), e.begin(), e.end());
+      }
+    }
+    for (const Anchor& a : ds.anchors(Split::kTrain)) {
+      data.pool.push_back(ds.store(a.store).offset + a.start);
+    }
+    data.features = features.data();
+    data.labels = labels.data();
+    data.masks = masks.data();
+    data.elapsed = c.cfc_time_real ? elapsed.data() : nullptr;
+    data.rows = ds.total_snapshots();
+    (void)nh;
+    step_.upload_data(data);
+    upload(st);
+    st.net.use_gpu(step_.params(), st.params);
+  }
+
+  // Runs one epoch's steps and returns their sums (read through mapped memory).
+  gpu::StepSums run_epoch(int64_t steps) {
+    step_.run(steps);
+    return step_.take_sums();
+  }
+
+  // Device state -> TrainState (parameters, moments, controllers, baseline).
+  Status download(TrainState& st) const {
+    const gpu::TrainHostState h = step_.download_state();
+    st.params = h.params;
+    if (st.kendall) st.log_sigma = h.log_sigma;
+    FXT_RETURN_IF_ERROR(st.opt.import_state(h.opt.step, h.opt.m, h.opt.v));
+    st.ctrl = gpu::to_model_state(h.controller);
+    if (st.baseline) {
+      st.bparams = h.base_params;
+      FXT_RETURN_IF_ERROR(st.bopt.import_state(h.base_opt.step, h.base_opt.m, h.base_opt.v));
+    }
+    return Status::Ok();
+  }
+
+  std::string device_name() const { return step_.context().device_name(); }
+
+ private:
+  static gpu::TrainStepConfig step_config(const TrainConfig& c, const LrSchedule& sched) {
+    gpu::TrainStepConfig g;
+    g.model = c.perception;
+    g.model.features = kFeatureDim;
+    g.model.horizons = static_cast<int>(c.horizons.size());
+    g.batch = c.batch;
+    g.window = c.window;
+    g.stride = c.stride;
+    g.cfc_time_real = c.cfc_time_real;
+    g.seed = c.seed;
+    model::LossConfig lc;
+    lc.weighting = c.weighting;
+    lc.trunk_lambda = c.lambda;
+    g.loss = gpu::to_gpu_config(lc);
+    g.adamw.weight_decay = c.weight_decay;
+    g.adamw.max_grad_norm = c.clip;
+    g.schedule.peak_lr = sched.peak_lr;
+    g.schedule.warmup_steps = sched.warmup_steps;
+    g.schedule.total_steps = sched.total_steps;
+    g.schedule.min_lr_ratio = sched.min_lr_ratio;
+    g.lr_mult_mamba = c.lr_mult_mamba;
+    g.lr_mult_cfc = c.lr_mult_cfc;
+    g.lr_mult_heads = c.lr_mult_heads;
+    g.baseline = true;
+    g.tf32 = c.tf32;
+    return g;
+  }
+
+  // TrainState -> device (fresh or resumed state alike).
+  void upload(const TrainState& st) {
+    gpu::TrainHostState h;
+    h.params = st.params;
+    h.log_sigma = st.log_sigma;
+    st.opt.export_state(&h.opt.step, &h.opt.m, &h.opt.v);
+    h.opt.schedule_step = st.step;
+    h.controller = gpu::to_controller_host(st.ctrl);
+    h.base_params = st.bparams;
+    st.bopt.export_state(&h.base_opt.step, &h.base_opt.m, &h.base_opt.v);
+    h.base_opt.schedule_step = st.step;
+    step_.upload_state(h);
+  }
+
+  gpu::TrainStep step_;
+};
+#endif
+
 }  // namespace
 
 // ---- TrainConfig ------------------------------------------------------------------------------
@@ -573,7 +736,13 @@ Status TrainConfig::validate() const {
   for (double m : {lr_mult_mamba, lr_mult_cfc, lr_mult_heads}) {
     if (!(m >= 0) || !std::isfinite(m)) return UsageError("--lr-mult-* must be >= 0");
   }
-  if (!(split.train > 0 && split.validation > 0 && split.train + split.validation < 1)) {
+  if (split.explicit_ranges) {
+    // Order and purge gaps are checked against the data by Dataset::build.
+    if (split.train_range.size() == 0 || split.validation_range.size() == 0 ||
+        split.test_range.begin > split.test_range.end) {
+      return UsageError("explicit split ranges need non-empty train and validation ranges");
+    }
+  } else if (!(split.train > 0 && split.validation > 0 && split.train + split.validation < 1)) {
     return UsageError("--split-train and --split-val must be positive and sum to below 1");
   }
   LabelConfig lc;
@@ -613,6 +782,12 @@ nlohmann::json TrainConfig::to_json() const {
   j["drop_features"] = drop_features;
   j["split_train"] = split.train;
   j["split_validation"] = split.validation;
+  if (split.explicit_ranges) {  // absent in the default (fraction) form
+    auto range = [](const GlobalRange& r) { return nlohmann::json::array({r.begin, r.end}); };
+    j["split_ranges"] = {{"train", range(split.train_range)},
+                         {"validation", range(split.validation_range)},
+                         {"test", range(split.test_range)}};
+  }
   j["lr"] = lr;
   j["warmup_steps"] = warmup_steps;
   j["min_lr_ratio"] = min_lr_ratio;
@@ -651,6 +826,16 @@ Result<TrainConfig> TrainConfig::from_json(const nlohmann::json& j) {
     c.drop_features = j.value("drop_features", std::vector<int>{});
     c.split.train = j.at("split_train").get<double>();
     c.split.validation = j.at("split_validation").get<double>();
+    if (j.contains("split_ranges")) {
+      const nlohmann::json& r = j.at("split_ranges");
+      auto range = [](const nlohmann::json& a) {
+        return GlobalRange{a.at(0).get<uint64_t>(), a.at(1).get<uint64_t>()};
+      };
+      c.split.explicit_ranges = true;
+      c.split.train_range = range(r.at("train"));
+      c.split.validation_range = range(r.at("validation"));
+      c.split.test_range = range(r.at("test"));
+    }
     c.lr = j.at("lr").get<double>();
     c.warmup_steps = j.at("warmup_steps").get<int64_t>();
     c.min_lr_ratio = j.at("min_lr_ratio").get<double>();
@@ -694,6 +879,7 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
                            const std::string& run_dir, const TrainOptions& options) {
   using Clock = std::chrono::steady_clock;
   const auto t_start = Clock::now();
+  RunRecord record("train");  // start time of this invocation, for RUN_DIR/run.json
   const std::string last_path = run_dir + "/last.ckpt", best_path = run_dir + "/best.ckpt";
   const std::string metrics_path = run_dir + "/metrics.jsonl";
 
@@ -714,6 +900,8 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
                         last_path, join_ints(st->cfg.horizons), join_ints(config_in.horizons));
     }
     st->cfg.threads = config_in.threads;
+    st->cfg.device = config_in.device;
+    st->cfg.tf32 = config_in.tf32;
     FXT_RETURN_IF_ERROR(truncate_metrics(metrics_path, st->epoch));
   } else {
     FXT_RETURN_IF_ERROR(config_in.validate());
@@ -771,6 +959,12 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
   sched.warmup_steps = std::min(c.warmup_steps, sched.total_steps);
   sched.min_lr_ratio = c.min_lr_ratio;
   FXT_RETURN_IF_ERROR(sched.validate());
+  FXT_ASSIGN_OR_RETURN(const bool use_cuda, resolve_cuda(c.device, c.model));
+  record.set_device(backend_name(use_cuda));
+#if FXT_HAVE_CUDA
+  std::unique_ptr<CudaTrainer> cuda;
+  if (use_cuda) cuda = std::make_unique<CudaTrainer>(*st, ds, sched);
+#endif
 
   const int b = c.batch, k = c.window;
   const size_t rows = static_cast<size_t>(b) * static_cast<size_t>(k);
@@ -789,7 +983,21 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
     double loss_sum = 0.0, base_loss_sum = 0.0, norm_sum = 0.0, lr = 0.0;
     std::vector<double> loss_h_sum(static_cast<size_t>(nh), 0.0);
     int64_t skipped = 0;
-    for (int64_t i = 0; i < c.steps_per_epoch; ++i) {
+#if FXT_HAVE_CUDA
+    if (cuda) {
+      // The whole epoch as replays of the captured step; the sums come back at its end.
+      const gpu::StepSums sums = cuda->run_epoch(c.steps_per_epoch);
+      loss_sum = sums.loss;
+      norm_sum = sums.grad_norm;
+      base_loss_sum = sums.base_loss;
+      skipped = sums.skipped;
+      for (int h = 0; h < nh; ++h) loss_h_sum[static_cast<size_t>(h)] = sums.loss_h[static_cast<size_t>(h)];
+      st->step += c.steps_per_epoch;
+      lr = sched.lr_at(st->step - 1);
+      FXT_RETURN_IF_ERROR(cuda->download(*st));
+    }
+#endif
+    for (int64_t i = 0; !use_cuda && i < c.steps_per_epoch; ++i) {
       Rng rng(seed_for_step(c.seed, st->step));
       const std::vector<Anchor> anchors = ds.sample_train(rng, static_cast<size_t>(b));
       for (int j = 0; j < b; ++j) {
@@ -913,22 +1121,35 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
              val.metrics.mean_auc, secs);
   }
 
-  nlohmann::json run;
-  run["config"] = c.to_json();
-  run["store_dirs"] = st->stores;
-  run["git_revision"] = FXT_GIT_REV;
-  run["build_type"] = FXT_BUILD_TYPE;
-  run["device"] = "cpu";
-  run["threads"] = c.threads;
-  run["resumed"] = options.resume;
-  run["epochs_completed"] = st->epoch;
-  run["steps_completed"] = st->step;
-  run["best_epoch"] = st->best_epoch;
-  run["stopped_early"] = st->stopped;
-  run["timings"] = {
-      {"total_seconds", std::chrono::duration<double>(Clock::now() - t_start).count()},
-      {"epoch_seconds", epoch_seconds}};
-  FXT_RETURN_IF_ERROR(write_file_atomic(run_dir + "/run.json", run.dump(2) + "\n"));
+  // RUN_DIR/run.json through the run registry (train/run_record.h, docs/RUNS.md); rewritten by
+  // every invocation. The headline metrics: the early-stopping best and the last epoch's val
+  // mean AUC, read back from metrics.jsonl so a resumed run that trains no epoch still has it.
+  nlohmann::json last_val_mean_auc = nullptr;
+  if (auto text = read_file(metrics_path); text.ok()) {
+    std::istringstream in(*text);
+    std::string line, last;
+    while (std::getline(in, line)) {
+      if (!line.empty()) last = line;
+    }
+    const nlohmann::json j = nlohmann::json::parse(last, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object()) last_val_mean_auc = j.value("val_mean_auc", nlohmann::json());
+  }
+  record.set_config(c.to_json());
+  for (const std::string& d : st->stores) FXT_RETURN_IF_ERROR(record.add_input_store(d));
+  record.set("store_dirs", st->stores);
+  record.set("threads", c.threads);
+  record.set("resumed", options.resume);
+  record.set("epochs_completed", st->epoch);
+  record.set("steps_completed", st->step);
+  record.set("best_epoch", st->best_epoch);
+  record.set("stopped_early", st->stopped);
+  record.set("timings",
+             {{"total_seconds", std::chrono::duration<double>(Clock::now() - t_start).count()},
+              {"epoch_seconds", epoch_seconds}});
+  record.set_metrics({{"best_epoch", st->best_epoch},
+                      {"best_value", st->best_value},
+                      {"val_mean_auc", last_val_mean_auc}});
+  FXT_RETURN_IF_ERROR(record.write(run_dir));
 
   TrainSummary sum;
   sum.epochs_run = st->epoch;
@@ -941,6 +1162,27 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
 
 // ---- evaluate / predict -----------------------------------------------------------------------
 
+Result<bool> resolve_cuda(const std::string& device, ModelKind model) {
+  if (device != "auto" && device != "cpu" && device != "cuda") {
+    return UsageError("--device must be auto, cpu or cuda (got '{}')", device);
+  }
+  if (device == "cpu") return false;
+  const bool have_gpu = cuda_compiled() && !list_cuda_devices().empty();
+  if (device == "auto") return have_gpu && model == ModelKind::kPerception;
+  if (!cuda_compiled()) return UsageError("--device cuda: this build has no CUDA backend");
+  if (!have_gpu) return UsageError("--device cuda: no CUDA device is available");
+  if (model != ModelKind::kPerception) {
+    return UsageError("--device cuda: --model logreg runs on the CPU only");
+  }
+  return true;
+}
+
+std::string backend_name(bool cuda) {
+  if (!cuda) return "cpu";
+  const std::vector<CudaDevice> d = list_cuda_devices();
+  return d.empty() ? "cuda" : d.front().name;
+}
+
 Result<EvalSplit> parse_eval_split(const std::string& name) {
   if (name == "test") return EvalSplit::kTest;
   if (name == "validation") return EvalSplit::kValidation;
@@ -950,16 +1192,23 @@ Result<EvalSplit> parse_eval_split(const std::string& name) {
 
 Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
                                 const std::vector<std::string>& store_dirs,
-                                const EvalOptions& options) {
+                                const EvalOptions& options, EvalRows* rows) {
   FXT_ASSIGN_OR_RETURN(std::unique_ptr<TrainState> st, load_state(checkpoint_path));
   TrainConfig& c = st->cfg;
   c.threads = options.threads;
+  FXT_ASSIGN_OR_RETURN(const bool use_cuda, resolve_cuda(options.device, c.model));
+#if FXT_HAVE_CUDA
+  if (use_cuda) st->net.use_gpu(nullptr, st->params);
+#endif
   if (!options.expect_horizons.empty() && options.expect_horizons != c.horizons) {
     return UsageError("{} was trained for horizons {}; --horizons asks for {}", checkpoint_path,
                       join_ints(c.horizons), join_ints(options.expect_horizons));
   }
   const std::vector<std::string> dirs = store_dirs.empty() ? st->stores : store_dirs;
-  FXT_ASSIGN_OR_RETURN(Dataset ds, Dataset::open(dirs, c.dataset_config()));
+  DatasetConfig dc = c.dataset_config();
+  // --split all ignores the split, so a CV fold's explicit ranges need not fit other stores.
+  if (options.split == EvalSplit::kAll) dc.split = SplitConfig{};
+  FXT_ASSIGN_OR_RETURN(Dataset ds, Dataset::open(dirs, dc));
   ds.standardise_features(st->stats);  // the training statistics, never re-measured
   const int nh = static_cast<int>(c.horizons.size());
   GlobalRange g{0, ds.total_snapshots()};
@@ -1030,18 +1279,32 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
   j["window"] = c.window;
   j["stride"] = c.stride;
   j["model_kind"] = model_kind_name(c.model);
+  j["device"] = backend_name(use_cuda);
   j["base_rates"] = st->base_rates;
   j["model"] = mm.to_json();
   j["logreg"] = lm.to_json();
   j["base_rate"] = bm.to_json();
   j["bootstrap"] = ci;
+  if (rows != nullptr) {
+    rows->horizons = c.horizons;
+    rows->base_rates = st->base_rates;
+    rows->logreg_logits = st->baseline ? std::move(base_scores) : model_scores;
+    rows->model_logits = std::move(model_scores);
+    rows->labels = std::move(labels);
+    rows->mask = std::move(mask);
+  }
   return j;
 }
 
 Status predict(const std::string& checkpoint_path, const std::string& store_dir,
-               const std::string& out_csv, int threads) {
+               const std::string& out_csv, int threads, const std::string& device) {
   FXT_ASSIGN_OR_RETURN(std::unique_ptr<TrainState> st, load_state(checkpoint_path));
   const TrainConfig& c = st->cfg;
+  FXT_ASSIGN_OR_RETURN(const bool use_cuda, resolve_cuda(device, c.model));
+#if FXT_HAVE_CUDA
+  if (use_cuda) st->net.use_gpu(nullptr, st->params);
+#endif
+  (void)use_cuda;
   FXT_ASSIGN_OR_RETURN(StoreReader store, StoreReader::open(store_dir));
   FeatureConfig fc;
   fc.stride = c.stride;

@@ -68,6 +68,10 @@ struct TrainConfig {
   model::PerceptionConfig perception;  // features and horizons are set from the data config
   int eval_batch = 64;                 // windows per forward pass when scoring
   int threads = 1;                     // CPU threads (results do not depend on it)
+  // Backend (not part of the saved config): "auto" = the CUDA backend when it is built and a GPU
+  // is present (perception model), else the CPU; "cpu"; "cuda" (an error without a GPU).
+  std::string device = "auto";
+  bool tf32 = false;  // TF32 tensor-core GEMMs on the GPU (FP32 by default)
 
   // Checks every field; the message names the flag.
   Status validate() const;
@@ -104,19 +108,39 @@ struct EvalOptions {
   int threads = 1;
   int bootstrap = 200;  // block-bootstrap replicates for confidence intervals; 0 = none
   uint64_t bootstrap_seed = 1;
+  std::string device = "auto";  // as TrainConfig::device
+};
+
+// The rows evaluate() scored, in time order, row-major [rows][H]: the model's and the logistic
+// baseline's logits (the same with --model logreg), labels and masks (0/1), and the training
+// base rate per horizon. fxt cv pools these over folds (src/train/cv.h).
+struct EvalRows {
+  std::vector<int> horizons;
+  std::vector<double> base_rates;
+  std::vector<float> model_logits, logreg_logits;
+  std::vector<uint8_t> labels, mask;
+  size_t rows() const { return horizons.empty() ? 0 : labels.size() / horizons.size(); }
 };
 
 // DESIGN §6: scores every snapshot of the chosen split (of the checkpoint's split config over
 // store_dirs; empty = the training stores) with the inference window ending at it; per-horizon
 // metrics for the model, the logistic baseline and the base-rate predictor on the same rows,
 // and block-bootstrap confidence intervals (block = the largest horizon) for model and baseline.
+// When `rows` is given it also receives the scored rows (the JSON is the same either way).
 Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
                                 const std::vector<std::string>& store_dirs,
-                                const EvalOptions& options = {});
+                                const EvalOptions& options = {}, EvalRows* rows = nullptr);
 
 // Probabilities per horizon for every snapshot of one store (inference windows), as CSV:
 // "ts_ns,p_h<h>..." written atomically to out_csv.
 Status predict(const std::string& checkpoint_path, const std::string& store_dir,
-               const std::string& out_csv, int threads = 1);
+               const std::string& out_csv, int threads = 1, const std::string& device = "auto");
+
+// The backend a run uses: true for the CUDA backend. device: "auto" (CUDA when it is built, a
+// GPU is present and the model is the perception model), "cpu" or "cuda" (an error when CUDA is
+// not built or no GPU is present, and for --model logreg, which runs on the CPU only).
+Result<bool> resolve_cuda(const std::string& device, ModelKind model);
+// The name of the backend for run records: "cpu" or the GPU's name.
+std::string backend_name(bool cuda);
 
 }  // namespace fxt

@@ -1,7 +1,8 @@
 // The perception model end to end as a user runs it (issue 3): on the real ES MBO store (train a
 // few steps with both CfC time modes, evaluate, predict every snapshot) and through
 // `fxt quickstart` on the synthetic market, where the trained model must beat the base rate and
-// match the logistic baseline at the two shortest horizons.
+// match the logistic baseline at the two shortest horizons, and the pipeline must end in the
+// backtests and the HTML report.
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -122,6 +123,21 @@ TEST(ModelEndToEnd, QuickstartModelBeatsTheBaselines) {
     const double model = ev["model"]["horizons"][i]["auc"].get<double>();
     const double logreg = ev["logreg"]["horizons"][i]["auc"].get<double>();
     EXPECT_GE(model, logreg) << "horizon " << ev["horizons"][i] << "\n" << q.output;
+  }
+  // The rest of the pipeline: predictions of the unseen session, both backtests (mm under three
+  // queue models) and the self-contained report with their charts and tables.
+  EXPECT_NE(q.output.find("report: " + dir + "/report.html"), std::string::npos) << q.output;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/backtest-signal/stats.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/backtest-mm/power-2/equity.csv"));
+  auto report = read_file(dir + "/report.html");
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->find("http://"), std::string::npos);
+  EXPECT_EQ(report->find("https://"), std::string::npos);
+  for (const char* id :
+       {"comparison", "sec1-loss", "sec1-val-auc", "sec1-sigma", "sec1-lambda", "sec2-metrics",
+        "sec2-lift", "sec2-auc", "sec2-reliability-h30", "sec2-reliability-h6000", "sec3-equity",
+        "sec3-fills", "sec3-stats", "sec4-equity", "sec4-drawdown", "sec4-position", "sec4-band"}) {
+    EXPECT_NE(report->find(std::string("id=\"") + id + "\""), std::string::npos) << id;
   }
 }
 

@@ -116,7 +116,7 @@ TEST_F(TrainerTest, WritesMetricsCheckpointsAndRunJson) {
     EXPECT_EQ(j["controller"]["lambda"].size(), 2u);
   }
   const auto run_json = nlohmann::json::parse(bytes(run + "/run.json"));
-  EXPECT_EQ(run_json["device"], "cpu");
+  EXPECT_EQ(run_json["device"], backend_name(*resolve_cuda("auto", ModelKind::kPerception)));
   EXPECT_TRUE(run_json.contains("git_revision"));
   EXPECT_EQ(run_json["config"], small_config().to_json());
 

@@ -1,0 +1,804 @@
+// CfC recurrence (fused K-loop) and the gated residual heads on the GPU; see cfc_heads.h and
+// docs/GPU.md ("CfC and heads on the GPU").
+#include "gpu/cfc_heads.h"
+
+namespace fxt::gpu {
+
+namespace {
+
+constexpr double kTauMin = 0.1;  // model::kCfcTauMin
+
+// ---- scalar helpers (the CPU reference's float formulas) ---------------------------------------
+
+__device__ __forceinline__ float softplus_f(float x) {
+  return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));
+}
+__device__ __forceinline__ float sigmoid_f(float x) {
+  if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+  const float e = expf(x);
+  return e / (1.0f + e);
+}
+__device__ __forceinline__ float gelu_f(float x) {
+  return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
+}
+__device__ __forceinline__ float gelu_grad_f(float x) {
+  const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752440f));
+  const float pdf = 0.39894228040143267794f * expf(-0.5f * x * x);
+  return cdf + x * pdf;
+}
+
+size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+constexpr size_t kAlignFloats = 64;  // 256 bytes between carved arrays
+
+int grid_for(size_t n, int threads) {
+  const size_t g = (n + threads - 1) / threads;
+  return static_cast<int>(g < 1 ? 1 : (g > 8192 ? 8192 : g));
+}
+
+// ================================================================================================
+// CfC recurrence kernels
+// ================================================================================================
+//
+// Fast path (D <= 128): one block per sequence, Q = ceil(D / 32) in {1, 2, 4} lanes per channel.
+// Thread t = i*Q + q owns channel i and the 32-wide slice q of W_rec's row i (forward) or column
+// i (backward) in registers: W_rec never leaves the register file during the K steps. A step is
+// a 32-term dot product against the state vector in shared memory (float4 broadcast loads), a
+// butterfly over the Q lanes of the channel (all Q lanes end with the identical sum), the
+// elementwise cell update and one __syncthreads; the state vector is double-buffered so one
+// barrier per step suffices. The per-position inputs (W_in h + b forward; d_s, tanh, s_prev
+// backward) are staged into shared memory CH steps at a time: each chunk is loaded into
+// registers one chunk ahead and stored to shared memory at the chunk boundary, so no step waits
+// on global memory.
+//
+// State vector layout in shared memory: slice q occupies [q*kPad, q*kPad + 32) with kPad = 36,
+// so the Q distinct float4 addresses of one load land on distinct banks.
+constexpr int kSlice = 32;
+constexpr int kPad = kSlice + 4;
+__device__ __forceinline__ int pad_index(int j) { return (j / kSlice) * kPad + (j % kSlice); }
+
+// Stages NA per-position arrays [K, D] of one sequence (plus dt [K]) CH steps per chunk through
+// registers into a double-buffered shared-memory ring. Chunk ch lives in buffer ch & 1.
+template <int NA, int CH, int PER>
+struct Stager {
+  float r[NA][PER];
+  float dtr;
+
+  // Registers <- chunk ch of every array (zeros outside [0, K)). src[a] points at [K, D] of this
+  // sequence, dt_seq at [K] or nullptr.
+  __device__ __forceinline__ void load(const float* const (&src)[NA], const float* dt_seq, int ch,
+                                       int K, int D) {
+    const int k0 = ch * CH;
+    const bool in_range = ch >= 0 && k0 < K;
+#pragma unroll
+    for (int p = 0; p < PER; ++p) {
+      const int idx = threadIdx.x + p * blockDim.x;
+      const int kk = idx / D;
+      const bool ok = in_range && idx < CH * D && k0 + kk < K;
+      const size_t at = static_cast<size_t>(k0 + kk) * D + (idx - kk * D);
+#pragma unroll
+      for (int a = 0; a < NA; ++a) r[a][p] = ok ? src[a][at] : 0.0f;
+    }
+    const int t = threadIdx.x;
+    dtr = (dt_seq != nullptr && in_range && t < CH && k0 + t < K) ? dt_seq[k0 + t] : 0.0f;
+  }
+  // Shared buffer buf <- registers. xs: [2][NA][CH * Dmax], dts: [2][CH].
+  __device__ __forceinline__ void store(float* xs, float* dts, int buf, int D, int dmax) {
+#pragma unroll
+    for (int p = 0; p < PER; ++p) {
+      const int idx = threadIdx.x + p * blockDim.x;
+      if (idx < CH * D) {
+#pragma unroll
+        for (int a = 0; a < NA; ++a) xs[(buf * NA + a) * CH * dmax + idx] = r[a][p];
+      }
+    }
+    if (threadIdx.x < CH) dts[buf * CH + threadIdx.x] = dtr;
+  }
+};
+
+constexpr int kFwdChunk = 16;
+constexpr int kBwdChunk = 8;
+
+// Forward: grid B, block round_up(D*Q, 32). Reads xin = W_in h + b; writes act, s_prev, out.
+template <int Q>
+__global__ void __launch_bounds__(kSlice * Q * Q, Q == 4 ? 2 : 1)
+    cfc_forward_kernel(const float* __restrict__ w_rec, const float* __restrict__ tau_raw,
+                       const float* __restrict__ xin, const float* __restrict__ c0,
+                       const float* __restrict__ dt, float dt_const, int K, int D,
+                       float* __restrict__ act, float* __restrict__ s_prev,
+                       float* __restrict__ out) {
+  constexpr int kDmax = kSlice * Q;
+  constexpr int kPer = kFwdChunk / Q;  // blockDim >= D*Q, so kPer*blockDim >= kFwdChunk*D
+  __shared__ __align__(16) float sbuf[2][Q * kPad];
+  __shared__ float xs[2 * kFwdChunk * kDmax];
+  __shared__ float dts[2 * kFwdChunk];
+
+  const int b = blockIdx.x, t = threadIdx.x;
+  const int q = t % Q, i = t / Q;
+  const bool active = i < D;
+  const size_t seq_base = static_cast<size_t>(b) * K * D;
+  const float* dt_seq = dt != nullptr ? dt + static_cast<size_t>(b) * K : nullptr;
+
+  // Row i of W_rec, columns [q*32, q*32 + 32); zero outside D.
+  float w[kSlice];
+#pragma unroll
+  for (int jj = 0; jj < kSlice; ++jj) {
+    const int j = q * kSlice + jj;
+    w[jj] = (active && j < D) ? w_rec[static_cast<size_t>(i) * D + j] : 0.0f;
+  }
+  float tau = 1.0f, decay_c = 0.0f, s = 0.0f;
+  if (active) {
+    tau = softplus_f(tau_raw[i]) + static_cast<float>(kTauMin);
+    decay_c = expf(-dt_const / tau);
+    s = c0[static_cast<size_t>(b) * D + i];
+  }
+
+  // Both state buffers start at zero (entries >= D stay zero: W is zero there too, but an
+  // uninitialised NaN times zero would not be), then buffer 0 <- c.
+  for (int x = t; x < 2 * Q * kPad; x += blockDim.x) (&sbuf[0][0])[x] = 0.0f;
+  __syncthreads();
+  if (active && q == 0) sbuf[0][pad_index(i)] = s;
+
+  Stager<1, kFwdChunk, kPer> st;
+  const float* src[1] = {xin + seq_base};
+  st.load(src, dt_seq, 0, K, D);
+  st.store(xs, dts, 0, D, kDmax);
+  st.load(src, dt_seq, 1, K, D);
+  __syncthreads();
+
+  for (int k = 0; k < K; ++k) {
+    const int ch = k / kFwdChunk, kk = k - ch * kFwdChunk, buf = ch & 1;
+    const float x_k = active ? xs[buf * kFwdChunk * kDmax + kk * D + i] : 0.0f;
+    const float dt_k = dts[buf * kFwdChunk + kk];
+
+    // W_rec s_{k-1}: this lane's 32 terms, then the butterfly over the Q lanes of channel i.
+    const float4* sv = reinterpret_cast<const float4*>(&sbuf[k & 1][q * kPad]);
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+#pragma unroll
+    for (int v = 0; v < kSlice / 4; ++v) {
+      const float4 s4 = sv[v];
+      a0 = fmaf(w[4 * v + 0], s4.x, a0);
+      a1 = fmaf(w[4 * v + 1], s4.y, a1);
+      a2 = fmaf(w[4 * v + 2], s4.z, a2);
+      a3 = fmaf(w[4 * v + 3], s4.w, a3);
+    }
+    float acc = (a0 + a1) + (a2 + a3);
+#pragma unroll
+    for (int off = Q / 2; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+
+    const float pre = x_k + acc;
+    const float a = tanhf(pre);
+    const float e = dt != nullptr ? expf(-dt_k / tau) : decay_c;
+    const float s_new = e * s + (1.0f - e) * a;
+    if (active) {
+      const size_t r = seq_base + static_cast<size_t>(k) * D + i;
+      // The Q lanes hold identical values; spread the three stores over them.
+      if (q == 0) {
+        out[r] = s_new;
+        sbuf[(k + 1) & 1][pad_index(i)] = s_new;
+      }
+      if (q == 1 % Q) act[r] = a;
+      if (q == 2 % Q) s_prev[r] = s;
+    }
+    s = s_new;
+    if (kk == kFwdChunk - 1) {  // chunk boundary: registers -> the other buffer, fetch the next
+      st.store(xs, dts, buf ^ 1, D, kDmax);
+      st.load(src, dt_seq, ch + 2, K, D);
+    }
+    __syncthreads();
+  }
+}
+
+// Backward: grid B, block round_up(D*Q, 32). Thread (c, q) owns channel c and rows
+// [q*32, q*32 + 32) of column c of W_rec. Per step k (descending), with carry = dL/ds_k from
+// step k+1:  g = d_s_k + carry;  d_pre = g (1 - e)(1 - tanh^2);  dtau += g (s_{k-1} - tanh) e dt
+// / tau^2;  carry = g e + (W_rec^T d_pre)_c. Writes d_pre, the per-sequence partials d_tau and
+// d_bias, and adds the final carry (dL/dc) into d_c.
+template <int Q>
+__global__ void __launch_bounds__(kSlice * Q * Q, Q == 4 ? 2 : 1)
+    cfc_backward_kernel(const float* __restrict__ w_rec, const float* __restrict__ tau_raw,
+                        const float* __restrict__ d_s, const float* __restrict__ act,
+                        const float* __restrict__ s_prev, const float* __restrict__ dt,
+                        float dt_const, int K, int D, float* __restrict__ d_pre,
+                        float* __restrict__ d_tau, float* __restrict__ d_bias,
+                        float* __restrict__ d_c) {
+  constexpr int kDmax = kSlice * Q;
+  constexpr int kPer = kBwdChunk / Q > 0 ? kBwdChunk / Q : 1;
+  constexpr int kNa = 3;  // d_s, act, s_prev
+  __shared__ __align__(16) float dbuf[2][Q * kPad];
+  __shared__ float xs[2 * kNa * kBwdChunk * kDmax];
+  __shared__ float dts[2 * kBwdChunk];
+
+  const int b = blockIdx.x, t = threadIdx.x;
+  const int q = t % Q, c = t / Q;
+  const bool active = c < D;
+  const size_t seq_base = static_cast<size_t>(b) * K * D;
+  const float* dt_seq = dt != nullptr ? dt + static_cast<size_t>(b) * K : nullptr;
+
+  // Column c of W_rec, rows [q*32, q*32 + 32); zero outside D.
+  float w[kSlice];
+#pragma unroll
+  for (int ii = 0; ii < kSlice; ++ii) {
+    const int i = q * kSlice + ii;
+    w[ii] = (active && i < D) ? w_rec[static_cast<size_t>(i) * D + c] : 0.0f;
+  }
+  float tau = 1.0f, decay_c = 0.0f;
+  if (active) {
+    tau = softplus_f(tau_raw[c]) + static_cast<float>(kTauMin);
+    decay_c = expf(-dt_const / tau);
+  }
+  const float inv_tau2 = 1.0f / (tau * tau);
+
+  for (int x = t; x < 2 * Q * kPad; x += blockDim.x) (&dbuf[0][0])[x] = 0.0f;
+
+  Stager<kNa, kBwdChunk, kPer> st;
+  const float* src[kNa] = {d_s + seq_base, act + seq_base, s_prev + seq_base};
+  const int last = (K - 1) / kBwdChunk;
+  st.load(src, dt_seq, last, K, D);
+  st.store(xs, dts, last & 1, D, kDmax);
+  st.load(src, dt_seq, last - 1, K, D);
+  __syncthreads();
+
+  float carry = 0.0f, dtau_acc = 0.0f, dbias_acc = 0.0f;
+  for (int k = K - 1; k >= 0; --k) {
+    const int ch = k / kBwdChunk, kk = k - ch * kBwdChunk, buf = ch & 1;
+    const float* xb = xs + buf * kNa * kBwdChunk * kDmax + kk * D;
+    float ge = 0.0f;
+    if (active) {
+      const float ds_k = xb[c];
+      const float th = xb[kBwdChunk * kDmax + c];
+      const float sp = xb[2 * kBwdChunk * kDmax + c];
+      const float dt_k = dt != nullptr ? dts[buf * kBwdChunk + kk] : dt_const;
+      const float e = dt != nullptr ? expf(-dt_k / tau) : decay_c;
+      const float g = ds_k + carry;
+      const float dp = g * (1.0f - e) * (1.0f - th * th);
+      dtau_acc += g * (sp - th) * e * dt_k * inv_tau2;
+      dbias_acc += dp;
+      ge = g * e;
+      if (q == 0) {
+        d_pre[seq_base + static_cast<size_t>(k) * D + c] = dp;
+        dbuf[k & 1][pad_index(c)] = dp;
+      }
+    }
+    if (kk == 0) {  // chunk boundary (descending): registers -> the other buffer, fetch the next
+      st.store(xs, dts, buf ^ 1, D, kDmax);
+      st.load(src, dt_seq, ch - 2, K, D);
+    }
+    __syncthreads();
+
+    // (W_rec^T d_pre)_c over this lane's 32 rows, then the butterfly over the Q lanes.
+    const float4* dv = reinterpret_cast<const float4*>(&dbuf[k & 1][q * kPad]);
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+#pragma unroll
+    for (int v = 0; v < kSlice / 4; ++v) {
+      const float4 d4 = dv[v];
+      a0 = fmaf(w[4 * v + 0], d4.x, a0);
+      a1 = fmaf(w[4 * v + 1], d4.y, a1);
+      a2 = fmaf(w[4 * v + 2], d4.z, a2);
+      a3 = fmaf(w[4 * v + 3], d4.w, a3);
+    }
+    float acc = (a0 + a1) + (a2 + a3);
+#pragma unroll
+    for (int off = Q / 2; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+    carry = ge + acc;
+  }
+  if (active && q == 0) {
+    const size_t r = static_cast<size_t>(b) * D + c;
+    d_tau[r] = dtau_acc;
+    d_bias[r] = dbias_acc;
+    if (d_c != nullptr) d_c[r] += carry;
+  }
+}
+
+// Generic path (D > 128): the same recurrence with W_rec read through the read-only cache and
+// each thread looping over channels c = t, t + blockDim, ... Grid B, block kGenericThreads.
+// Shared memory: the state (or d_pre) vector, double-buffered, 2*D floats (dynamic).
+constexpr int kGenericThreads = 256;
+
+__global__ void __launch_bounds__(kGenericThreads)
+    cfc_forward_generic_kernel(const float* __restrict__ w_rec, const float* __restrict__ tau_raw,
+                               const float* __restrict__ xin, const float* __restrict__ c0,
+                               const float* __restrict__ dt, float dt_const, int K, int D,
+                               float* __restrict__ act, float* __restrict__ s_prev,
+                               float* __restrict__ out) {
+  extern __shared__ float sv[];  // [2][D]
+  const int b = blockIdx.x;
+  const size_t seq_base = static_cast<size_t>(b) * K * D;
+  for (int i = threadIdx.x; i < D; i += blockDim.x) sv[i] = c0[static_cast<size_t>(b) * D + i];
+  __syncthreads();
+  for (int k = 0; k < K; ++k) {
+    const float* cur = sv + (k & 1) * D;
+    float* nxt = sv + ((k + 1) & 1) * D;
+    const float dt_k = dt != nullptr ? dt[static_cast<size_t>(b) * K + k] : dt_const;
+    for (int i = threadIdx.x; i < D; i += blockDim.x) {
+      const float* wr = w_rec + static_cast<size_t>(i) * D;
+      float acc = 0.0f;
+      for (int j = 0; j < D; ++j) acc = fmaf(__ldg(wr + j), cur[j], acc);
+      const size_t r = seq_base + static_cast<size_t>(k) * D + i;
+      const float tau = softplus_f(tau_raw[i]) + static_cast<float>(kTauMin);
+      const float e = expf(-dt_k / tau);
+      const float a = tanhf(xin[r] + acc);
+      const float s = cur[i];
+      const float s_new = e * s + (1.0f - e) * a;
+      act[r] = a;
+      s_prev[r] = s;
+      out[r] = s_new;
+      nxt[i] = s_new;
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void __launch_bounds__(kGenericThreads)
+    cfc_backward_generic_kernel(const float* __restrict__ w_rec,
+                                const float* __restrict__ tau_raw, const float* __restrict__ d_s,
+                                const float* __restrict__ act, const float* __restrict__ s_prev,
+                                const float* __restrict__ dt, float dt_const, int K, int D,
+                                float* __restrict__ d_pre, float* __restrict__ d_tau,
+                                float* __restrict__ d_bias, float* __restrict__ d_c) {
+  extern __shared__ float sm[];  // dp [2][D], then carry [D]
+  float* dp_buf = sm;
+  float* carry = sm + 2 * D;
+  const int b = blockIdx.x;
+  const size_t seq_base = static_cast<size_t>(b) * K * D;
+  const size_t vec_base = static_cast<size_t>(b) * D;
+  for (int c = threadIdx.x; c < D; c += blockDim.x) {
+    carry[c] = 0.0f;
+    d_tau[vec_base + c] = 0.0f;
+    d_bias[vec_base + c] = 0.0f;
+  }
+  __syncthreads();
+  for (int k = K - 1; k >= 0; --k) {
+    float* dpk = dp_buf + (k & 1) * D;
+    const float dt_k = dt != nullptr ? dt[static_cast<size_t>(b) * K + k] : dt_const;
+    // Elementwise part; carry[c] <- g e (the matvec below adds W_rec^T d_pre). Only thread c
+    // touches carry[c], d_tau[c], d_bias[c] here.
+    for (int c = threadIdx.x; c < D; c += blockDim.x) {
+      const size_t r = seq_base + static_cast<size_t>(k) * D + c;
+      const float tau = softplus_f(tau_raw[c]) + static_cast<float>(kTauMin);
+      const float e = expf(-dt_k / tau);
+      const float th = act[r];
+      const float g = d_s[r] + carry[c];
+      const float dp = g * (1.0f - e) * (1.0f - th * th);
+      d_tau[vec_base + c] += g * (s_prev[r] - th) * e * dt_k * (1.0f / (tau * tau));
+      d_bias[vec_base + c] += dp;
+      d_pre[r] = dp;
+      dpk[c] = dp;
+      carry[c] = g * e;
+    }
+    __syncthreads();
+    for (int c = threadIdx.x; c < D; c += blockDim.x) {
+      float acc = 0.0f;
+      for (int i = 0; i < D; ++i) acc = fmaf(__ldg(w_rec + static_cast<size_t>(i) * D + c), dpk[i], acc);
+      carry[c] += acc;
+    }
+    __syncthreads();
+  }
+  if (d_c != nullptr) {
+    for (int c = threadIdx.x; c < D; c += blockDim.x) d_c[vec_base + c] += carry[c];
+  }
+}
+
+// grads[bias + c] += sum_b d_bias[b, c];  grads[tau_raw + c] += sigmoid(tau_raw[c]) sum_b
+// d_tau[b, c], both summed over b in ascending order. Grid ceil(D / 128), block 128.
+__global__ void cfc_reduce_vectors_kernel(const float* __restrict__ d_tau,
+                                          const float* __restrict__ d_bias,
+                                          const float* __restrict__ tau_raw, int B, int D,
+                                          float* __restrict__ g_bias, float* __restrict__ g_tau) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= D) return;
+  float st = 0.0f, sb = 0.0f;
+  for (int b = 0; b < B; ++b) {
+    st += d_tau[static_cast<size_t>(b) * D + c];
+    sb += d_bias[static_cast<size_t>(b) * D + c];
+  }
+  g_bias[c] += sb;
+  g_tau[c] += st * sigmoid_f(tau_raw[c]);
+}
+
+constexpr int kFastMaxD = 4 * kSlice;  // 128
+
+int lanes_per_channel(int D) { return D <= kSlice ? 1 : (D <= 2 * kSlice ? 2 : 4); }
+int fast_threads(int D) {
+  const int n = D * lanes_per_channel(D);
+  return (n + 31) / 32 * 32;
+}
+
+// ================================================================================================
+// Head kernels
+// ================================================================================================
+
+// z1[h, r, j] += b1[h][j] (in place) and a1 = GELU(z1). Grid-stride over H*R*mid.
+__global__ void heads_bias_gelu_kernel(const float* __restrict__ params, long long size,
+                                       long long off_b1, int R, int H, int mid,
+                                       float* __restrict__ z1, float* __restrict__ a1) {
+  const size_t n = static_cast<size_t>(H) * R * mid;
+  const size_t per_head = static_cast<size_t>(R) * mid;
+  for (size_t x = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; x < n;
+       x += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const int h = static_cast<int>(x / per_head);
+    const int j = static_cast<int>(x % mid);
+    const float z = z1[x] + params[h * size + off_b1 + j];
+    z1[x] = z;
+    a1[x] = gelu_f(z);
+  }
+}
+
+// Sum over a warp by a butterfly: every lane ends with the identical value (each level adds the
+// same two operands in either order), so the result is deterministic and lane-independent.
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+constexpr int kWarpsPerBlock = 8;
+
+// One warp per (h, r), lanes over j < mid: z2 += b2 (in place), g = w_g.z2 + b_g,
+// m = w_m.z2 + b_m, logits[r, h] (= skip without b_s, from the skip GEMM) += b_s + sigmoid(g) m.
+// Grid ceil(H*R / 8), block 256.
+__global__ void __launch_bounds__(32 * kWarpsPerBlock)
+    heads_output_kernel(const float* __restrict__ params, HeadOffsets o, int R, int H, int mid,
+                        float* __restrict__ z2, float* __restrict__ logits) {
+  const long long w = blockIdx.x * static_cast<long long>(kWarpsPerBlock) + threadIdx.x / 32;
+  if (w >= static_cast<long long>(H) * R) return;  // whole warps exit together
+  const int lane = threadIdx.x % 32;
+  const int h = static_cast<int>(w / R), r = static_cast<int>(w % R);
+  const float* p = params + h * o.size;
+  float* z2r = z2 + (static_cast<size_t>(h) * R + r) * mid;
+  float g = 0.0f, m = 0.0f;
+  for (int j = lane; j < mid; j += 32) {
+    const float z = z2r[j] + p[o.b2 + j];
+    z2r[j] = z;
+    g = fmaf(p[o.wg + j], z, g);
+    m = fmaf(p[o.wm + j], z, m);
+  }
+  g = warp_sum(g) + p[o.bg];
+  m = warp_sum(m) + p[o.bm];
+  if (lane == 0) {
+    float* lo = logits + static_cast<size_t>(r) * H + h;
+    *lo = (*lo + p[o.bs]) + sigmoid_f(g) * m;
+  }
+}
+
+// Column layout of the backward scratch matrix U [R, ldu] (per row r):
+//   [0, H*mid)                dz1 of head h at h*mid   (first da1, then scaled by GELU')
+//   [H*mid, H*mid + H)        dl = dlogits[r, h]        (dL/dskip)
+//   [c_dz2, c_dz2 + H*mid)    dz2 of head h at c_dz2 + h*mid
+//   [c_dgm, c_dgm + 2H)       dg, dm of head h at c_dgm + 2h, + 2h + 1
+// so that [dz1 | dl] is the left operand of the single ds GEMM, and one product
+// ones[1, R] U[:, :used] gives every bias gradient.
+struct HeadBwdLayout {
+  int c_dl, c_dz2, c_dgm, used, ldu;
+  size_t u, a1, v, sums, ones, total;  // float offsets into scratch
+};
+HeadBwdLayout head_bwd_layout(const HeadDims& d) {
+  HeadBwdLayout l;
+  l.c_dl = d.heads * d.mid;
+  l.c_dz2 = l.c_dl + d.heads;
+  l.c_dgm = l.c_dz2 + d.heads * d.mid;
+  l.used = l.c_dgm + 2 * d.heads;
+  l.ldu = static_cast<int>(round_up(static_cast<size_t>(l.used), 32));
+  size_t at = 0;
+  l.u = at, at += round_up(static_cast<size_t>(d.rows) * l.ldu, kAlignFloats);
+  l.a1 = at, at += round_up(static_cast<size_t>(d.heads) * d.rows * d.mid, kAlignFloats);
+  l.v = at, at += round_up(static_cast<size_t>(d.heads) * (d.mid + 1) * d.d, kAlignFloats);
+  l.sums = at, at += round_up(static_cast<size_t>(l.used), kAlignFloats);
+  l.ones = at, at += round_up(static_cast<size_t>(d.rows), kAlignFloats);
+  l.total = at;
+  return l;
+}
+
+// One warp per (h, r): recompute g, m from the saved z2, then dskip = dl, dm = dl sigmoid(g),
+// dg = dl sigmoid'(g) m, dz2 = dg w_g + dm w_m; also a1 = GELU(z1) for the W2 gradient.
+// Grid ceil(H*R / 8), block 256.
+__global__ void __launch_bounds__(32 * kWarpsPerBlock)
+    heads_output_backward_kernel(const float* __restrict__ params, HeadOffsets o, int R, int H,
+                                 int mid, const float* __restrict__ z1,
+                                 const float* __restrict__ z2, const float* __restrict__ dlogits,
+                                 HeadBwdLayout l, float* __restrict__ u, float* __restrict__ a1) {
+  const long long w = blockIdx.x * static_cast<long long>(kWarpsPerBlock) + threadIdx.x / 32;
+  if (w >= static_cast<long long>(H) * R) return;
+  const int lane = threadIdx.x % 32;
+  const int h = static_cast<int>(w / R), r = static_cast<int>(w % R);
+  const float* p = params + h * o.size;
+  const size_t zrow = (static_cast<size_t>(h) * R + r) * mid;
+  float g = 0.0f, m = 0.0f;
+  for (int j = lane; j < mid; j += 32) {
+    const float z = z2[zrow + j];
+    g = fmaf(p[o.wg + j], z, g);
+    m = fmaf(p[o.wm + j], z, m);
+    a1[zrow + j] = gelu_f(z1[zrow + j]);
+  }
+  g = warp_sum(g) + p[o.bg];
+  m = warp_sum(m) + p[o.bm];
+  const float sg = sigmoid_f(g);
+  const float dl = dlogits[static_cast<size_t>(r) * H + h];
+  const float dm = dl * sg;
+  const float dg = dl * sg * (1.0f - sg) * m;
+  float* ur = u + static_cast<size_t>(r) * l.ldu;
+  for (int j = lane; j < mid; j += 32) ur[l.c_dz2 + h * mid + j] = dg * p[o.wg + j] + dm * p[o.wm + j];
+  if (lane == 0) {
+    ur[l.c_dl + h] = dl;
+    ur[l.c_dgm + 2 * h] = dg;
+    ur[l.c_dgm + 2 * h + 1] = dm;
+  }
+}
+
+// U[r, h*mid + j] (= da1) *= GELU'(z1[h, r, j]). Grid-stride over R*H*mid.
+__global__ void heads_gelu_backward_kernel(const float* __restrict__ z1, int R, int H, int mid,
+                                           int ldu, float* __restrict__ u) {
+  const int hm = H * mid;
+  const size_t n = static_cast<size_t>(R) * hm;
+  for (size_t x = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; x < n;
+       x += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const int r = static_cast<int>(x / hm);
+    const int hj = static_cast<int>(x % hm);
+    const int h = hj / mid, j = hj % mid;
+    u[static_cast<size_t>(r) * ldu + hj] *= gelu_grad_f(z1[(static_cast<size_t>(h) * R + r) * mid + j]);
+  }
+}
+
+// V [H*(mid+1), D]: row h*mid + j = lambda_h W1[h][j, :], row H*mid + h = lambda_h w_s[h], so
+// that ds += [dz1 | dl] V is the whole trunk gradient of all heads in one GEMM.
+__global__ void heads_build_v_kernel(const float* __restrict__ params, HeadOffsets o, int H,
+                                     int mid, int D, const float* __restrict__ trunk_scale,
+                                     float* __restrict__ v) {
+  const size_t n = static_cast<size_t>(H) * (mid + 1) * D;
+  for (size_t x = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; x < n;
+       x += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const int row = static_cast<int>(x / D), col = static_cast<int>(x % D);
+    int h;
+    const float* src;
+    if (row < H * mid) {
+      h = row / mid;
+      src = params + h * o.size + o.w1 + static_cast<size_t>(row % mid) * D;
+    } else {
+      h = row - H * mid;
+      src = params + h * o.size + o.ws;
+    }
+    const float lambda = trunk_scale != nullptr ? trunk_scale[h] : 1.0f;
+    v[x] = lambda * src[col];
+  }
+}
+
+// dparams[h]: b1 += sums[h*mid + j], b2 += sums[c_dz2 + h*mid + j], b_s += sums[c_dl + h],
+// b_g += sums[c_dgm + 2h], b_m += sums[c_dgm + 2h + 1]. Grid-stride over H*(2*mid + 3).
+__global__ void heads_scatter_biases_kernel(const float* __restrict__ sums, HeadOffsets o, int H,
+                                            int mid, HeadBwdLayout l, float* __restrict__ dparams) {
+  const int per = 2 * mid + 3;
+  const int n = H * per;
+  for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < n; x += gridDim.x * blockDim.x) {
+    const int h = x / per, k = x % per;
+    float* dp = dparams + h * o.size;
+    if (k < mid) {
+      dp[o.b1 + k] += sums[h * mid + k];
+    } else if (k < 2 * mid) {
+      dp[o.b2 + (k - mid)] += sums[l.c_dz2 + h * mid + (k - mid)];
+    } else if (k == 2 * mid) {
+      dp[o.bg] += sums[l.c_dgm + 2 * h];
+    } else if (k == 2 * mid + 1) {
+      dp[o.bm] += sums[l.c_dgm + 2 * h + 1];
+    } else {
+      dp[o.bs] += sums[l.c_dl + h];
+    }
+  }
+}
+
+}  // namespace
+
+// ================================================================================================
+// CfC host side
+// ================================================================================================
+
+size_t cfc_workspace_floats(const CfcDims& dims) {
+  const size_t n = static_cast<size_t>(dims.batch) * dims.seq_len * dims.hidden;
+  const size_t v = static_cast<size_t>(dims.batch) * dims.hidden;
+  return 5 * round_up(n, kAlignFloats) + 2 * round_up(v, kAlignFloats);
+}
+
+CfcWorkspace cfc_workspace_carve(const CfcDims& dims, float* base) {
+  const size_t n = round_up(static_cast<size_t>(dims.batch) * dims.seq_len * dims.hidden,
+                            kAlignFloats);
+  const size_t v = round_up(static_cast<size_t>(dims.batch) * dims.hidden, kAlignFloats);
+  CfcWorkspace ws;
+  ws.xin = base;
+  ws.act = base + n;
+  ws.s_prev = base + 2 * n;
+  ws.out = base + 3 * n;
+  ws.d_pre = base + 4 * n;
+  ws.d_tau = base + 5 * n;
+  ws.d_bias = base + 5 * n + v;
+  return ws;
+}
+
+void cfc_forward(const Context& ctx, const CfcDims& dims, const CfcOffsets& o, const float* params,
+                 const float* h, const float* c, const float* dt, float dt_const,
+                 const CfcWorkspace& ws) {
+  const int B = dims.batch, K = dims.seq_len, D = dims.hidden, in = dims.in_dim;
+  if (B <= 0 || K <= 0) return;
+  // xin = h W_in^T + b over all B*K rows (one broadcast + one GEMM).
+  linear_forward(ctx, h, params + o.w_in, params + o.bias, ws.xin, B * K, in, D);
+  const float* w_rec = params + o.w_rec;
+  const float* tau_raw = params + o.tau_raw;
+  if (D <= kFastMaxD) {
+    const int threads = fast_threads(D);
+    switch (lanes_per_channel(D)) {
+      case 1:
+        cfc_forward_kernel<1><<<B, threads, 0, ctx.stream()>>>(w_rec, tau_raw, ws.xin, c, dt,
+                                                               dt_const, K, D, ws.act, ws.s_prev,
+                                                               ws.out);
+        break;
+      case 2:
+        cfc_forward_kernel<2><<<B, threads, 0, ctx.stream()>>>(w_rec, tau_raw, ws.xin, c, dt,
+                                                               dt_const, K, D, ws.act, ws.s_prev,
+                                                               ws.out);
+        break;
+      default:
+        cfc_forward_kernel<4><<<B, threads, 0, ctx.stream()>>>(w_rec, tau_raw, ws.xin, c, dt,
+                                                               dt_const, K, D, ws.act, ws.s_prev,
+                                                               ws.out);
+        break;
+    }
+  } else {
+    const size_t smem = 2 * static_cast<size_t>(D) * sizeof(float);
+    cfc_forward_generic_kernel<<<B, kGenericThreads, smem, ctx.stream()>>>(
+        w_rec, tau_raw, ws.xin, c, dt, dt_const, K, D, ws.act, ws.s_prev, ws.out);
+  }
+  FXT_CUDA_LAUNCH_CHECK();
+}
+
+void cfc_backward(const Context& ctx, const CfcDims& dims, const CfcOffsets& o, const float* params,
+                  const float* h, const float* dt, float dt_const, const float* d_s,
+                  const CfcWorkspace& ws, float* grads, float* d_h, float* d_c) {
+  const int B = dims.batch, K = dims.seq_len, D = dims.hidden, in = dims.in_dim;
+  if (B <= 0 || K <= 0) return;
+  const float* w_rec = params + o.w_rec;
+  const float* tau_raw = params + o.tau_raw;
+  if (D <= kFastMaxD) {
+    const int threads = fast_threads(D);
+    switch (lanes_per_channel(D)) {
+      case 1:
+        cfc_backward_kernel<1><<<B, threads, 0, ctx.stream()>>>(
+            w_rec, tau_raw, d_s, ws.act, ws.s_prev, dt, dt_const, K, D, ws.d_pre, ws.d_tau,
+            ws.d_bias, d_c);
+        break;
+      case 2:
+        cfc_backward_kernel<2><<<B, threads, 0, ctx.stream()>>>(
+            w_rec, tau_raw, d_s, ws.act, ws.s_prev, dt, dt_const, K, D, ws.d_pre, ws.d_tau,
+            ws.d_bias, d_c);
+        break;
+      default:
+        cfc_backward_kernel<4><<<B, threads, 0, ctx.stream()>>>(
+            w_rec, tau_raw, d_s, ws.act, ws.s_prev, dt, dt_const, K, D, ws.d_pre, ws.d_tau,
+            ws.d_bias, d_c);
+        break;
+    }
+  } else {
+    const size_t smem = 3 * static_cast<size_t>(D) * sizeof(float);
+    cfc_backward_generic_kernel<<<B, kGenericThreads, smem, ctx.stream()>>>(
+        w_rec, tau_raw, d_s, ws.act, ws.s_prev, dt, dt_const, K, D, ws.d_pre, ws.d_tau,
+        ws.d_bias, d_c);
+  }
+  FXT_CUDA_LAUNCH_CHECK();
+
+  cfc_reduce_vectors_kernel<<<(D + 127) / 128, 128, 0, ctx.stream()>>>(
+      ws.d_tau, ws.d_bias, tau_raw, B, D, grads + o.bias, grads + o.tau_raw);
+  FXT_CUDA_LAUNCH_CHECK();
+
+  const int rows = B * K;
+  // dW_rec += d_pre^T s_prev; dW_in += d_pre^T h; d_h += d_pre W_in (all rows at once).
+  gemm(ctx, true, false, D, D, rows, 1.0f, ws.d_pre, D, ws.s_prev, D, 1.0f, grads + o.w_rec, D);
+  gemm(ctx, true, false, D, in, rows, 1.0f, ws.d_pre, D, h, in, 1.0f, grads + o.w_in, in);
+  if (d_h != nullptr) {
+    gemm(ctx, false, false, rows, in, D, 1.0f, ws.d_pre, D, params + o.w_in, in, 1.0f, d_h, in);
+  }
+}
+
+// ================================================================================================
+// Heads host side
+// ================================================================================================
+
+size_t heads_forward_scratch_floats(const HeadDims& d) {
+  return round_up(static_cast<size_t>(d.heads) * d.rows * d.mid, kAlignFloats);
+}
+
+size_t heads_backward_scratch_floats(const HeadDims& d) { return head_bwd_layout(d).total; }
+
+void heads_forward(const Context& ctx, const HeadDims& dims, const HeadOffsets& o,
+                   const float* params, const float* s, float* logits, float* z1, float* z2,
+                   float* scratch) {
+  const int R = dims.rows, H = dims.heads, D = dims.d, mid = dims.mid;
+  if (R <= 0 || H <= 0) return;
+  const long long zs = static_cast<long long>(R) * mid;  // per-head stride of z1, z2, a1
+  float* a1 = scratch;
+  // z1[h] = s W1[h]^T (all heads, shared s), then + b1 and GELU in one pass.
+  gemm_batched(ctx, false, true, R, mid, D, 1.0f, s, D, 0, params + o.w1, D, o.size, 0.0f, z1, mid,
+               zs, H);
+  heads_bias_gelu_kernel<<<grid_for(static_cast<size_t>(H) * zs, 256), 256, 0, ctx.stream()>>>(
+      params, o.size, o.b1, R, H, mid, z1, a1);
+  FXT_CUDA_LAUNCH_CHECK();
+  // z2[h] = a1[h] W2[h]^T (b2 added by the output kernel).
+  gemm_batched(ctx, false, true, R, mid, mid, 1.0f, a1, mid, zs, params + o.w2, mid, o.size, 0.0f,
+               z2, mid, zs, H);
+  // logits[r, h] = s[r] . w_s[h] for all heads: w_s rows sit at stride size in params.
+  gemm(ctx, false, true, R, H, D, 1.0f, s, D, params + o.ws, static_cast<int>(o.size), 0.0f, logits,
+       H);
+  const long long warps = static_cast<long long>(H) * R;
+  heads_output_kernel<<<static_cast<int>((warps + kWarpsPerBlock - 1) / kWarpsPerBlock),
+                        32 * kWarpsPerBlock, 0, ctx.stream()>>>(params, o, R, H, mid, z2, logits);
+  FXT_CUDA_LAUNCH_CHECK();
+}
+
+void heads_backward(const Context& ctx, const HeadDims& dims, const HeadOffsets& o,
+                    const float* params, const float* s, const float* z1, const float* z2,
+                    const float* dlogits, const float* trunk_scale, float* ds, float* dparams,
+                    float* scratch) {
+  const int R = dims.rows, H = dims.heads, D = dims.d, mid = dims.mid;
+  if (R <= 0 || H <= 0) return;
+  const HeadBwdLayout l = head_bwd_layout(dims);
+  float* u = scratch + l.u;
+  float* a1 = scratch + l.a1;
+  float* v = scratch + l.v;
+  float* sums = scratch + l.sums;
+  const long long zs = static_cast<long long>(R) * mid;
+  const int ldsz = static_cast<int>(o.size);
+
+  // Output layer back to dz2, dg, dm, dl (and a1 recomputed).
+  const long long warps = static_cast<long long>(H) * R;
+  heads_output_backward_kernel<<<static_cast<int>((warps + kWarpsPerBlock - 1) / kWarpsPerBlock),
+                                 32 * kWarpsPerBlock, 0, ctx.stream()>>>(params, o, R, H, mid, z1,
+                                                                         z2, dlogits, l, u, a1);
+  FXT_CUDA_LAUNCH_CHECK();
+  // dW2[h] += dz2[h]^T a1[h].
+  gemm_batched(ctx, true, false, mid, mid, R, 1.0f, u + l.c_dz2, l.ldu, mid, a1, mid, zs, 1.0f,
+               dparams + o.w2, mid, o.size, H);
+  // da1[h] = dz2[h] W2[h] into the dz1 columns, then * GELU'(z1).
+  gemm_batched(ctx, false, false, R, mid, mid, 1.0f, u + l.c_dz2, l.ldu, mid, params + o.w2, mid,
+               o.size, 0.0f, u, l.ldu, mid, H);
+  heads_gelu_backward_kernel<<<grid_for(static_cast<size_t>(R) * H * mid, 256), 256, 0,
+                               ctx.stream()>>>(z1, R, H, mid, l.ldu, u);
+  FXT_CUDA_LAUNCH_CHECK();
+  // dW1[h] += dz1[h]^T s.
+  gemm_batched(ctx, true, false, mid, D, R, 1.0f, u, l.ldu, mid, s, D, 0, 1.0f, dparams + o.w1, D,
+               o.size, H);
+  // dw_g[h], dw_m[h] += [dg dm]^T z2[h]: one [2, mid] product per head when w_m follows w_g at
+  // a row stride >= mid (the standard layout: w_m = w_g + mid + 1), else two.
+  if (o.wm - o.wg >= mid) {
+    gemm_batched(ctx, true, false, 2, mid, R, 1.0f, u + l.c_dgm, l.ldu, 2, z2, mid, zs, 1.0f,
+                 dparams + o.wg, static_cast<int>(o.wm - o.wg), o.size, H);
+  } else {
+    gemm_batched(ctx, true, false, 1, mid, R, 1.0f, u + l.c_dgm, l.ldu, 2, z2, mid, zs, 1.0f,
+                 dparams + o.wg, mid, o.size, H);
+    gemm_batched(ctx, true, false, 1, mid, R, 1.0f, u + l.c_dgm + 1, l.ldu, 2, z2, mid, zs, 1.0f,
+                 dparams + o.wm, mid, o.size, H);
+  }
+  // dw_s[h] += dl[:, h]^T s for all heads at once (rows of dw_s at stride size).
+  gemm(ctx, true, false, H, D, R, 1.0f, dlogits, H, s, D, 1.0f, dparams + o.ws, ldsz);
+  // Every bias: the column sums of U's used columns as one product ones[1, R] U (a cuBLAS
+  // reduction over rows, parallel over R and deterministic; with TF32 on it rounds its inputs
+  // like the weight-gradient GEMMs do), then scattered.
+  float* ones = scratch + l.ones;
+  fill(ctx, ones, 1.0f, static_cast<size_t>(R));
+  gemm(ctx, false, false, 1, l.used, R, 1.0f, ones, R, u, l.ldu, 0.0f, sums, l.used);
+  heads_scatter_biases_kernel<<<grid_for(static_cast<size_t>(H) * (2 * mid + 3), 256), 256, 0,
+                                ctx.stream()>>>(sums, o, H, mid, l, dparams);
+  FXT_CUDA_LAUNCH_CHECK();
+  // ds += sum_h lambda_h (dz1[h] W1[h] + dl[:, h] w_s[h]) = [dz1 | dl] V: one GEMM.
+  if (ds != nullptr) {
+    heads_build_v_kernel<<<grid_for(static_cast<size_t>(H) * (mid + 1) * D, 256), 256, 0,
+                           ctx.stream()>>>(params, o, H, mid, D, trunk_scale, v);
+    FXT_CUDA_LAUNCH_CHECK();
+    gemm(ctx, false, false, R, D, H * (mid + 1), 1.0f, u, l.ldu, v, D, 1.0f, ds, D);
+  }
+}
+
+void gather_last_positions(const Context& ctx, const float* s, int batch, int seq_len, int d,
+                           float* out) {
+  if (batch <= 0 || seq_len <= 0 || d <= 0) return;
+  const size_t row = static_cast<size_t>(d) * sizeof(float);
+  FXT_CUDA_CHECK(cudaMemcpy2DAsync(out, row, s + static_cast<size_t>(seq_len - 1) * d,
+                                   row * seq_len, row, batch, cudaMemcpyDeviceToDevice,
+                                   ctx.stream()));
+}
+
+}  // namespace fxt::gpu

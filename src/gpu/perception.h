@@ -1,0 +1,80 @@
+// The perception model (DESIGN §3) on the GPU: the blocks of src/gpu/ assembled exactly as
+// model::perception_forward / perception_forward_last / perception_backward assemble the CPU
+// ops (src/model/perception.cc), over the same flat parameter layout.
+//
+//   x [B, K, F] -> varsel -> Mamba2 m1 -> LayerNorm a = v1 -> u2 = v1 + m2(v1) -> LayerNorm b = h
+//   c = attn_pool(h);  s = CfC(h, c, dt);  logits = heads(s) [B, K, H]
+//
+// Memory is planned once by resize(); forward and backward then only enqueue work on the
+// context's stream (no allocation, no synchronisation), so a training step that calls them can
+// be captured as one CUDA Graph. Results are deterministic (docs/GPU.md).
+//
+// Host-side C++20 (includes model headers); not included by .cu files.
+#pragma once
+
+#include "gpu/cfc_heads.h"
+#include "gpu/mamba2.h"
+#include "gpu/runtime.h"
+#include "model/perception.h"
+
+namespace fxt::gpu {
+
+class PerceptionGpu {
+ public:
+  explicit PerceptionGpu(const model::PerceptionConfig& cfg);
+
+  // Sizes every buffer for batch sequences of seq_len positions (allocates; a no-op when
+  // unchanged). Must be called before forward/backward and never inside a graph capture.
+  void resize(int batch, int seq_len);
+
+  // logits() [B, K, H]. params: device, layout().total floats; x [B, K, F] must stay unchanged
+  // until backward; dt [B, K] per-position CfC time step or nullptr (Δt = stride).
+  void forward(const Context& ctx, const float* params, const float* x, float stride,
+               const float* dt);
+  // The heads at each sequence's last position only: logits() [B, H] (inference).
+  void forward_last(const Context& ctx, const float* params, const float* x, float stride,
+                    const float* dt);
+  // Backward of the last forward(). OVERWRITES grads (zeroed first), and d_x [B, K, F] unless
+  // nullptr. d_logits [B, K, H]; lambda [H] device trunk scale (nullptr = ones).
+  void backward(const Context& ctx, const float* params, const float* x, float stride,
+                const float* dt, const float* d_logits, const float* lambda, float* grads,
+                float* d_x);
+
+  const float* logits() const { return logits_.data(); }
+  const model::PerceptionConfig& config() const { return cfg_; }
+  const model::PerceptionLayout& layout() const { return layout_; }
+  int batch() const { return batch_; }
+  int seq_len() const { return seq_len_; }
+
+ private:
+  void trunk_forward(const Context& ctx, const float* params, const float* x, float stride,
+                     const float* dt);
+
+  model::PerceptionConfig cfg_;
+  model::PerceptionLayout layout_;
+  Mamba2GpuDims m1_dims_, m2_dims_;
+  Mamba2GpuOffsets m1_off_, m2_off_;
+  CfcOffsets cfc_off_;
+  HeadOffsets head_off_;
+  int batch_ = 0, seq_len_ = 0;
+
+  // Saved activations (row = b K + k).
+  DeviceBuffer<float> gates_, x_sel_;          // [B, K, F]
+  Mamba2GpuWorkspace m1_, m2_;                 // m1_.out, m2_.out [B, K, D]
+  DeviceBuffer<float> v1_, u2_, h_;            // [B, K, D]
+  DeviceBuffer<float> mean_a_, rstd_a_, mean_b_, rstd_b_;  // [B, K]
+  DeviceBuffer<float> c_;                      // [B, D]
+  DeviceBuffer<float> attn_;                   // [B, K]
+  DeviceBuffer<float> cfc_buf_;                // carved into cfc_
+  CfcWorkspace cfc_;
+  DeviceBuffer<float> logits_;                 // [B, K, H] ([B, H] after forward_last)
+  DeviceBuffer<float> s_last_;                 // [B, D]
+  DeviceBuffer<float> z1_, z2_;                // [H, B K, mid]
+  // Backward scratch.
+  DeviceBuffer<float> d_s_, d_h_, d_u2_, d_v1_, d_m1_out_;  // [B, K, D]
+  DeviceBuffer<float> d_c_;                                // [B, D]
+  DeviceBuffer<float> d_x_sel_;                            // [B, K, F]
+  DeviceBuffer<float> scratch_;  // shared by the ops' backward scratch and the heads' scratch
+};
+
+}  // namespace fxt::gpu

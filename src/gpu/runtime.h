@@ -1,0 +1,241 @@
+// CUDA runtime basics shared by every GPU op of the perception model (DESIGN §5.1).
+//
+// Conventions of the GPU layer (src/gpu/*):
+// - float32 only; every pointer an op takes is DEVICE memory unless its name says host.
+// - Ops enqueue work on ctx.stream and return: no allocation, no host synchronisation, no
+//   host branch on device data. That is what lets the whole training step be captured once as
+//   a CUDA Graph and replayed (gpu/train_step.h).
+// - Semantics mirror the CPU reference ops of src/model/ exactly (same argument order, same
+//   "backward ADDS into every gradient" rule), so each GPU op is tested against its CPU op on
+//   the same inputs (tests/gpu/).
+// - Deterministic: no floating-point atomics in anything that feeds a gradient or the loss.
+//   Reductions over rows use a fixed partition and a fixed order (per-block partials, then a
+//   tree or ordered sum); cuBLAS GEMMs are deterministic for a fixed handle, shape and stream.
+//   The same inputs give the same bytes on the same GPU.
+// - Work is spread over the batch: a block per sequence, per (sequence, head) or per tile of
+//   rows; never one block looping over the batch.
+//
+// Thread safety: a Context belongs to one thread; DeviceBuffer is a move-only owner.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+namespace fxt::gpu {
+
+// True when a CUDA device can be used by this process (driver present, at least one GPU).
+bool cuda_available();
+
+// Aborts the process with "file:line: what: CUDA error name (message)". Every CUDA or cuBLAS
+// call goes through these checks: a failure on the device is a bug or an exhausted device,
+// never a user error to recover from.
+[[noreturn]] void cuda_fail(const char* what, const char* error, const char* file, int line);
+void check_cuda(cudaError_t e, const char* what, const char* file, int line);
+void check_cublas(cublasStatus_t s, const char* what, const char* file, int line);
+#define FXT_CUDA_CHECK(expr) ::fxt::gpu::check_cuda((expr), #expr, __FILE__, __LINE__)
+#define FXT_CUBLAS_CHECK(expr) ::fxt::gpu::check_cublas((expr), #expr, __FILE__, __LINE__)
+// After a kernel launch: catches launch-configuration errors (no synchronisation).
+#define FXT_CUDA_LAUNCH_CHECK() FXT_CUDA_CHECK(cudaGetLastError())
+
+// Owner of n elements of device memory (cudaMalloc). Resizing reallocates and leaves the
+// contents undefined; it never happens inside a captured step (buffers are sized first).
+template <typename T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t n) { resize(n); }
+  ~DeviceBuffer() { release(); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr, o.n_ = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      p_ = o.p_, n_ = o.n_;
+      o.p_ = nullptr, o.n_ = 0;
+    }
+    return *this;
+  }
+
+  void resize(size_t n) {  // no-op when the size is unchanged
+    if (n == n_) return;
+    release();
+    if (n > 0) FXT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p_), n * sizeof(T)));
+    n_ = n;
+  }
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+
+  // Synchronous copies of the first n (default all) elements; for setup, tests and reporting.
+  // These run on the legacy default stream, which does not order against the non-blocking
+  // Context streams, and a pageable host-to-device cudaMemcpy (or a cudaMemset) may return
+  // before the data lands: so each waits for the whole device (after the copy, or before it
+  // for download) and is complete against every stream when it returns.
+  void upload(const T* host, size_t n) {
+    if (n) {
+      FXT_CUDA_CHECK(cudaMemcpy(p_, host, n * sizeof(T), cudaMemcpyHostToDevice));
+      FXT_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+  }
+  void upload(const std::vector<T>& host) {
+    resize(host.size());
+    upload(host.data(), host.size());
+  }
+  std::vector<T> download() const {
+    std::vector<T> out(n_);
+    if (n_) {
+      FXT_CUDA_CHECK(cudaDeviceSynchronize());
+      FXT_CUDA_CHECK(cudaMemcpy(out.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
+    }
+    return out;
+  }
+  void zero() {
+    if (n_) {
+      FXT_CUDA_CHECK(cudaMemset(p_, 0, n_ * sizeof(T)));
+      FXT_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+  }
+
+ private:
+  void release() {
+    if (p_) cudaFree(p_);
+    p_ = nullptr;
+    n_ = 0;
+  }
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+// Host memory that is pinned and mapped into the device address space: the device writes a
+// few scalars (loss, grad norm) that the host reads without a copy or a stream sync, only when
+// it reports (after an event or a stream sync of its own choosing).
+template <typename T>
+class MappedHost {
+ public:
+  explicit MappedHost(size_t n) : n_(n) {
+    FXT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&h_), n * sizeof(T), cudaHostAllocMapped));
+    FXT_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d_), h_, 0));
+  }
+  ~MappedHost() { cudaFreeHost(h_); }
+  MappedHost(const MappedHost&) = delete;
+  MappedHost& operator=(const MappedHost&) = delete;
+  T* host() { return h_; }
+  T* device() { return d_; }
+  size_t size() const { return n_; }
+
+ private:
+  T* h_ = nullptr;
+  T* d_ = nullptr;
+  size_t n_ = 0;
+};
+
+// The stream and cuBLAS handle all GPU ops of one model run on.
+class Context {
+ public:
+  // device: CUDA device index. Creates a non-blocking stream and a cuBLAS handle bound to it
+  // with a preallocated workspace (so GEMMs inside a captured graph allocate nothing), pointer
+  // mode host, FP32 math (TF32 off) unless set_tf32(true).
+  explicit Context(int device = 0);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t blas() const { return blas_; }
+  int device() const { return device_; }
+  void set_tf32(bool on);
+  bool tf32() const { return tf32_; }
+  void sync() const { FXT_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  std::string device_name() const;
+
+ private:
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  void* blas_workspace_ = nullptr;
+  bool tf32_ = false;
+};
+
+// A CUDA Graph captured from the work one callable enqueues on a context's stream, then
+// replayed. Capture records kernels, cuBLAS calls and async copies without running them; the
+// callable must therefore neither allocate nor synchronise nor read device results on the
+// host. Replays see the device memory as it is at replay time (device step counters etc.).
+class Graph {
+ public:
+  Graph() = default;
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  template <typename F>
+  void capture(const Context& ctx, F&& body) {
+    begin_capture(ctx);
+    body();
+    end_capture(ctx);
+  }
+  void launch(const Context& ctx) const;  // asynchronous; ordered on ctx's stream
+  void reset();                           // back to empty (capture again before launching)
+  bool ready() const { return exec_ != nullptr; }
+  size_t node_count() const;  // kernels, GEMM kernels and copies in the graph
+
+ private:
+  void begin_capture(const Context& ctx);
+  void end_capture(const Context& ctx);
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+// Times work on a stream with CUDA events: start() records, stop() records and waits, and
+// returns the elapsed milliseconds between the two.
+class EventTimer {
+ public:
+  EventTimer();
+  ~EventTimer();
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+  void start(const Context& ctx);
+  float stop_ms(const Context& ctx);
+
+ private:
+  cudaEvent_t begin_ = nullptr, end_ = nullptr;
+};
+
+// ---- dense products (row-major views over cuBLAS's column-major GEMM) ---------------------------
+// C[m, n] = alpha * op(A) op(B) + beta * C, all row-major; op(A) is [m, k] (A is [k, m] when
+// trans_a), op(B) is [k, n] (B is [n, k] when trans_b). lda/ldb/ldc are row strides.
+void gemm(const Context& ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+          const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
+// The same for `batch` independent products at element strides stride_a/b/c (0 = shared).
+void gemm_batched(const Context& ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                  const float* a, int lda, long long stride_a, const float* b, int ldb,
+                  long long stride_b, float beta, float* c, int ldc, long long stride_c, int batch);
+
+// ---- linear layer: y = x W^T (+ b), as model::linear_forward ----------------------------------
+// x [rows, in], w [out, in], b [out] or nullptr, y [rows, out] (overwritten).
+void linear_forward(const Context& ctx, const float* x, const float* w, const float* b, float* y,
+                    int rows, int in, int out);
+// dx += dy W;  dw += dy^T x;  db += sum_r dy. Any of dx, dw, db may be nullptr (skipped).
+void linear_backward(const Context& ctx, const float* x, const float* w, const float* dy, float* dx,
+                     float* dw, float* db, int rows, int in, int out);
+
+// ---- small deterministic helpers ----------------------------------------------------------------
+// out[c] = (accumulate ? out[c] : 0) + sum_{r < rows} x[r * ld + c] for c < cols, summed in a
+// fixed order (a fixed partition of rows per thread, then an ordered tree in shared memory).
+void column_sum(const Context& ctx, const float* x, int rows, int cols, int ld, float* out,
+                bool accumulate);
+void fill(const Context& ctx, float* p, float value, size_t n);
+// y[r, c] = b[c] for every row (the bias term of a linear layer).
+void broadcast_rows(const Context& ctx, const float* b, float* y, int rows, int cols);
+// y[i] += x[i]
+void add_inplace(const Context& ctx, const float* x, float* y, size_t n);
+// Asynchronous device-to-device copy on the context's stream.
+void copy(const Context& ctx, const float* src, float* dst, size_t n);
+
+}  // namespace fxt::gpu

@@ -1,0 +1,343 @@
+// The captured training step and GPU inference (gpu/train_step.h).
+#include "gpu/train_step.h"
+
+#include <cassert>
+#include <cstring>
+#include <string_view>
+
+#include "gpu/batch.h"
+#include "gpu/step_sums.h"
+#include "model/logreg.h"
+
+namespace fxt::gpu {
+
+namespace {
+
+void zero_async(const Context& ctx, float* p, size_t n) {
+  if (n) FXT_CUDA_CHECK(cudaMemsetAsync(p, 0, n * sizeof(float), ctx.stream()));
+}
+
+template <typename T>
+void upload_async_sync(const Context& ctx, T* dst, const T* src, size_t n) {
+  if (!n) return;
+  FXT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(T), cudaMemcpyHostToDevice, ctx.stream()));
+  ctx.sync();
+}
+
+template <typename T>
+std::vector<T> download_sync(const Context& ctx, const T* src, size_t n) {
+  std::vector<T> out(n);
+  if (!n) return out;
+  FXT_CUDA_CHECK(
+      cudaMemcpyAsync(out.data(), src, n * sizeof(T), cudaMemcpyDeviceToHost, ctx.stream()));
+  ctx.sync();
+  return out;
+}
+
+size_t baseline_size(int horizons, int features) {
+  return model::logreg_layout(model::LogRegConfig{features, horizons}).total;
+}
+
+}  // namespace
+
+void perception_adam_tables(const std::vector<model::ModelParamSpec>& specs, size_t total,
+                            double mult_mamba, double mult_cfc, double mult_heads,
+                            std::vector<uint8_t>* decay, std::vector<double>* mult) {
+  decay->assign(total, 0);
+  mult->assign(total, 1.0);
+  for (const model::ModelParamSpec& s : specs) {
+    double m = 1.0;
+    if (s.group == model::kGroupMamba) m = mult_mamba;
+    if (s.group == model::kGroupCfc) m = mult_cfc;
+    if (s.group == model::kGroupHeads) m = mult_heads;
+    for (size_t i = s.offset; i < s.offset + s.size; ++i) {
+      (*decay)[i] = s.weight_decay ? 1 : 0;
+      (*mult)[i] = m;
+    }
+  }
+}
+
+TrainStep::TrainStep(const TrainStepConfig& cfg, int device)
+    : cfg_(cfg),
+      ctx_(std::make_unique<Context>(device)),
+      model_(cfg.model),
+      horizons_(cfg.model.horizons),
+      kendall_(cfg.loss.weighting == HorizonWeighting::kKendall),
+      ctrl_(cfg.model.horizons),
+      loss_out_(cfg.model.horizons),
+      bctrl_(cfg.model.horizons),
+      bloss_out_(cfg.model.horizons),
+      report_(static_cast<size_t>(kSumLossH + cfg.model.horizons)) {
+  ctx_->set_tf32(cfg.tf32);
+  const int b = cfg.batch, k = cfg.window, f = cfg.model.features, nh = horizons_;
+  const size_t r = static_cast<size_t>(b) * static_cast<size_t>(k);
+  model_.resize(b, k);
+  anchors_.resize(static_cast<size_t>(b));
+  x_.resize(r * f);
+  y_.resize(r * nh);
+  m_.resize(r * nh);
+  dt_.resize(r);
+  dlogits_.resize(r * nh);
+
+  const size_t total = model_.layout().total;
+  params_.resize(total);
+  grads_.resize(total);
+  params_.zero();
+  grads_.zero();
+  opt_ = std::make_unique<AdamW>(cfg.adamw, cfg.schedule);
+  std::vector<uint8_t> decay;
+  std::vector<double> mult;
+  perception_adam_tables(model::perception_param_specs(cfg.model), total, cfg.lr_mult_mamba,
+                         cfg.lr_mult_cfc, cfg.lr_mult_heads, &decay, &mult);
+  opt_->add_buffer(*ctx_, params_.data(), grads_.data(), total, decay, mult);
+  if (kendall_) {
+    log_sigma_.resize(static_cast<size_t>(nh));
+    dlog_sigma_.resize(static_cast<size_t>(nh));
+    log_sigma_.zero();
+    dlog_sigma_.zero();
+    // The CPU registers "loss.log_sigma" in group "loss" (multiplier 1), no decay.
+    opt_->add_buffer(*ctx_, log_sigma_.data(), dlog_sigma_.data(), static_cast<size_t>(nh),
+                     std::vector<uint8_t>(static_cast<size_t>(nh), 0),
+                     std::vector<double>(static_cast<size_t>(nh), 1.0));
+  }
+  if (cfg.baseline) {
+    const size_t bs = baseline_size(nh, f);
+    bparams_.resize(bs);
+    bgrads_.resize(bs);
+    bparams_.zero();
+    bgrads_.zero();
+    blogits_.resize(r * nh);
+    bopt_ = std::make_unique<AdamW>(cfg.adamw, cfg.schedule);
+    // "logreg.weight" [H, F] decayed, "logreg.bias" [H] not; no groups (multiplier 1).
+    std::vector<uint8_t> bdecay(bs, 0);
+    std::fill(bdecay.begin(), bdecay.begin() + static_cast<std::ptrdiff_t>(nh * f), 1);
+    bopt_->add_buffer(*ctx_, bparams_.data(), bgrads_.data(), bs, bdecay,
+                      std::vector<double>(bs, 1.0));
+  }
+  sums_.resize(report_.size());
+  sums_.zero();
+}
+
+TrainStep::~TrainStep() {
+  if (ctx_) cudaStreamSynchronize(ctx_->stream());
+}
+
+void TrainStep::upload_data(const TrainData& data) {
+  const size_t f = static_cast<size_t>(cfg_.model.features);
+  const size_t nh = static_cast<size_t>(horizons_);
+  features_.resize(data.rows * f);
+  features_.upload(data.features, data.rows * f);
+  labels_.resize(data.rows * nh);
+  labels_.upload(data.labels, data.rows * nh);
+  masks_.resize(data.rows * nh);
+  masks_.upload(data.masks, data.rows * nh);
+  if (cfg_.cfc_time_real) {
+    elapsed_.resize(data.rows);
+    elapsed_.upload(data.elapsed, data.rows);
+  }
+  pool_.resize(data.pool.size());
+  pool_.upload(data.pool.data(), data.pool.size());
+  graph_.reset();  // device pointers may have moved: capture again on the next run
+}
+
+void TrainStep::upload_state(const TrainHostState& s) {
+  const Context& ctx = *ctx_;
+  assert(s.params.size() == params_.size());
+  upload_async_sync(ctx, params_.data(), s.params.data(), s.params.size());
+  if (kendall_) upload_async_sync(ctx, log_sigma_.data(), s.log_sigma.data(), s.log_sigma.size());
+  opt_->upload_state(ctx, s.opt);
+  ctrl_.upload(ctx, s.controller);
+  if (cfg_.baseline) {
+    upload_async_sync(ctx, bparams_.data(), s.base_params.data(), s.base_params.size());
+    bopt_->upload_state(ctx, s.base_opt);
+  }
+}
+
+TrainHostState TrainStep::download_state() const {
+  const Context& ctx = *ctx_;
+  TrainHostState s;
+  s.params = download_sync(ctx, params_.data(), params_.size());
+  if (kendall_) s.log_sigma = download_sync(ctx, log_sigma_.data(), log_sigma_.size());
+  s.opt = opt_->download_state(ctx);
+  s.controller = ctrl_.download(ctx);
+  if (cfg_.baseline) {
+    s.base_params = download_sync(ctx, bparams_.data(), bparams_.size());
+    s.base_opt = bopt_->download_state(ctx);
+  }
+  return s;
+}
+
+// One training step, enqueued on the stream (the body of the graph).
+void TrainStep::enqueue_step() {
+  const Context& ctx = *ctx_;
+  const int b = cfg_.batch, k = cfg_.window, nh = horizons_, f = cfg_.model.features;
+  const int rows = b * k;
+  const size_t rh = static_cast<size_t>(rows) * static_cast<size_t>(nh);
+  const float stride = static_cast<float>(cfg_.stride);
+  // The global step: the optimizer's schedule counter (= the trainer's step), read on the
+  // device by the sampler before the optimizer advances it.
+  const auto* step = reinterpret_cast<const int64_t*>(&opt_->counters()->schedule_step);
+  static_assert(sizeof(long long) == sizeof(int64_t));
+
+  sample_anchors(ctx, pool_.data(), pool_.size(), cfg_.seed, step, b, anchors_.data());
+  WindowShape shape;
+  shape.window = k;
+  shape.stride = cfg_.stride;
+  shape.features = f;
+  shape.horizons = nh;
+  float* dt = cfg_.cfc_time_real ? dt_.data() : nullptr;
+  gather_windows(ctx, anchors_.data(), b, shape, features_.data(), labels_.data(), masks_.data(),
+                 cfg_.cfc_time_real ? elapsed_.data() : nullptr, x_.data(), y_.data(), m_.data(),
+                 dt);
+  mark("sample+gather");
+
+  model_.forward(ctx, params_.data(), x_.data(), stride, dt);
+  mark("forward");
+  zero_async(ctx, dlogits_.data(), rh);
+  if (kendall_) zero_async(ctx, dlog_sigma_.data(), static_cast<size_t>(nh));
+  loss_step(ctx, cfg_.loss, nh, rows, model_.logits(), y_.data(), m_.data(),
+            kendall_ ? log_sigma_.data() : nullptr, dlogits_.data(),
+            kendall_ ? dlog_sigma_.data() : nullptr, ctrl_, /*update_state=*/true, loss_out_);
+  mark("loss+controllers");
+  model_.backward(ctx, params_.data(), x_.data(), stride, dt, dlogits_.data(), loss_out_.lambda(),
+                  grads_.data(), nullptr);
+  mark("backward");
+
+  if (cfg_.baseline) {
+    // The logistic baseline on exactly the same rows, uniform weighting, its own AdamW at the
+    // model's learning rate of this step (read before the model optimizer's step: both see
+    // lr_at(step)); the CPU trainer does the same after the model's update with the same lr.
+    linear_forward(ctx, x_.data(), bparams_.data(), bparams_.data() + nh * f, blogits_.data(),
+                   rows, f, nh);
+    zero_async(ctx, dlogits_.data(), rh);
+    LossConfig bcfg;
+    bcfg.weighting = HorizonWeighting::kUniform;
+    bcfg.trunk_lambda = false;
+    loss_step(ctx, bcfg, nh, rows, blogits_.data(), y_.data(), m_.data(), nullptr,
+              dlogits_.data(), nullptr, bctrl_, /*update_state=*/false, bloss_out_);
+    zero_async(ctx, bgrads_.data(), bgrads_.size());
+    linear_backward(ctx, x_.data(), bparams_.data(), dlogits_.data(), nullptr, bgrads_.data(),
+                    bgrads_.data() + nh * f, rows, f, nh);
+    mark("baseline");
+  }
+  opt_->step(ctx);
+  if (cfg_.baseline) bopt_->step(ctx, opt_->lr());
+  accumulate_step_sums(ctx, loss_out_.total(), loss_out_.loss_h(), nh, opt_->stats(),
+                       cfg_.baseline ? bloss_out_.total() : nullptr, sums_.data());
+  mark("adamw+sums");
+}
+
+void TrainStep::mark(const char* phase) {
+  if (marks_ == nullptr) return;
+  cudaEvent_t e;
+  FXT_CUDA_CHECK(cudaEventCreate(&e));
+  FXT_CUDA_CHECK(cudaEventRecord(e, ctx_->stream()));
+  marks_->emplace_back(phase, e);
+}
+
+std::vector<std::pair<std::string, double>> TrainStep::profile_phases(int n) {
+  std::vector<std::pair<std::string, double>> out;
+  for (int i = 0; i < n; ++i) {
+    std::vector<std::pair<const char*, cudaEvent_t>> marks;
+    cudaEvent_t start;
+    FXT_CUDA_CHECK(cudaEventCreate(&start));
+    FXT_CUDA_CHECK(cudaEventRecord(start, ctx_->stream()));
+    marks_ = &marks;
+    enqueue_step();
+    marks_ = nullptr;
+    ctx_->sync();
+    cudaEvent_t prev = start;
+    for (size_t j = 0; j < marks.size(); ++j) {
+      float ms = 0.0f;
+      FXT_CUDA_CHECK(cudaEventElapsedTime(&ms, prev, marks[j].second));
+      if (out.size() <= j) out.emplace_back(marks[j].first, 0.0);
+      out[j].second += static_cast<double>(ms) / static_cast<double>(n);
+      prev = marks[j].second;
+    }
+    for (auto& m : marks) cudaEventDestroy(m.second);
+    cudaEventDestroy(start);
+  }
+  take_sums();  // the profiled steps are not part of any epoch's report
+  return out;
+}
+
+void TrainStep::run(int64_t n) {
+  if (n <= 0) return;
+  if (!graph_.ready()) graph_.capture(*ctx_, [this] { enqueue_step(); });
+  for (int64_t i = 0; i < n; ++i) graph_.launch(*ctx_);
+}
+
+void TrainStep::run_uncaptured(int64_t n) {
+  for (int64_t i = 0; i < n; ++i) enqueue_step();
+}
+
+StepSums TrainStep::take_sums() {
+  const Context& ctx = *ctx_;
+  FXT_CUDA_CHECK(cudaMemcpyAsync(report_.host(), sums_.data(), sums_.size() * sizeof(double),
+                                 cudaMemcpyDeviceToHost, ctx.stream()));
+  ctx.sync();
+  const double* v = report_.host();
+  StepSums s;
+  s.steps = static_cast<int64_t>(v[kSumSteps]);
+  s.loss = v[kSumLoss];
+  s.grad_norm = v[kSumGradNorm];
+  s.base_loss = v[kSumBaseLoss];
+  s.skipped = static_cast<int64_t>(v[kSumSkipped]);
+  s.loss_h.assign(v + kSumLossH, v + kSumLossH + horizons_);
+  FXT_CUDA_CHECK(cudaMemsetAsync(sums_.data(), 0, sums_.size() * sizeof(double), ctx.stream()));
+  return s;
+}
+
+// ---- inference --------------------------------------------------------------------------------
+
+InferenceGpu::InferenceGpu(const model::PerceptionConfig& cfg, int device)
+    : ctx_(std::make_unique<Context>(device)), model_(cfg) {}
+
+InferenceGpu::~InferenceGpu() {
+  if (ctx_) cudaStreamSynchronize(ctx_->stream());
+}
+
+void InferenceGpu::set_params(const std::vector<float>& host) {
+  own_params_.upload(host);
+  params_ = own_params_.data();
+}
+
+void InferenceGpu::use_params(const float* device_params) {
+  params_ = device_params;
+}
+
+void InferenceGpu::forward(const float* x, const float* dt, int b, int k, int stride, bool last,
+                           std::vector<float>* out) {
+  const Context& ctx = *ctx_;
+  const model::PerceptionConfig& c = model_.config();
+  // Buffers only grow, so a smaller final batch reuses them.
+  if (b > model_.batch() || k != model_.seq_len()) model_.resize(b, k);
+  const int cap = model_.batch();
+  const size_t r = static_cast<size_t>(b) * static_cast<size_t>(k);
+  if (x_.size() < static_cast<size_t>(cap) * k * c.features)
+    x_.resize(static_cast<size_t>(cap) * k * c.features);
+  if (dt != nullptr && dt_.size() < static_cast<size_t>(cap) * k)
+    dt_.resize(static_cast<size_t>(cap) * k);
+  // Pad a short batch with zeros: every window is independent, the padding rows are dropped.
+  std::vector<float> xs(static_cast<size_t>(cap) * k * c.features, 0.0f);
+  std::memcpy(xs.data(), x, r * c.features * sizeof(float));
+  x_.upload(xs.data(), xs.size());
+  if (dt != nullptr) {
+    std::vector<float> ds(static_cast<size_t>(cap) * k, 1.0f);
+    std::memcpy(ds.data(), dt, r * sizeof(float));
+    dt_.upload(ds.data(), ds.size());
+  }
+  const float s = static_cast<float>(stride);
+  if (last) {
+    model_.forward_last(ctx, params_, x_.data(), s, dt != nullptr ? dt_.data() : nullptr);
+  } else {
+    model_.forward(ctx, params_, x_.data(), s, dt != nullptr ? dt_.data() : nullptr);
+  }
+  const size_t n = (last ? static_cast<size_t>(b) : r) * static_cast<size_t>(c.horizons);
+  out->resize(n);
+  FXT_CUDA_CHECK(cudaMemcpyAsync(out->data(), model_.logits(), n * sizeof(float),
+                                 cudaMemcpyDeviceToHost, ctx.stream()));
+  ctx.sync();
+}
+
+}  // namespace fxt::gpu

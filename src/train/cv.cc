@@ -1,0 +1,807 @@
+// Purged walk-forward cross-validation (see cv.h, docs/CV.md).
+#include "train/cv.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/file_util.h"
+#include "core/log.h"
+#include "core/random.h"
+#include "data/store.h"
+#include "train/run_record.h"
+
+namespace fxt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kNaN = HorizonMetrics::kNaN;
+constexpr int kCvFormat = 1;
+constexpr char kRowsMagic[8] = {'F', 'X', 'T', 'C', 'V', 'R', 'W', '1'};
+
+nlohmann::json num(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+double num_of(const nlohmann::json& j) {
+  return j.is_number() ? j.get<double>() : kNaN;
+}
+nlohmann::json range_json(const GlobalRange& r) {
+  return nlohmann::json::array({r.begin, r.end});
+}
+
+// ---- paired bootstrap -----------------------------------------------------------------------
+
+// The valid rows of one horizon in ascending score order (ties by row), with tie flags.
+struct SortedRows {
+  std::vector<uint32_t> row;
+  std::vector<uint8_t> label, new_tie;
+};
+
+SortedRows sort_rows(const float* scores, const uint8_t* labels, const std::vector<uint32_t>& valid,
+                     size_t stride) {
+  std::vector<uint32_t> order = valid;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const float sa = scores[a * stride], sb = scores[b * stride];
+    return sa < sb || (sa == sb && a < b);
+  });
+  SortedRows s;
+  s.row = order;
+  for (size_t k = 0; k < order.size(); ++k) {
+    s.label.push_back(labels[order[k] * stride] != 0 ? 1 : 0);
+    s.new_tie.push_back(k == 0 || scores[order[k] * stride] != scores[order[k - 1] * stride] ? 1
+                                                                                             : 0);
+  }
+  return s;
+}
+
+// The Mann-Whitney AUC with integer row weights (null: all 1), ties at half; the same
+// arithmetic as metrics.cc's, so the values are bit-identical to bootstrap_metrics'.
+double weighted_auc(const SortedRows& s, const uint32_t* w) {
+  uint64_t twice_u = 0, neg_below = 0, tie_pos = 0, tie_neg = 0, pos = 0;
+  for (size_t k = 0; k < s.row.size(); ++k) {
+    if (s.new_tie[k] != 0) {
+      twice_u += 2 * tie_pos * neg_below + tie_pos * tie_neg;
+      neg_below += tie_neg;
+      pos += tie_pos;
+      tie_pos = tie_neg = 0;
+    }
+    const uint64_t wk = w == nullptr ? 1 : w[s.row[k]];
+    if (s.label[k] != 0) {
+      tie_pos += wk;
+    } else {
+      tie_neg += wk;
+    }
+  }
+  twice_u += 2 * tie_pos * neg_below + tie_pos * tie_neg;
+  neg_below += tie_neg;
+  pos += tie_pos;
+  if (pos == 0 || neg_below == 0) return kNaN;
+  return static_cast<double>(twice_u) /
+         (2.0 * static_cast<double>(pos) * static_cast<double>(neg_below));
+}
+
+// One circular block draw of `rows` rows into weights (zeroed by the caller): the resampling
+// of bootstrap_metrics (metrics.cc draw_blocks), replicated so a replicate's rows are the same.
+void draw_blocks(SplitMix64& rng, size_t rows, size_t block, std::vector<uint32_t>& weights) {
+  for (size_t taken = 0; taken < rows; taken += block) {
+    const size_t len = std::min(block, rows - taken);
+    const size_t start = rng.below(rows);
+    const size_t first = std::min(len, rows - start);  // up to the end, then wrap to 0
+    for (size_t j = 0; j < first; ++j) ++weights[start + j];
+    for (size_t j = 0; j < len - first; ++j) ++weights[j];
+  }
+}
+
+Interval interval_of(std::vector<double> values, const BootstrapOptions& o) {
+  std::erase_if(values, [](double v) { return std::isnan(v); });
+  Interval iv;
+  iv.replicates = static_cast<int>(values.size());
+  iv.lo = percentile(values, o.lo_percentile);
+  iv.hi = percentile(values, o.hi_percentile);
+  return iv;
+}
+
+nlohmann::json interval_json(const Interval& iv) {
+  return nlohmann::json::array({num(iv.lo), num(iv.hi)});
+}
+
+// ---- rows.bin ---------------------------------------------------------------------------------
+
+template <typename T>
+void append_raw(std::string& out, const T* data, size_t n) {
+  out.append(reinterpret_cast<const char*>(data), n * sizeof(T));
+}
+
+// ---- the fold loop ----------------------------------------------------------------------------
+
+std::string fold_dir(const std::string& out_dir, int i) {
+  return fmt::format("{}/fold_{}", out_dir, i);
+}
+
+// The first key whose value differs between two plan.json objects (for the refusal message).
+std::string first_difference(const nlohmann::json& a, const nlohmann::json& b) {
+  for (const char* key : {"format", "stores", "config", "plan"}) {
+    if (!a.contains(key) || !b.contains(key) || a[key] != b[key]) return key;
+  }
+  return "contents";
+}
+
+// Pools the finished folds' test rows into the cv.json object.
+Result<nlohmann::json> pool_folds(const CvConfig& cfg, const FoldPlan& plan,
+                                  const std::vector<std::string>& stores,
+                                  const std::string& out_dir) {
+  const std::vector<int>& hz = cfg.train.horizons;
+  const size_t nh = hz.size();
+  std::vector<float> model, logreg;
+  std::vector<double> base;
+  std::vector<uint8_t> labels, mask;
+  nlohmann::json per_fold = nlohmann::json::array();
+  std::vector<int> wins(nh, 0), compared(nh, 0);
+  for (const Fold& f : plan.folds) {
+    const std::string dir = fold_dir(out_dir, f.index);
+    FXT_ASSIGN_OR_RETURN(std::string text, read_file(dir + "/eval.json"));
+    const auto ev = nlohmann::json::parse(text, nullptr, false);
+    if (ev.is_discarded() || !ev.contains("model")) {
+      return InvalidInput("{}/eval.json: not an evaluation JSON object", dir);
+    }
+    FXT_ASSIGN_OR_RETURN(EvalRows r, read_eval_rows(dir + "/rows.bin"));
+    if (r.horizons != hz) {
+      return InvalidInput("{}/rows.bin: horizons differ from the CV's", dir);
+    }
+    model.insert(model.end(), r.model_logits.begin(), r.model_logits.end());
+    logreg.insert(logreg.end(), r.logreg_logits.begin(), r.logreg_logits.end());
+    labels.insert(labels.end(), r.labels.begin(), r.labels.end());
+    mask.insert(mask.end(), r.mask.begin(), r.mask.end());
+    for (size_t i = 0; i < r.rows(); ++i)
+      base.insert(base.end(), r.base_rates.begin(), r.base_rates.end());
+    nlohmann::json auc = {{"model", nlohmann::json::array()},
+                          {"logreg", nlohmann::json::array()},
+                          {"base_rate", nlohmann::json::array()}};
+    try {
+      for (size_t h = 0; h < nh; ++h) {
+        const double am = num_of(ev["model"]["horizons"][h]["auc"]);
+        const double al = num_of(ev["logreg"]["horizons"][h]["auc"]);
+        auc["model"].push_back(num(am));
+        auc["logreg"].push_back(num(al));
+        auc["base_rate"].push_back(ev["base_rate"]["horizons"][h]["auc"]);
+        if (std::isfinite(am) && std::isfinite(al)) {
+          ++compared[h];
+          if (am > al) ++wins[h];
+        }
+      }
+      per_fold.push_back({{"fold", f.index},
+                          {"train", range_json(f.train)},
+                          {"validation", range_json(f.validation)},
+                          {"test", range_json(f.test)},
+                          {"rows", r.rows()},
+                          {"base_rates", r.base_rates},
+                          {"training", ev.at("training")},
+                          {"auc", auc},
+                          {"mean_auc",
+                           {{"model", ev["model"]["mean_auc"]},
+                            {"logreg", ev["logreg"]["mean_auc"]},
+                            {"base_rate", ev["base_rate"]["mean_auc"]}}}});
+    } catch (const nlohmann::json::exception& e) {
+      return InvalidInput("{}/eval.json: {}", dir, e.what());
+    }
+  }
+  FXT_ASSIGN_OR_RETURN(Metrics mm, compute_metrics(std::span<const float>(model), labels, mask, hz,
+                                                   ScoreKind::kLogit));
+  FXT_ASSIGN_OR_RETURN(Metrics lm, compute_metrics(std::span<const float>(logreg), labels, mask, hz,
+                                                   ScoreKind::kLogit));
+  // The pooled base-rate predictor: each fold's own training positive rate on its rows.
+  FXT_ASSIGN_OR_RETURN(Metrics bm, compute_metrics(std::span<const double>(base), labels, mask, hz,
+                                                   ScoreKind::kProbability));
+  PairedAucResult paired;
+  BootstrapOptions bo;
+  bo.replicates = cfg.bootstrap;
+  bo.seed = cfg.bootstrap_seed;
+  bo.threads = cfg.train.threads;
+  if (cfg.bootstrap > 0) {
+    FXT_ASSIGN_OR_RETURN(paired, paired_auc_bootstrap(model, logreg, labels, mask, hz, bo));
+  }
+  nlohmann::json comparison = nlohmann::json::array();
+  for (size_t h = 0; h < nh; ++h) {
+    const double am = mm.horizons[h].auc, al = lm.horizons[h].auc;
+    nlohmann::json c = {
+        {"horizon", hz[h]},
+        {"n_valid", mm.horizons[h].n_valid},
+        {"model_auc", num(am)},
+        {"logreg_auc", num(al)},
+        {"base_rate_auc", num(bm.horizons[h].auc)},
+        {"diff", num(am - al)},
+        {"folds_model_wins", wins[h]},
+        {"folds_compared", compared[h]},
+        {"win_fraction", compared[h] > 0 ? num(static_cast<double>(wins[h]) / compared[h])
+                                         : nlohmann::json(nullptr)}};
+    if (cfg.bootstrap > 0) {
+      c["model_auc_ci"] = interval_json(paired.horizons[h].a);
+      c["logreg_auc_ci"] = interval_json(paired.horizons[h].b);
+      c["diff_ci"] = interval_json(paired.horizons[h].d);
+    }
+    comparison.push_back(std::move(c));
+  }
+  nlohmann::json mean = {{"model_auc", num(mm.mean_auc)},
+                         {"logreg_auc", num(lm.mean_auc)},
+                         {"base_rate_auc", num(bm.mean_auc)},
+                         {"diff", num(mm.mean_auc - lm.mean_auc)}};
+  if (cfg.bootstrap > 0) mean["diff_ci"] = interval_json(paired.mean_d);
+
+  nlohmann::json cv;
+  cv["format"] = kCvFormat;
+  cv["scheme"] = cv_scheme_name(plan.scheme);
+  cv["unit"] = fold_unit_name(plan.unit);
+  cv["folds"] = plan.folds.size();
+  cv["train_blocks"] = plan.train_blocks;
+  cv["purge"] = cfg.plan.purge;
+  cv["embargo"] = cfg.plan.embargo;
+  cv["gap"] = plan.gap;
+  cv["horizons"] = hz;
+  cv["stores"] = stores;
+  cv["per_fold"] = per_fold;
+  cv["pooled"] = {{"rows", labels.size() / nh},
+                  {"model", mm.to_json()},
+                  {"logreg", lm.to_json()},
+                  {"base_rate", bm.to_json()}};
+  cv["bootstrap"] = {{"method", "paired-circular-block-bootstrap"},
+                     {"replicates", cfg.bootstrap},
+                     {"block_rows", cfg.bootstrap > 0 ? paired.block_rows : 0},
+                     {"seed", cfg.bootstrap_seed},
+                     {"lo_percentile", bo.lo_percentile},
+                     {"hi_percentile", bo.hi_percentile}};
+  cv["comparison"] = comparison;
+  cv["mean"] = mean;
+  return cv;
+}
+
+// Headline numbers for run.json (flat, compared by `fxt runs compare`).
+nlohmann::json summary_metrics(const nlohmann::json& cv) {
+  nlohmann::json m = nlohmann::json::object();
+  for (const auto& c : cv["comparison"]) {
+    const std::string h = fmt::format("h{}", c["horizon"].get<int>());
+    m["auc_model_" + h] = c["model_auc"];
+    m["auc_logreg_" + h] = c["logreg_auc"];
+    m["auc_diff_" + h] = c["diff"];
+    m["win_fraction_" + h] = c["win_fraction"];
+  }
+  m["mean_auc_model"] = cv["mean"]["model_auc"];
+  m["mean_auc_logreg"] = cv["mean"]["logreg_auc"];
+  m["pooled_rows"] = cv["pooled"]["rows"];
+  return m;
+}
+
+}  // namespace
+
+// ---- names -------------------------------------------------------------------------------------
+
+const char* cv_scheme_name(CvScheme s) {
+  return s == CvScheme::kWalkForward ? "walk-forward" : "expanding";
+}
+
+Result<CvScheme> parse_cv_scheme(const std::string& name) {
+  if (name == "walk-forward") return CvScheme::kWalkForward;
+  if (name == "expanding") return CvScheme::kExpanding;
+  return UsageError("--scheme must be walk-forward or expanding (got '{}')", name);
+}
+
+const char* fold_unit_name(FoldUnit u) {
+  switch (u) {
+    case FoldUnit::kStore:
+      return "store";
+    case FoldUnit::kBlock:
+      return "block";
+    default:
+      return "auto";
+  }
+}
+
+Result<FoldUnit> parse_fold_unit(const std::string& name) {
+  if (name == "auto") return FoldUnit::kAuto;
+  if (name == "store") return FoldUnit::kStore;
+  if (name == "block") return FoldUnit::kBlock;
+  return UsageError("--by must be auto, store or block (got '{}')", name);
+}
+
+// ---- the plan ----------------------------------------------------------------------------------
+
+nlohmann::json FoldPlan::to_json() const {
+  nlohmann::json bl = nlohmann::json::array(), fs_ = nlohmann::json::array();
+  for (const GlobalRange& b : blocks) bl.push_back(range_json(b));
+  for (const Fold& f : folds) {
+    fs_.push_back({{"fold", f.index},
+                   {"train", range_json(f.train)},
+                   {"validation", range_json(f.validation)},
+                   {"test", range_json(f.test)},
+                   {"stores", nlohmann::json::array({f.first_store, f.end_store})},
+                   {"local",
+                    {{"train", range_json(f.local_train)},
+                     {"validation", range_json(f.local_validation)},
+                     {"test", range_json(f.local_test)}}}});
+  }
+  return {{"unit", fold_unit_name(unit)},
+          {"scheme", cv_scheme_name(scheme)},
+          {"train_blocks", train_blocks},
+          {"gap", gap},
+          {"store_sizes", store_sizes},
+          {"blocks", bl},
+          {"folds", fs_}};
+}
+
+Result<FoldPlan> plan_folds(const std::vector<uint64_t>& sizes, const FoldPlanConfig& c) {
+  if (sizes.empty()) return UsageError("cv needs at least one --store");
+  if (c.folds < 1) return UsageError("--folds must be >= 1 (got {})", c.folds);
+  if (c.train_blocks < 0) return UsageError("--train-blocks must be >= 0 (got {})", c.train_blocks);
+  const auto n_folds = static_cast<size_t>(c.folds);
+  FoldPlan p;
+  p.scheme = c.scheme;
+  p.gap = c.purge + c.embargo;
+  p.store_sizes = sizes;
+  std::vector<uint64_t> offset{0};
+  for (uint64_t s : sizes) offset.push_back(offset.back() + s);
+  const uint64_t total = offset.back();
+  const size_t n_stores = sizes.size();
+
+  p.unit = c.unit;
+  if (p.unit == FoldUnit::kAuto) {
+    p.unit = n_stores >= n_folds + 2 ? FoldUnit::kStore : FoldUnit::kBlock;
+  }
+  size_t m = 0;  // blocks
+  if (p.unit == FoldUnit::kStore) {
+    const size_t w = c.train_blocks > 0 ? static_cast<size_t>(c.train_blocks)
+                                        : (n_stores >= n_folds + 2 ? n_stores - n_folds - 1 : 1);
+    if (n_stores < n_folds + 1 + w) {
+      return UsageError(
+          "--folds {} by store with {} training store(s) needs at least {} stores (got {}): use "
+          "fewer folds or --by block",
+          c.folds, w, n_folds + 1 + w, n_stores);
+    }
+    p.train_blocks = static_cast<int>(w);
+    m = n_stores;
+    for (size_t s = 0; s < n_stores; ++s) p.blocks.push_back({offset[s], offset[s + 1]});
+  } else {
+    const size_t w =
+        c.train_blocks > 0 ? static_cast<size_t>(c.train_blocks) : kDefaultBlockTrainBlocks;
+    p.train_blocks = static_cast<int>(w);
+    m = n_folds + 1 + w;
+    const uint64_t need = p.gap + std::max<uint64_t>(c.min_span, 1);
+    if (total / m < need) {
+      return UsageError(
+          "--folds {} cuts {} snapshots into {} blocks of about {}, fewer than the gap {} "
+          "(purge + embargo) plus one window ({}): use fewer --folds or --train-blocks, shorter "
+          "horizons or a smaller window",
+          c.folds, total, m, total / m, p.gap, std::max<uint64_t>(c.min_span, 1));
+    }
+    __extension__ using U128 = unsigned __int128;  // total x m may exceed 64 bits
+    for (size_t j = 0; j < m; ++j) {
+      const auto lo = static_cast<uint64_t>(static_cast<U128>(total) * j / m);
+      const auto hi = static_cast<uint64_t>(static_cast<U128>(total) * (j + 1) / m);
+      p.blocks.push_back({lo, hi});
+    }
+  }
+  const size_t w = static_cast<size_t>(p.train_blocks);
+  for (size_t i = 0; i < n_folds; ++i) {
+    const size_t v = m - n_folds - 1 + i;  // validation block; test is v + 1
+    const size_t t0 = c.scheme == CvScheme::kWalkForward ? v - w : 0;
+    Fold f;
+    f.index = static_cast<int>(i);
+    const GlobalRange vb = p.blocks[v];
+    // The earlier range of each pair ends `gap` before the later one begins.
+    f.train = {p.blocks[t0].begin,
+               vb.begin >= p.blocks[t0].begin + p.gap ? vb.begin - p.gap : p.blocks[t0].begin};
+    f.validation = {vb.begin, vb.end >= vb.begin + p.gap ? vb.end - p.gap : vb.begin};
+    f.test = p.blocks[v + 1];
+    const struct {
+      const char* name;
+      GlobalRange r;
+      uint64_t need;
+    } checks[] = {{"training", f.train, std::max<uint64_t>(c.min_span, 1)},
+                  {"validation", f.validation, std::max<uint64_t>(c.min_span, 1)},
+                  {"test", f.test, 1}};
+    for (const auto& ck : checks) {
+      if (ck.r.size() < ck.need) {
+        return UsageError(
+            "fold {}: the {} range [{}, {}) holds {} snapshots after the gap {} (purge + "
+            "embargo); it needs at least {}: use fewer --folds, shorter horizons or a smaller "
+            "window",
+            i, ck.name, ck.r.begin, ck.r.end, ck.r.size(), p.gap, ck.need);
+      }
+    }
+    // Stores the fold touches: from the one holding train.begin to the one holding test.end - 1.
+    f.first_store = static_cast<size_t>(
+        std::upper_bound(offset.begin(), offset.end() - 1, f.train.begin) - offset.begin() - 1);
+    f.end_store = static_cast<size_t>(
+        std::upper_bound(offset.begin(), offset.end() - 1, f.test.end - 1) - offset.begin());
+    const uint64_t base = offset[f.first_store];
+    f.local_train = {f.train.begin - base, f.train.end - base};
+    f.local_validation = {f.validation.begin - base, f.validation.end - base};
+    f.local_test = {f.test.begin - base, f.test.end - base};
+    p.folds.push_back(f);
+  }
+  return p;
+}
+
+// ---- config ------------------------------------------------------------------------------------
+
+nlohmann::json CvConfig::to_json() const {
+  nlohmann::json t = train.to_json();
+  // The fold ranges live in the plan; the fraction fields mean nothing here.
+  t.erase("split_train");
+  t.erase("split_validation");
+  t.erase("split_ranges");
+  return {{"train", t},
+          {"folds", plan.folds},
+          {"scheme", cv_scheme_name(plan.scheme)},
+          {"by", fold_unit_name(plan.unit)},
+          {"train_blocks", plan.train_blocks},
+          {"purge", plan.purge},
+          {"embargo", plan.embargo},
+          {"bootstrap", bootstrap},
+          {"bootstrap_seed", bootstrap_seed}};
+}
+
+// ---- pooled statistics --------------------------------------------------------------------------
+
+Result<PairedAucResult> paired_auc_bootstrap(std::span<const float> a, std::span<const float> b,
+                                             std::span<const uint8_t> labels,
+                                             std::span<const uint8_t> mask,
+                                             std::span<const int> horizons,
+                                             const BootstrapOptions& o) {
+  const size_t nh = horizons.size();
+  if (nh == 0) return InvalidInput("paired_auc_bootstrap: no horizons given");
+  if (a.size() != labels.size() || b.size() != labels.size() || labels.size() % nh != 0 ||
+      (!mask.empty() && mask.size() != labels.size())) {
+    return InvalidInput(
+        "paired_auc_bootstrap: {} and {} scores, {} labels, {} mask entries for {} "
+        "horizons do not match",
+        a.size(), b.size(), labels.size(), mask.size(), nh);
+  }
+  if (o.replicates <= 0) return InvalidInput("paired_auc_bootstrap: replicates must be positive");
+  const size_t rows = labels.size() / nh;
+  if (rows > UINT32_MAX) return InvalidInput("paired_auc_bootstrap: {} rows is too many", rows);
+  PairedAucResult res;
+  res.replicates = o.replicates;
+  int64_t block = std::max<int64_t>(o.block_rows, 1);
+  for (int h : horizons) block = std::max<int64_t>(block, h);
+  res.block_rows = block;
+  res.horizons.resize(nh);
+  if (rows == 0) return res;
+
+  std::vector<SortedRows> sa(nh), sb(nh);
+  double sum = 0;
+  int defined = 0;
+  for (size_t h = 0; h < nh; ++h) {
+    std::vector<uint32_t> valid;
+    for (size_t r = 0; r < rows; ++r) {
+      const size_t at = r * nh + h;
+      if ((mask.empty() || mask[at] != 0) && !std::isnan(a[at]) && !std::isnan(b[at])) {
+        valid.push_back(static_cast<uint32_t>(r));
+      }
+    }
+    sa[h] = sort_rows(a.data() + h, labels.data() + h, valid, nh);
+    sb[h] = sort_rows(b.data() + h, labels.data() + h, valid, nh);
+    PairedAucHorizon& ph = res.horizons[h];
+    ph.auc_a = weighted_auc(sa[h], nullptr);
+    ph.auc_b = weighted_auc(sb[h], nullptr);
+    ph.diff = ph.auc_a - ph.auc_b;
+    if (!std::isnan(ph.diff)) {
+      sum += ph.diff;
+      ++defined;
+    }
+  }
+  if (defined > 0) res.mean_diff = sum / defined;
+
+  // One seed per replicate, drawn up front (as bootstrap_metrics does).
+  const auto reps = static_cast<size_t>(o.replicates);
+  std::vector<uint64_t> seeds(reps);
+  SplitMix64 seeder(o.seed);
+  for (uint64_t& s : seeds) s = seeder.next();
+  std::vector<double> auc_a(reps * nh, kNaN), auc_b(reps * nh, kNaN);
+  auto run = [&](size_t r0, size_t r1) {
+    std::vector<uint32_t> w(rows);
+    for (size_t r = r0; r < r1; ++r) {
+      std::fill(w.begin(), w.end(), 0u);
+      SplitMix64 rng(seeds[r]);
+      draw_blocks(rng, rows, static_cast<size_t>(block), w);
+      for (size_t h = 0; h < nh; ++h) {
+        auc_a[r * nh + h] = weighted_auc(sa[h], w.data());
+        auc_b[r * nh + h] = weighted_auc(sb[h], w.data());
+      }
+    }
+  };
+  const size_t threads = std::clamp<size_t>(static_cast<size_t>(std::max(o.threads, 1)), 1, reps);
+  if (threads == 1) {
+    run(0, reps);
+  } else {
+    std::vector<std::thread> pool;
+    for (size_t t = 0; t < threads; ++t) {
+      pool.emplace_back(run, reps * t / threads, reps * (t + 1) / threads);
+    }
+    for (std::thread& t : pool) t.join();
+  }
+  std::vector<double> mean_d(reps, kNaN);
+  for (size_t r = 0; r < reps; ++r) {
+    double s = 0;
+    int n = 0;
+    for (size_t h = 0; h < nh; ++h) {
+      const double d = auc_a[r * nh + h] - auc_b[r * nh + h];
+      if (std::isnan(d)) continue;
+      s += d;
+      ++n;
+    }
+    if (n > 0) mean_d[r] = s / n;
+  }
+  for (size_t h = 0; h < nh; ++h) {
+    std::vector<double> va(reps), vb(reps), vd(reps);
+    for (size_t r = 0; r < reps; ++r) {
+      va[r] = auc_a[r * nh + h];
+      vb[r] = auc_b[r * nh + h];
+      vd[r] = va[r] - vb[r];
+    }
+    res.horizons[h].a = interval_of(std::move(va), o);
+    res.horizons[h].b = interval_of(std::move(vb), o);
+    res.horizons[h].d = interval_of(std::move(vd), o);
+  }
+  res.mean_d = interval_of(std::move(mean_d), o);
+  return res;
+}
+
+// ---- rows.bin -----------------------------------------------------------------------------------
+// magic "FXTCVRW1", u32 horizons H, u32 reserved 0, u64 rows N, i32 horizons[H],
+// f64 base_rates[H], f32 model_logits[N*H], f32 logreg_logits[N*H], u8 labels[N*H],
+// u8 mask[N*H]; host (little-endian) byte order.
+
+Status write_eval_rows(const std::string& path, const EvalRows& r) {
+  const size_t nh = r.horizons.size();
+  const uint64_t n = r.rows();
+  if (nh == 0 || r.base_rates.size() != nh || r.labels.size() != n * nh ||
+      r.mask.size() != n * nh || r.model_logits.size() != n * nh ||
+      r.logreg_logits.size() != n * nh) {
+    return InternalError("write_eval_rows {}: inconsistent row arrays", path);
+  }
+  std::string out(kRowsMagic, sizeof(kRowsMagic));
+  const uint32_t head[2] = {static_cast<uint32_t>(nh), 0};
+  append_raw(out, head, 2);
+  append_raw(out, &n, 1);
+  append_raw(out, r.horizons.data(), nh);
+  append_raw(out, r.base_rates.data(), nh);
+  append_raw(out, r.model_logits.data(), n * nh);
+  append_raw(out, r.logreg_logits.data(), n * nh);
+  append_raw(out, r.labels.data(), n * nh);
+  append_raw(out, r.mask.data(), n * nh);
+  return write_file_atomic(path, out);
+}
+
+Result<EvalRows> read_eval_rows(const std::string& path) {
+  FXT_ASSIGN_OR_RETURN(std::string in, read_file(path));
+  constexpr size_t kHead = sizeof(kRowsMagic) + 2 * sizeof(uint32_t) + sizeof(uint64_t);
+  if (in.size() < kHead || std::memcmp(in.data(), kRowsMagic, sizeof(kRowsMagic)) != 0) {
+    return InvalidInput("{}: not a CV rows file (expected magic FXTCVRW1 at offset 0)", path);
+  }
+  uint32_t head[2];
+  uint64_t n = 0;
+  std::memcpy(head, in.data() + sizeof(kRowsMagic), sizeof(head));
+  std::memcpy(&n, in.data() + sizeof(kRowsMagic) + sizeof(head), sizeof(n));
+  const size_t nh = head[0];
+  if (nh < 1 || nh > 8) {
+    return InvalidInput("{}: offset 8: {} horizons (expected 1-8)", path, nh);
+  }
+  const size_t cells = static_cast<size_t>(n) * nh;
+  const size_t want = kHead + nh * (sizeof(int32_t) + sizeof(double)) +
+                      cells * (2 * sizeof(float) + 2 * sizeof(uint8_t));
+  if (n > (uint64_t{1} << 40) || in.size() != want) {
+    return InvalidInput("{}: {} bytes, expected {} for {} rows of {} horizons", path, in.size(),
+                        want, n, nh);
+  }
+  EvalRows r;
+  r.horizons.resize(nh);
+  r.base_rates.resize(nh);
+  r.model_logits.resize(cells);
+  r.logreg_logits.resize(cells);
+  r.labels.resize(cells);
+  r.mask.resize(cells);
+  size_t at = kHead;
+  auto take = [&](void* dst, size_t bytes) {
+    std::memcpy(dst, in.data() + at, bytes);
+    at += bytes;
+  };
+  take(r.horizons.data(), nh * sizeof(int32_t));
+  take(r.base_rates.data(), nh * sizeof(double));
+  take(r.model_logits.data(), cells * sizeof(float));
+  take(r.logreg_logits.data(), cells * sizeof(float));
+  take(r.labels.data(), cells);
+  take(r.mask.data(), cells);
+  return r;
+}
+
+// ---- run_cv -------------------------------------------------------------------------------------
+
+Result<CvResult> run_cv(const CvConfig& config_in, const std::vector<std::string>& store_dirs,
+                        const std::string& out_dir, const CvOptions& options) {
+  RunRecord record("cv");
+  CvConfig cfg = config_in;
+  if (store_dirs.empty()) return UsageError("cv needs at least one --store");
+  if (out_dir.empty()) return UsageError("cv needs --out");
+  if (cfg.bootstrap < 0) return UsageError("--bootstrap must be >= 0 (got {})", cfg.bootstrap);
+  cfg.train.split = SplitConfig{};  // each fold sets its own ranges
+  FXT_RETURN_IF_ERROR(cfg.train.validate());
+  const int max_h = *std::max_element(cfg.train.horizons.begin(), cfg.train.horizons.end());
+  const uint64_t stride = static_cast<uint64_t>(cfg.train.stride);
+  cfg.plan.purge = std::max<uint64_t>(cfg.plan.purge, static_cast<uint64_t>(max_h) * stride);
+  cfg.plan.min_span = static_cast<uint64_t>(cfg.train.window - 1) * stride + 1;
+
+  std::vector<std::string> stores;
+  std::vector<uint64_t> sizes;
+  for (const std::string& d : store_dirs) {
+    stores.push_back(fs::absolute(fs::path(d)).lexically_normal().string());
+    FXT_ASSIGN_OR_RETURN(StoreReader r, StoreReader::open(stores.back(), false));
+    sizes.push_back(r.size());
+  }
+  FXT_ASSIGN_OR_RETURN(const FoldPlan plan, plan_folds(sizes, cfg.plan));
+
+  // plan.json first: a rerun must describe the same CV.
+  const nlohmann::json plan_json = {{"format", kCvFormat},
+                                    {"stores", stores},
+                                    {"config", cfg.to_json()},
+                                    {"plan", plan.to_json()}};
+  const std::string plan_path = out_dir + "/plan.json";
+  if (fs::exists(plan_path)) {
+    FXT_ASSIGN_OR_RETURN(std::string text, read_file(plan_path));
+    const auto old = nlohmann::json::parse(text, nullptr, false);
+    if (old.is_discarded()) return InvalidInput("{}: not valid JSON", plan_path);
+    if (old != plan_json) {
+      return UsageError(
+          "{} holds a different CV (\"{}\" differs): rerun with the same stores and flags, or use "
+          "another --out",
+          plan_path, first_difference(old, plan_json));
+    }
+  } else {
+    std::error_code ec;
+    if (fs::exists(out_dir) && !fs::is_empty(out_dir, ec)) {
+      return UsageError("{} is not empty and holds no plan.json: use a new --out directory",
+                        out_dir);
+    }
+    fs::create_directories(out_dir, ec);
+    if (ec) return IoError("cannot create {}: {}", out_dir, ec.message());
+    FXT_RETURN_IF_ERROR(write_file_atomic(plan_path, plan_json.dump(2) + "\n"));
+  }
+  record.set_config(plan_json["config"]);
+  for (const std::string& s : stores) FXT_RETURN_IF_ERROR(record.add_input_store(s));
+
+  CvResult result;
+  int finished_here = 0;
+  const int n_folds = static_cast<int>(plan.folds.size());
+  for (const Fold& f : plan.folds) {
+    const std::string dir = fold_dir(out_dir, f.index);
+    if (fs::exists(dir + "/eval.json")) {
+      ++result.folds_finished;
+      log_info("fold_{} ({}/{}): finished earlier", f.index, f.index + 1, n_folds);
+      continue;
+    }
+    if (options.stop_after_folds > 0 && finished_here >= options.stop_after_folds) break;
+    TrainConfig tc = cfg.train;
+    tc.split.explicit_ranges = true;
+    tc.split.train_range = f.local_train;
+    tc.split.validation_range = f.local_validation;
+    tc.split.test_range = f.local_test;
+    const std::vector<std::string> fold_stores(
+        stores.begin() + static_cast<std::ptrdiff_t>(f.first_store),
+        stores.begin() + static_cast<std::ptrdiff_t>(f.end_store));
+    TrainOptions to;
+    to.resume = fs::exists(dir + "/last.ckpt");
+    to.stop_after_epochs = options.stop_after_epochs;
+    log_info("fold_{} ({}/{}): train [{}, {}) validation [{}, {}) test [{}, {}){}", f.index,
+             f.index + 1, n_folds, f.train.begin, f.train.end, f.validation.begin, f.validation.end,
+             f.test.begin, f.test.end, to.resume ? ", resuming from last.ckpt" : "");
+    FXT_ASSIGN_OR_RETURN(const TrainSummary ts, train(tc, fold_stores, dir, to));
+    if (!ts.stopped_early && ts.epochs_run < tc.epochs) break;  // paused by stop_after_epochs
+
+    EvalOptions eo;
+    eo.split = EvalSplit::kTest;
+    eo.threads = tc.threads;
+    eo.device = tc.device;
+    eo.bootstrap = cfg.bootstrap;
+    eo.bootstrap_seed = cfg.bootstrap_seed;
+    EvalRows rows;
+    FXT_ASSIGN_OR_RETURN(nlohmann::json ev, evaluate(dir + "/best.ckpt", {}, eo, &rows));
+    ev["fold"] = f.index;
+    ev["ranges"] = {{"train", range_json(f.train)},
+                    {"validation", range_json(f.validation)},
+                    {"test", range_json(f.test)}};
+    ev["training"] = {{"epochs", ts.epochs_run},
+                      {"steps", ts.steps},
+                      {"best_epoch", ts.best_epoch},
+                      {"stopped_early", ts.stopped_early}};
+    FXT_RETURN_IF_ERROR(write_eval_rows(dir + "/rows.bin", rows));
+    FXT_RETURN_IF_ERROR(write_file_atomic(dir + "/eval.json", ev.dump(2) + "\n"));  // last
+    ++result.folds_finished;
+    ++finished_here;
+  }
+
+  record.set("folds", n_folds);
+  record.set("folds_finished", result.folds_finished);
+  if (result.folds_finished == n_folds) {
+    FXT_ASSIGN_OR_RETURN(result.cv, pool_folds(cfg, plan, stores, out_dir));
+    FXT_RETURN_IF_ERROR(write_file_atomic(out_dir + "/cv.json", result.cv.dump(2) + "\n"));
+    result.complete = true;
+    record.set_metrics(summary_metrics(result.cv));
+  }
+  record.set("complete", result.complete);
+  FXT_RETURN_IF_ERROR(record.write(out_dir));
+  return result;
+}
+
+// ---- the table ----------------------------------------------------------------------------------
+
+std::string format_cv_table(const nlohmann::json& cv) {
+  auto f4 = [](const nlohmann::json& v) {
+    return v.is_number() ? fmt::format("{:.4f}", v.get<double>()) : std::string("   n/a");
+  };
+  auto s4 = [](const nlohmann::json& v) {
+    return v.is_number() ? fmt::format("{:+.4f}", v.get<double>()) : std::string("    n/a");
+  };
+  auto ci = [&](const nlohmann::json& c, const char* key, bool sign) {
+    if (!c.contains(key)) return std::string();
+    const auto& iv = c[key];
+    return sign ? fmt::format(" [{}, {}]", s4(iv[0]), s4(iv[1]))
+                : fmt::format(" [{}, {}]", f4(iv[0]), f4(iv[1]));
+  };
+  std::string out;
+  const auto& hz = cv["horizons"];
+  fmt::format_to(std::back_inserter(out),
+                 "cv: {} by {}, {} folds, {} training block(s), gap {} snapshots (purge {} + "
+                 "embargo {})\n",
+                 cv["scheme"].get<std::string>(), cv["unit"].get<std::string>(),
+                 cv["folds"].get<int>(), cv["train_blocks"].get<int>(), cv["gap"].get<uint64_t>(),
+                 cv["purge"].get<uint64_t>(), cv["embargo"].get<uint64_t>());
+  fmt::format_to(std::back_inserter(out), "{:<5} {:<19} {:>8} {:<8} {:>7} {:>7} {:>7}\n", "fold",
+                 "test range", "rows", "horizon", "model", "logreg", "base");
+  for (const auto& f : cv["per_fold"]) {
+    for (size_t h = 0; h < hz.size(); ++h) {
+      const std::string range = h == 0 ? fmt::format("[{}, {})", f["test"][0].get<uint64_t>(),
+                                                     f["test"][1].get<uint64_t>())
+                                       : std::string();
+      fmt::format_to(std::back_inserter(out), "{:<5} {:<19} {:>8} {:<8} {:>7} {:>7} {:>7}\n",
+                     h == 0 ? std::to_string(f["fold"].get<int>()) : std::string(), range,
+                     h == 0 ? std::to_string(f["rows"].get<uint64_t>()) : std::string(),
+                     fmt::format("h{}", hz[h].get<int>()), f4(f["auc"]["model"][h]),
+                     f4(f["auc"]["logreg"][h]), f4(f["auc"]["base_rate"][h]));
+    }
+  }
+  const auto& bs = cv["bootstrap"];
+  const int reps = bs["replicates"].get<int>();
+  fmt::format_to(std::back_inserter(out), "pooled over {} folds, {} test rows",
+                 cv["folds"].get<int>(), cv["pooled"]["rows"].get<uint64_t>());
+  if (reps > 0) {
+    fmt::format_to(std::back_inserter(out),
+                   "; {:g}% paired circular block-bootstrap intervals (block {} rows, {} "
+                   "replicates)",
+                   bs["hi_percentile"].get<double>() - bs["lo_percentile"].get<double>(),
+                   bs["block_rows"].get<int64_t>(), reps);
+  }
+  out += '\n';
+  const int wide = reps > 0 ? 24 : 7, wide_d = reps > 0 ? 27 : 8;
+  fmt::format_to(std::back_inserter(out), "{:<8} {:<{}} {:<{}} {:>7}  {:<{}} {}\n", "horizon",
+                 "model AUC", wide, "logreg AUC", wide, "base", "model - logreg", wide_d,
+                 "folds won");
+  for (const auto& c : cv["comparison"]) {
+    fmt::format_to(std::back_inserter(out), "{:<8} {:<{}} {:<{}} {:>7}  {:<{}} {}/{}\n",
+                   fmt::format("h{}", c["horizon"].get<int>()),
+                   f4(c["model_auc"]) + ci(c, "model_auc_ci", false), wide,
+                   f4(c["logreg_auc"]) + ci(c, "logreg_auc_ci", false), wide,
+                   f4(c["base_rate_auc"]), s4(c["diff"]) + ci(c, "diff_ci", true), wide_d,
+                   c["folds_model_wins"].get<int>(), c["folds_compared"].get<int>());
+  }
+  const auto& m = cv["mean"];
+  fmt::format_to(std::back_inserter(out), "{:<8} {:<{}} {:<{}} {:>7}  {}\n", "mean",
+                 f4(m["model_auc"]), wide, f4(m["logreg_auc"]), wide, f4(m["base_rate_auc"]),
+                 s4(m["diff"]) + ci(m, "diff_ci", true));
+  return out;
+}
+
+}  // namespace fxt

@@ -1,0 +1,180 @@
+// The assembled perception model on the GPU against the CPU reference (model/perception.h):
+// forward logits, the last-position forward, and every parameter gradient and dL/dx of the
+// backward with a non-trivial trunk scale, at the real sizes and at small odd ones. The asserted
+// reference is the CPU model run in double on the same float-representable inputs and
+// parameters (forward <= 1e-5, gradients <= 1e-4); the CPU model in float is compared too,
+// within max(5e-4, 4 x its own measured error against double) (gpu_test_util.h, expect_parity).
+// Prints the three errors per tensor.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "gpu/perception.h"
+#include "gpu_test_util.h"
+#include "model/perception.h"
+
+namespace fxt::gpu {
+namespace {
+
+using testing::expect_parity;
+using testing::max_abs_f64;
+using testing::ParityErrors;
+using testing::random_vector;
+using testing::to_device;
+using testing::to_host;
+
+struct Case {
+  int b, k, d, state;
+  float stride;
+  bool real_dt;
+  std::string name() const {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "B%d K%d D%d N%d S%g%s", b, k, d, state,
+                  static_cast<double>(stride), real_dt ? " dt[]" : "");
+    return buf;
+  }
+};
+
+// The CPU model in precision T on the same (float) inputs and parameters: full-forward logits,
+// parameter gradients and d_x of the backward, then the last-position logits.
+template <typename T>
+struct CpuRun {
+  std::vector<T> logits, grads, dx, last;
+};
+template <typename T>
+CpuRun<T> run_cpu(const model::PerceptionConfig& cfg, const Case& c,
+                  const std::vector<float>& params_f, const std::vector<float>& x_f,
+                  const std::vector<float>& dt_f, const std::vector<float>& dlogits_f,
+                  const std::vector<float>& lambda_f) {
+  const auto cast = [](const std::vector<float>& v) { return std::vector<T>(v.begin(), v.end()); };
+  const std::vector<T> params = cast(params_f), x = cast(x_f), dt = cast(dt_f),
+                       dlogits = cast(dlogits_f), lambda = cast(lambda_f);
+  const T stride = static_cast<T>(c.stride);
+  const T* dt_h = c.real_dt ? dt.data() : nullptr;
+  const model::PerceptionLayout l = model::perception_layout(cfg);
+  const size_t r = static_cast<size_t>(c.b) * static_cast<size_t>(c.k);
+  model::CpuContext cpu(1);
+  model::PerceptionWorkspace<T> ws;
+  ws.resize(cfg, c.b, c.k);
+  CpuRun<T> out;
+  model::perception_forward<T>(cfg, cpu, params.data(), x.data(), stride, dt_h, &ws);
+  out.logits = ws.logits;
+  out.grads.assign(l.total, T(0));
+  out.dx.assign(r * static_cast<size_t>(cfg.features), T(0));
+  model::perception_backward<T>(cfg, cpu, params.data(), x.data(), stride, dt_h, dlogits.data(),
+                                lambda.data(), &ws, out.grads.data(), out.dx.data());
+  model::perception_forward_last<T>(cfg, cpu, params.data(), x.data(), stride, dt_h, &ws);
+  out.last.assign(ws.logits.begin(),
+                  ws.logits.begin() + static_cast<std::ptrdiff_t>(c.b * cfg.horizons));
+  return out;
+}
+
+// GPU vs CPU double <= tol and vs CPU float <= max(5e-4, 4 x CPU float vs double), with the
+// given absolute floor; prints the three errors.
+void check(const Case& c, const std::string& what, const std::vector<float>& gpu,
+           const std::vector<float>& cpu32, const std::vector<double>& cpu64, double tol,
+           double floor) {
+  const ParityErrors e = expect_parity(gpu, cpu32, cpu64, tol, c.name() + " " + what, floor);
+  std::printf("[gpu-perception %-22s] %-28s gpu-cpu(f64) %.3e (tol %.0e)  gpu-cpu(f32) %.3e "
+              "(bound %.3e)  cpu(f32)-cpu(f64) %.3e\n",
+              c.name().c_str(), what.c_str(), e.vs_f64, tol, e.vs_f32, e.f32_bound, e.f32_vs_f64);
+}
+
+template <typename T>
+std::vector<T> slice(const std::vector<T>& v, size_t at, size_t n) {
+  return {v.begin() + static_cast<std::ptrdiff_t>(at),
+          v.begin() + static_cast<std::ptrdiff_t>(at + n)};
+}
+
+void check_against_cpu(const Case& c) {
+  model::PerceptionConfig cfg;
+  cfg.d_model = c.d;
+  cfg.d_state = c.state;
+  cfg.head_dim = c.d == 128 ? 64 : 16;
+  const model::PerceptionLayout l = model::perception_layout(cfg);
+  std::vector<float> params(l.total);
+  model::perception_init<float>(cfg, params.data(), 11);
+  // A non-zero pool query and perturbed norms, so every path carries a gradient.
+  const std::vector<float> noise = random_vector(l.total, 5, -0.05f, 0.05f);
+  for (size_t i = 0; i < l.total; ++i) params[i] += noise[i];
+  const size_t r = static_cast<size_t>(c.b) * static_cast<size_t>(c.k);
+  const std::vector<float> x = random_vector(r * cfg.features, 2, -2.0f, 2.0f);
+  const std::vector<float> dt = random_vector(r, 3, 0.2f, 3.0f);
+  const std::vector<float> dlogits = random_vector(r * cfg.horizons, 4, -1.0f, 1.0f);
+  const std::vector<float> lambda = {1.0f, 1.5f, 2.0f, 1.2f, 1.7f};
+  const CpuRun<float> ref = run_cpu<float>(cfg, c, params, x, dt, dlogits, lambda);
+  const CpuRun<double> ref64 = run_cpu<double>(cfg, c, params, x, dt, dlogits, lambda);
+
+  Context ctx;
+  PerceptionGpu m(cfg);
+  m.resize(c.b, c.k);
+  auto dp = to_device(params), dx_in = to_device(x), ddt = to_device(dt), ddl = to_device(dlogits),
+       dlam = to_device(lambda);
+  DeviceBuffer<float> grads(l.total), dx(r * cfg.features);
+  m.forward(ctx, dp.data(), dx_in.data(), c.stride, c.real_dt ? ddt.data() : nullptr);
+  ctx.sync();
+  // Forward: 1e-5 relative to max(|ref|, 1e-3).
+  check(c, "logits", to_host(m.logits(), r * cfg.horizons), ref.logits, ref64.logits, 1e-5, 1e-3);
+  m.backward(ctx, dp.data(), dx_in.data(), c.stride, c.real_dt ? ddt.data() : nullptr, ddl.data(),
+             dlam.data(), grads.data(), dx.data());
+  ctx.sync();
+  const std::vector<float> g = grads.download();
+  for (const model::ModelParamSpec& s : model::perception_param_specs(cfg)) {
+    const std::vector<double> b64 = slice(ref64.grads, s.offset, s.size);
+    // Gradients: 1e-4 relative to max(|ref|, 1e-3 of the tensor's largest value).
+    check(c, s.name, slice(g, s.offset, s.size), slice(ref.grads, s.offset, s.size), b64, 1e-4,
+          std::max(1e-6, 1e-3 * max_abs_f64(b64)));
+  }
+  // d_x: 1e-4 relative to max(|ref|, 1e-4).
+  check(c, "d_x", dx.download(), ref.dx, ref64.dx, 1e-4, 1e-4);
+  m.forward_last(ctx, dp.data(), dx_in.data(), c.stride, c.real_dt ? ddt.data() : nullptr);
+  ctx.sync();
+  check(c, "last-position logits", to_host(m.logits(), static_cast<size_t>(c.b) * cfg.horizons),
+        ref.last, ref64.last, 1e-5, 1e-3);
+}
+
+TEST(PerceptionGpu, MatchesCpuAtRealSizes) {
+  FXT_SKIP_WITHOUT_GPU();
+  check_against_cpu({4, 64, 128, 16, 1.0f, false});
+}
+
+TEST(PerceptionGpu, MatchesCpuWithStrideAndRealTime) {
+  FXT_SKIP_WITHOUT_GPU();
+  check_against_cpu({8, 64, 128, 16, 4.0f, true});
+}
+
+TEST(PerceptionGpu, MatchesCpuAtSmallOddSizes) {
+  FXT_SKIP_WITHOUT_GPU();
+  check_against_cpu({3, 5, 32, 8, 1.0f, false});
+}
+
+TEST(PerceptionGpu, BackwardIsBitReproducible) {
+  FXT_SKIP_WITHOUT_GPU();
+  model::PerceptionConfig cfg;
+  const model::PerceptionLayout l = model::perception_layout(cfg);
+  std::vector<float> params(l.total);
+  model::perception_init<float>(cfg, params.data(), 3);
+  const int b = 32, k = 64;
+  const size_t r = static_cast<size_t>(b) * k;
+  auto dp = to_device(params), dx = to_device(random_vector(r * cfg.features, 8, -2.0f, 2.0f)),
+       dl = to_device(random_vector(r * cfg.horizons, 9));
+  Context ctx;
+  PerceptionGpu m(cfg);
+  m.resize(b, k);
+  std::vector<std::vector<float>> runs;
+  for (int i = 0; i < 2; ++i) {
+    DeviceBuffer<float> grads(l.total);
+    m.forward(ctx, dp.data(), dx.data(), 1.0f, nullptr);
+    m.backward(ctx, dp.data(), dx.data(), 1.0f, nullptr, dl.data(), nullptr, grads.data(), nullptr);
+    ctx.sync();
+    runs.push_back(grads.download());
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+}
+
+}  // namespace
+}  // namespace fxt::gpu

@@ -1,0 +1,264 @@
+// The CUDA runtime basics (gpu/runtime.h): row-major GEMM in all four transpose combinations
+// and strided-batched GEMM against a naive double host product, the linear layer against
+// model::linear_*, column_sum against a double host sum, and fill / broadcast / add / copy.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "gpu/gpu_test_util.h"
+#include "gpu/runtime.h"
+#include "model/ops.h"
+#include "model/tensor.h"
+
+namespace fxt::gpu {
+namespace {
+
+using testing::expect_close;
+using testing::random_vector;
+using testing::to_device;
+using CIn = model::TensorView<const float>;
+using COut = model::TensorView<float>;
+
+// Relative error floor: 10% of the reference's largest magnitude (entries that cancel to ~0 are
+// judged on the tensor's scale).
+double floor_of(const std::vector<float>& ref) {
+  double mx = 0.0;
+  for (float v : ref) mx = std::max(mx, static_cast<double>(std::abs(v)));
+  return std::max(0.1 * mx, 1e-20);
+}
+void check(const std::vector<float>& gpu, const std::vector<float>& ref, double tol,
+           const std::string& what) {
+  expect_close(gpu, ref, tol, what, floor_of(ref));
+}
+
+// C = alpha op(A) op(B) + beta C on the host in double, row-major with row strides.
+void host_gemm(bool ta, bool tb, int m, int n, int k, float alpha, const std::vector<float>& a,
+               int lda, const std::vector<float>& b, int ldb, float beta, std::vector<float>& c,
+               int ldc, size_t oa = 0, size_t ob = 0, size_t oc = 0) {
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double s = 0.0;
+      for (int p = 0; p < k; ++p) {
+        const double av = ta ? a[oa + static_cast<size_t>(p) * lda + i]
+                             : a[oa + static_cast<size_t>(i) * lda + p];
+        const double bv = tb ? b[ob + static_cast<size_t>(j) * ldb + p]
+                             : b[ob + static_cast<size_t>(p) * ldb + j];
+        s += av * bv;
+      }
+      float& cv = c[oc + static_cast<size_t>(i) * ldc + j];
+      cv = static_cast<float>(alpha * s + static_cast<double>(beta) * cv);
+    }
+  }
+}
+
+void run_gemm(bool ta, bool tb, int m, int n, int k, int pad, uint64_t seed) {
+  const std::string what = std::string("gemm ") + (ta ? "T" : "N") + (tb ? "T" : "N") + " " +
+                           std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+  // Stored shapes: A is [m, k] ([k, m] when ta), B is [k, n] ([n, k] when tb); each row padded.
+  const int a_rows = ta ? k : m, a_cols = ta ? m : k;
+  const int b_rows = tb ? n : k, b_cols = tb ? k : n;
+  const int lda = a_cols + pad, ldb = b_cols + pad, ldc = n + pad;
+  const auto a = random_vector(static_cast<size_t>(a_rows) * lda, seed);
+  const auto b = random_vector(static_cast<size_t>(b_rows) * ldb, seed + 1);
+  const auto c0 = random_vector(static_cast<size_t>(m) * ldc, seed + 2);
+  const float alpha = 0.75f, beta = -0.5f;
+  std::vector<float> ref = c0;
+  host_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ref, ldc);
+
+  Context ctx;
+  auto ga = to_device(a), gb = to_device(b), gc = to_device(c0);
+  gemm(ctx, ta, tb, m, n, k, alpha, ga.data(), lda, gb.data(), ldb, beta, gc.data(), ldc);
+  ctx.sync();
+  const auto out = gc.download();
+  check(out, ref, 1e-5, what);
+  // The padding columns of C are untouched.
+  for (int i = 0; i < m; ++i) {
+    for (int j = n; j < ldc; ++j) {
+      const size_t e = static_cast<size_t>(i) * ldc + j;
+      EXPECT_EQ(out[e], c0[e]) << what << " wrote padding at (" << i << ", " << j << ")";
+    }
+  }
+}
+
+TEST(GpuRuntime, GemmAllTransposes) {
+  FXT_SKIP_WITHOUT_GPU();
+  for (int ta = 0; ta < 2; ++ta) {
+    for (int tb = 0; tb < 2; ++tb) {
+      run_gemm(ta, tb, 37, 23, 19, 0, 10 + ta * 2 + tb);
+      run_gemm(ta, tb, 64, 128, 256, 3, 20 + ta * 2 + tb);
+      run_gemm(ta, tb, 1, 5, 7, 1, 30 + ta * 2 + tb);
+    }
+  }
+}
+
+TEST(GpuRuntime, GemmBatched) {
+  FXT_SKIP_WITHOUT_GPU();
+  const int m = 13, n = 9, k = 21, batch = 5;
+  for (int ta = 0; ta < 2; ++ta) {
+    for (int tb = 0; tb < 2; ++tb) {
+      for (bool shared_b : {false, true}) {
+        const int lda = ta ? m : k, ldb = tb ? k : n, ldc = n;
+        const long long sa = static_cast<long long>(m) * k + 4;  // gaps between matrices
+        const long long sb = shared_b ? 0 : static_cast<long long>(k) * n + 2;
+        const long long sc = static_cast<long long>(m) * n + 1;
+        const auto a = random_vector(static_cast<size_t>(sa) * batch, 40 + ta);
+        const auto b = random_vector(
+            shared_b ? static_cast<size_t>(k) * n : static_cast<size_t>(sb) * batch, 50 + tb);
+        const auto c0 = random_vector(static_cast<size_t>(sc) * batch, 60);
+        std::vector<float> ref = c0;
+        for (int i = 0; i < batch; ++i) {
+          host_gemm(ta, tb, m, n, k, 1.25f, a, lda, b, ldb, 0.5f, ref, ldc,
+                    static_cast<size_t>(sa) * i, static_cast<size_t>(sb) * i,
+                    static_cast<size_t>(sc) * i);
+        }
+        Context ctx;
+        auto ga = to_device(a), gb = to_device(b), gc = to_device(c0);
+        gemm_batched(ctx, ta, tb, m, n, k, 1.25f, ga.data(), lda, sa, gb.data(), ldb, sb, 0.5f,
+                     gc.data(), ldc, sc, batch);
+        ctx.sync();
+        check(gc.download(), ref, 1e-5,
+              "gemm_batched ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) +
+                  (shared_b ? " shared B" : ""));
+      }
+    }
+  }
+}
+
+void run_linear(int rows, int in, int out, bool bias, bool want_dx, bool want_dw, bool want_db,
+                uint64_t seed) {
+  const std::string what = "linear " + std::to_string(rows) + "x" + std::to_string(in) + "->" +
+                           std::to_string(out) + (bias ? " bias" : "");
+  const auto x = random_vector(static_cast<size_t>(rows) * in, seed);
+  const auto w = random_vector(static_cast<size_t>(out) * in, seed + 1);
+  const auto b = random_vector(static_cast<size_t>(out), seed + 2);
+  const auto dy = random_vector(static_cast<size_t>(rows) * out, seed + 3);
+  const auto dx0 = random_vector(x.size(), seed + 4);
+  const auto dw0 = random_vector(w.size(), seed + 5);
+  const auto db0 = random_vector(b.size(), seed + 6);
+
+  model::CpuContext cpu(1);
+  const model::Shape sx{rows, in}, sw{out, in}, sb{out}, sy{rows, out};
+  std::vector<float> y(static_cast<size_t>(rows) * out), dx = dx0, dw = dw0, db = db0;
+  model::linear_forward<float>(cpu, CIn(x.data(), sx), CIn(w.data(), sw),
+                               bias ? CIn(b.data(), sb) : CIn(), COut(y.data(), sy));
+  model::linear_backward<float>(cpu, CIn(x.data(), sx), CIn(w.data(), sw), CIn(dy.data(), sy),
+                                want_dx ? COut(dx.data(), sx) : COut(),
+                                want_dw ? COut(dw.data(), sw) : COut(),
+                                want_db ? COut(db.data(), sb) : COut());
+
+  Context ctx;
+  auto gx = to_device(x), gw = to_device(w), gb = to_device(b), gdy = to_device(dy);
+  auto gdx = to_device(dx0), gdw = to_device(dw0), gdb = to_device(db0);
+  DeviceBuffer<float> gy(y.size());
+  linear_forward(ctx, gx.data(), gw.data(), bias ? gb.data() : nullptr, gy.data(), rows, in, out);
+  linear_backward(ctx, gx.data(), gw.data(), gdy.data(), want_dx ? gdx.data() : nullptr,
+                  want_dw ? gdw.data() : nullptr, want_db ? gdb.data() : nullptr, rows, in, out);
+  ctx.sync();
+  check(gy.download(), y, 1e-5, what + " y");
+  check(gdx.download(), dx, 1e-4, what + " dx");
+  check(gdw.download(), dw, 1e-4, what + " dw");
+  check(gdb.download(), db, 1e-4, what + " db");
+}
+
+TEST(GpuRuntime, LinearMatchesCpu) {
+  FXT_SKIP_WITHOUT_GPU();
+  run_linear(32 * 64, 128, 256, true, true, true, true, 70);
+  run_linear(32 * 64, 40, 128, false, true, true, false, 71);
+  run_linear(15, 37, 5, true, true, true, true, 72);
+  run_linear(3, 7, 11, true, false, true, true, 73);
+  run_linear(3, 7, 11, true, true, false, false, 74);
+  run_linear(1, 1, 1, true, true, true, true, 75);
+}
+
+void run_column_sum(int rows, int cols, int ld, bool accumulate, uint64_t seed) {
+  const auto x = random_vector(static_cast<size_t>(rows) * ld, seed);
+  const auto out0 = random_vector(static_cast<size_t>(cols), seed + 1);
+  std::vector<float> ref(static_cast<size_t>(cols));
+  for (int c = 0; c < cols; ++c) {
+    double s = accumulate ? out0[c] : 0.0;
+    for (int r = 0; r < rows; ++r) s += x[static_cast<size_t>(r) * ld + c];
+    ref[c] = static_cast<float>(s);
+  }
+  Context ctx;
+  auto gx = to_device(x), gout = to_device(out0);
+  column_sum(ctx, gx.data(), rows, cols, ld, gout.data(), accumulate);
+  ctx.sync();
+  const auto got = gout.download();
+  // A float sum of `rows` terms of magnitude <= 1: error bound ~ rows * 2^-24 in absolute terms.
+  for (int c = 0; c < cols; ++c) {
+    EXPECT_NEAR(got[c], ref[c], 1e-6 * (rows + 1) + 1e-6 * std::abs(ref[c]))
+        << "column_sum " << rows << "x" << cols << " ld " << ld << " col " << c;
+  }
+  // Deterministic: a second run gives the same bits.
+  auto gout2 = to_device(out0);
+  column_sum(ctx, gx.data(), rows, cols, ld, gout2.data(), accumulate);
+  ctx.sync();
+  const auto got2 = gout2.download();
+  EXPECT_EQ(0, std::memcmp(got.data(), got2.data(), got.size() * sizeof(float)));
+}
+
+TEST(GpuRuntime, ColumnSum) {
+  FXT_SKIP_WITHOUT_GPU();
+  run_column_sum(2048, 128, 128, true, 80);
+  run_column_sum(2048, 40, 40, false, 81);
+  run_column_sum(1, 7, 7, true, 82);
+  run_column_sum(33, 70, 75, false, 83);  // ld > cols, cols not a multiple of the 32-column tile
+  run_column_sum(5000, 3, 8, true, 84);
+  run_column_sum(0, 9, 9, true, 85);   // no rows: out unchanged (accumulate)
+  run_column_sum(0, 9, 9, false, 86);  // no rows: out zeroed
+}
+
+TEST(GpuRuntime, FillBroadcastAddCopy) {
+  FXT_SKIP_WITHOUT_GPU();
+  Context ctx;
+  const size_t n = 100003;  // not a multiple of any block size
+  DeviceBuffer<float> a(n), b(n), c(n);
+  fill(ctx, a.data(), 1.5f, n);
+  const auto bv = random_vector(n, 90);
+  b.upload(bv.data(), n);
+  add_inplace(ctx, b.data(), a.data(), n);  // a = 1.5 + b
+  copy(ctx, a.data(), c.data(), n);
+  ctx.sync();
+  const auto av = a.download(), cv = c.download();
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(av[i], 1.5f + bv[i]) << i;
+    ASSERT_EQ(cv[i], av[i]) << i;
+  }
+  // fill with n = 0 is a no-op.
+  fill(ctx, a.data(), 7.0f, 0);
+  ctx.sync();
+  EXPECT_EQ(a.download()[0], av[0]);
+
+  const int rows = 37, cols = 45;
+  const auto bias = random_vector(cols, 91);
+  auto gbias = to_device(bias);
+  DeviceBuffer<float> y(static_cast<size_t>(rows) * cols);
+  broadcast_rows(ctx, gbias.data(), y.data(), rows, cols);
+  ctx.sync();
+  const auto yv = y.download();
+  for (int r = 0; r < rows; ++r) {
+    for (int cc = 0; cc < cols; ++cc) ASSERT_EQ(yv[static_cast<size_t>(r) * cols + cc], bias[cc]);
+  }
+}
+
+TEST(GpuRuntime, ContextAndMappedHost) {
+  FXT_SKIP_WITHOUT_GPU();
+  Context ctx;
+  EXPECT_FALSE(ctx.device_name().empty());
+  EXPECT_FALSE(ctx.tf32());
+  ctx.set_tf32(true);
+  EXPECT_TRUE(ctx.tf32());
+  ctx.set_tf32(false);
+  EXPECT_FALSE(ctx.tf32());
+  // The device writes mapped host memory; the host reads it after a sync, without a copy.
+  MappedHost<float> mapped(4);
+  for (int i = 0; i < 4; ++i) mapped.host()[i] = 0.0f;
+  fill(ctx, mapped.device(), 2.5f, 4);
+  ctx.sync();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(mapped.host()[i], 2.5f);
+}
+
+}  // namespace
+}  // namespace fxt::gpu

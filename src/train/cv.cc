@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -84,27 +83,6 @@ double weighted_auc(const SortedRows& s, const uint32_t* w) {
   if (pos == 0 || neg_below == 0) return kNaN;
   return static_cast<double>(twice_u) /
          (2.0 * static_cast<double>(pos) * static_cast<double>(neg_below));
-}
-
-// One circular block draw of `rows` rows into weights (zeroed by the caller): the resampling
-// of bootstrap_metrics (metrics.cc draw_blocks), replicated so a replicate's rows are the same.
-void draw_blocks(SplitMix64& rng, size_t rows, size_t block, std::vector<uint32_t>& weights) {
-  for (size_t taken = 0; taken < rows; taken += block) {
-    const size_t len = std::min(block, rows - taken);
-    const size_t start = rng.below(rows);
-    const size_t first = std::min(len, rows - start);  // up to the end, then wrap to 0
-    for (size_t j = 0; j < first; ++j) ++weights[start + j];
-    for (size_t j = 0; j < len - first; ++j) ++weights[j];
-  }
-}
-
-Interval interval_of(std::vector<double> values, const BootstrapOptions& o) {
-  std::erase_if(values, [](double v) { return std::isnan(v); });
-  Interval iv;
-  iv.replicates = static_cast<int>(values.size());
-  iv.lo = percentile(values, o.lo_percentile);
-  iv.hi = percentile(values, o.hi_percentile);
-  return iv;
 }
 
 nlohmann::json interval_json(const Interval& iv) {
@@ -507,23 +485,14 @@ Result<PairedAucResult> paired_auc_bootstrap(std::span<const float> a, std::span
     for (size_t r = r0; r < r1; ++r) {
       std::fill(w.begin(), w.end(), 0u);
       SplitMix64 rng(seeds[r]);
-      draw_blocks(rng, rows, static_cast<size_t>(block), w);
+      draw_bootstrap_blocks(rng, rows, static_cast<size_t>(block), w);
       for (size_t h = 0; h < nh; ++h) {
         auc_a[r * nh + h] = weighted_auc(sa[h], w.data());
         auc_b[r * nh + h] = weighted_auc(sb[h], w.data());
       }
     }
   };
-  const size_t threads = std::clamp<size_t>(static_cast<size_t>(std::max(o.threads, 1)), 1, reps);
-  if (threads == 1) {
-    run(0, reps);
-  } else {
-    std::vector<std::thread> pool;
-    for (size_t t = 0; t < threads; ++t) {
-      pool.emplace_back(run, reps * t / threads, reps * (t + 1) / threads);
-    }
-    for (std::thread& t : pool) t.join();
-  }
+  for_replicate_ranges(reps, o.threads, run);
   std::vector<double> mean_d(reps, kNaN);
   for (size_t r = 0; r < reps; ++r) {
     double s = 0;
@@ -543,11 +512,11 @@ Result<PairedAucResult> paired_auc_bootstrap(std::span<const float> a, std::span
       vb[r] = auc_b[r * nh + h];
       vd[r] = va[r] - vb[r];
     }
-    res.horizons[h].a = interval_of(std::move(va), o);
-    res.horizons[h].b = interval_of(std::move(vb), o);
-    res.horizons[h].d = interval_of(std::move(vd), o);
+    res.horizons[h].a = bootstrap_interval(std::move(va), o);
+    res.horizons[h].b = bootstrap_interval(std::move(vb), o);
+    res.horizons[h].d = bootstrap_interval(std::move(vd), o);
   }
-  res.mean_d = interval_of(std::move(mean_d), o);
+  res.mean_d = bootstrap_interval(std::move(mean_d), o);
   return res;
 }
 

@@ -304,16 +304,7 @@ Result<BootstrapResult> bootstrap_impl(std::span<const T> scores, std::span<cons
       }
     }
   };
-  size_t threads = std::clamp<size_t>(static_cast<size_t>(std::max(o.threads, 1)), 1, reps);
-  if (threads == 1) {
-    run(0, reps);
-  } else {
-    std::vector<std::thread> pool;
-    for (size_t t = 0; t < threads; ++t) {
-      pool.emplace_back(run, reps * t / threads, reps * (t + 1) / threads);
-    }
-    for (std::thread& t : pool) t.join();
-  }
+  for_replicate_ranges(reps, o.threads, run);
 
   std::vector<double> mean_auc(reps, kNaN);
   for (size_t r = 0; r < reps; ++r) {
@@ -347,6 +338,30 @@ nlohmann::json interval_json(const Interval& iv) {
 }
 
 }  // namespace
+
+void draw_bootstrap_blocks(SplitMix64& rng, size_t rows, size_t block,
+                           std::vector<uint32_t>& weights) {
+  draw_blocks(rng, rows, block, weights);
+}
+
+Interval bootstrap_interval(std::vector<double> values, const BootstrapOptions& options) {
+  return interval_of(std::move(values), options);
+}
+
+void for_replicate_ranges(size_t replicates, int threads,
+                          const std::function<void(size_t, size_t)>& fn) {
+  if (replicates == 0) return;
+  const size_t n = std::clamp<size_t>(static_cast<size_t>(std::max(threads, 1)), 1, replicates);
+  if (n == 1) {
+    fn(0, replicates);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < n; ++t) {
+    pool.emplace_back(fn, replicates * t / n, replicates * (t + 1) / n);
+  }
+  for (std::thread& t : pool) t.join();
+}
 
 double percentile(std::vector<double>& values, double p) {
   if (values.empty()) return kNaN;

@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <span>
 #include <vector>
@@ -159,5 +160,17 @@ Result<BootstrapResult> bootstrap_metrics(std::span<const double> scores,
 // The p-th percentile (0..100) of values, linear interpolation (R type 7); NaN when empty.
 // Reorders `values`.
 double percentile(std::vector<double>& values, double p);
+
+// The pieces of bootstrap_metrics, for other resampled statistics (the paired CV comparison)
+// that must draw exactly the same rows:
+// one circular block draw of `rows` rows added to `weights` (zeroed by the caller);
+void draw_bootstrap_blocks(SplitMix64& rng, size_t rows, size_t block,
+                           std::vector<uint32_t>& weights);
+// the [lo, hi] percentile interval of the replicates' values (NaN replicates dropped);
+Interval bootstrap_interval(std::vector<double> values, const BootstrapOptions& options);
+// fn(r0, r1) over [0, replicates) cut into min(threads, replicates) contiguous ranges, one
+// thread each (results must depend on the replicate only, so any thread count agrees).
+void for_replicate_ranges(size_t replicates, int threads,
+                          const std::function<void(size_t, size_t)>& fn);
 
 }  // namespace fxt

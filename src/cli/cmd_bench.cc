@@ -61,6 +61,17 @@ RandomData random_data(uint64_t rows, int f, int nh) {
   return d;
 }
 
+// One result row: the step time of batch b at window k and the rates it implies.
+nlohmann::json step_row(int b, int k, double ms) {
+  nlohmann::json r;
+  r["B"] = b;
+  r["K"] = k;
+  r["step_ms"] = ms;
+  r["sequences_per_s"] = b * 1e3 / ms;
+  r["positions_per_s"] = static_cast<double>(b) * k * 1e3 / ms;
+  return r;
+}
+
 nlohmann::json device_json(bool cuda) {
   nlohmann::json j;
   if (!cuda) {
@@ -111,12 +122,7 @@ Status bench_gpu(const BenchArgs& a, const std::vector<int>& batches, nlohmann::
     step.run(a.steps);
     const double ms = static_cast<double>(timer.stop_ms(step.context())) / a.steps;
     const gpu::StepSums sums = step.take_sums();
-    nlohmann::json r;
-    r["B"] = b;
-    r["K"] = a.window;
-    r["step_ms"] = ms;
-    r["sequences_per_s"] = b * 1e3 / ms;
-    r["positions_per_s"] = static_cast<double>(b) * a.window * 1e3 / ms;
+    nlohmann::json r = step_row(b, a.window, ms);
     r["graph_nodes"] = step.graph_nodes();
     r["mean_loss"] = sums.loss / static_cast<double>(std::max<int64_t>(1, sums.steps));
     if (a.profile > 0) {
@@ -230,12 +236,7 @@ Status bench_cpu(const BenchArgs& a, const std::vector<int>& batches, nlohmann::
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
         steps;
-    nlohmann::json r;
-    r["B"] = b;
-    r["K"] = a.window;
-    r["step_ms"] = ms;
-    r["sequences_per_s"] = b * 1e3 / ms;
-    r["positions_per_s"] = static_cast<double>(b) * a.window * 1e3 / ms;
+    nlohmann::json r = step_row(b, a.window, ms);
     fmt::print("B={:<4} K={} step {:8.3f} ms (CPU, 1 thread)\n", b, a.window, ms);
     rows.push_back(r);
   }

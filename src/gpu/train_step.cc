@@ -2,7 +2,6 @@
 #include "gpu/train_step.h"
 
 #include <cassert>
-#include <cstring>
 #include <string_view>
 
 #include "gpu/batch.h"
@@ -314,19 +313,19 @@ void InferenceGpu::forward(const float* x, const float* dt, int b, int k, int st
   if (b > model_.batch() || k != model_.seq_len()) model_.resize(b, k);
   const int cap = model_.batch();
   const size_t r = static_cast<size_t>(b) * static_cast<size_t>(k);
-  if (x_.size() < static_cast<size_t>(cap) * k * c.features)
+  // A grown buffer starts zeroed, so rows past the first batch's windows are defined.
+  if (x_.size() < static_cast<size_t>(cap) * k * c.features) {
     x_.resize(static_cast<size_t>(cap) * k * c.features);
-  if (dt != nullptr && dt_.size() < static_cast<size_t>(cap) * k)
-    dt_.resize(static_cast<size_t>(cap) * k);
-  // Pad a short batch with zeros: every window is independent, the padding rows are dropped.
-  std::vector<float> xs(static_cast<size_t>(cap) * k * c.features, 0.0f);
-  std::memcpy(xs.data(), x, r * c.features * sizeof(float));
-  x_.upload(xs.data(), xs.size());
-  if (dt != nullptr) {
-    std::vector<float> ds(static_cast<size_t>(cap) * k, 1.0f);
-    std::memcpy(ds.data(), dt, r * sizeof(float));
-    dt_.upload(ds.data(), ds.size());
+    x_.zero();
   }
+  if (dt != nullptr && dt_.size() < static_cast<size_t>(cap) * k) {
+    dt_.resize(static_cast<size_t>(cap) * k);
+    dt_.zero();
+  }
+  // Only the b windows are uploaded: in a short final batch the rows past them hold an earlier
+  // batch's windows, which are computed and dropped (every window is independent).
+  x_.upload(x, r * static_cast<size_t>(c.features));
+  if (dt != nullptr) dt_.upload(dt, r);
   const float s = static_cast<float>(stride);
   if (last) {
     model_.forward_last(ctx, params_, x_.data(), s, dt != nullptr ? dt_.data() : nullptr);

@@ -614,7 +614,6 @@ class CudaTrainer {
   CudaTrainer(TrainState& st, const Dataset& ds, const LrSchedule& sched)
       : step_(step_config(st.cfg, sched)) {
     const TrainConfig& c = st.cfg;
-    const int nh = static_cast<int>(c.horizons.size());
     // Concatenate the stores' rows (global row = store offset + local index).
     gpu::TrainData data;
     std::vector<float> features, elapsed;
@@ -626,10 +625,8 @@ class CudaTrainer {
       masks.insert(masks.end(), s.labels.mask.begin(), s.labels.mask.end());
       if (c.cfc_time_real) {
         const uint64_t n = s.reader.size();
-        std::vector<int64_t> ts(n);
-        for (uint64_t t = 0; t < n; ++t) ts[t] = s.reader.ts_ns[t];
         std::vector<float> e(n);
-        gpu::elapsed_per_row(ts.data(), n, c.stride, st.cfc_time_unit_ns, e.data());
+        gpu::elapsed_per_row(s.reader.ts_ns.data, n, c.stride, st.cfc_time_unit_ns, e.data());
         elapsed.insert(elapsed.end(), e.begin(), e.end());
       }
     }
@@ -641,7 +638,6 @@ class CudaTrainer {
     data.masks = masks.data();
     data.elapsed = c.cfc_time_real ? elapsed.data() : nullptr;
     data.rows = ds.total_snapshots();
-    (void)nh;
     step_.upload_data(data);
     upload(st);
     st.net.use_gpu(step_.params(), st.params);

@@ -2,7 +2,8 @@
 # One call on the GPU machine (docs/DEVICE.md): configure and build for sm_90, run the GPU
 # tests one program at a time (logs and gtest XML into $OUT), optionally the whole suite, the
 # GPU benchmark against the PyTorch peer, and compute-sanitizer over the GPU tests.
-# Usage (device): bash scripts/device_check.sh [gpu] [all] [bench] [sanitize] [quick-bench]
+# Usage (device): bash scripts/device_check.sh [gpu] [all] [bench] [sanitize] [quick-bench] [ncu]
+#   [ncu-detail] [peer]
 set -uo pipefail
 OUT=${OUT:-out/device}
 mkdir -p "$OUT"
@@ -17,6 +18,7 @@ grep -c 'warning' "$OUT/build.log" | sed 's/^/build warnings: /'
 echo "build: $(( $(date +%s) - t0 )) s"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader
 GPU_TESTS=$(ls build-dev/tests | grep -vE '\.cmake$' | grep -E '^(gpu_|ops_test|runtime_test|batch_train_test|mamba2_test|cfc_heads_test|adamw_train_test|train_step_train_test|es_mbo_train_test)' || true)
+[ -n "${FXT_GPU_TESTS:-}" ] && GPU_TESTS=$FXT_GPU_TESTS  # a subset, by program name
 if has gpu; then
   for t in $GPU_TESTS; do
     timeout 300 build-dev/tests/$t --gtest_output=xml:"$OUT/$t.xml" > "$OUT/$t.log" 2>&1
@@ -56,6 +58,50 @@ PY
     echo "nsys not found"; ls /usr/local/cuda/bin | head -50 | tr '\n' ' '
   fi
 fi
+if has ncu; then
+  # Per-kernel times of one replayed training step (ncu profiles each graph node as a kernel):
+  # the step's kernels are the launches from one sample_anchors kernel to the next.
+  NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  for b in ${FXT_NCU_BATCHES:-256 32}; do
+    timeout 240 "$NCU" --metrics gpu__time_duration.sum --csv --print-units base -c 700 \
+      build-dev/bin/fxt bench train --device cuda --batch $b --steps 2 --warmup 1 --profile 0 \
+      --fwd-steps 1 > "$OUT/ncu_b$b.csv" 2> "$OUT/ncu_b$b.err"
+    echo "== ncu B=$b rc=$? (ns per kernel of one step, grouped by name)"
+    python3 - "$OUT/ncu_b$b.csv" <<'PY'
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+if not rows: print("no ncu rows"); sys.exit()
+hdr, rows = rows[0], rows[1:]
+i_name, i_val = hdr.index('Kernel Name'), hdr.index('Metric Value')
+seq = [(r[i_name], float(r[i_val].replace(',', ''))) for r in rows]
+starts = [i for i, (n, _) in enumerate(seq) if 'sample_anchors' in n]
+if len(starts) < 2: print("step boundaries not found", len(starts)); sys.exit()
+step = seq[starts[1]:starts[2]] if len(starts) > 2 else seq[starts[1]:]
+tot = sum(v for _, v in step)
+print(f"kernels in one step: {len(step)}, sum {tot/1e3:.1f} us")
+agg = collections.OrderedDict()
+for n, v in step:
+    k = n.split('(')[0][:80]
+    c, t = agg.get(k, (0, 0.0)); agg[k] = (c + 1, t + v)
+for k, (c, t) in sorted(agg.items(), key=lambda kv: -kv[1][1])[:30]:
+    print(f"{t/1e3:9.1f} us {c:4d}x  {k}")
+print("-- in order:")
+for n, v in step: print(f"{v/1e3:8.1f}  {n.split('(')[0][:70]}")
+PY
+  done
+fi
+if has ncu-detail; then
+  # Stall reasons and throughput of the recurrent kernels (first launch of each, B = 32 and 256).
+  NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  for b in 32 256; do
+    timeout 200 "$NCU" -k regex:"${FXT_NCU_KERNELS:-cfc_forward|cfc_backward|scan_forward|scan_backward}" \
+      -c ${FXT_NCU_COUNT:-4} --section SpeedOfLight --section WarpStateStats --section Occupancy \
+      --section LaunchStats build-dev/bin/fxt bench train --device cuda --batch $b --steps 1 \
+      --warmup 0 --profile 0 --fwd-steps 1 > "$OUT/ncu_detail_b$b.txt" 2>&1
+    echo "== ncu detail B=$b rc=$?"
+    grep -E '^  [a-z_:<>0-9 ]+\(|Duration|Memory Throughput|Compute \(SM\) Throughput|Registers Per|Achieved Occupancy|Stall|Warp Cycles Per Issued|Block Limit' "$OUT/ncu_detail_b$b.txt" | head -80
+  done
+fi
 if has peer; then
   # The PyTorch peer alone, in the modes of FXT_PEER_MODES, same GPU and call as quick-bench.
   # shellcheck disable=SC2086
@@ -67,14 +113,31 @@ if has bench; then
   FXT_BENCH_DIR="$OUT" bash scripts/bench_train_gpu.sh build-dev 2>&1 | tail -30
 fi
 if has sanitize; then
-  for tool in memcheck racecheck; do
-    for t in runtime_test ops_test mamba2_test cfc_heads_test gpu_loss_test gpu_perception_test; do
-      [ -x build-dev/tests/$t ] || continue
-      timeout 240 /usr/local/cuda/bin/compute-sanitizer --tool $tool --error-exitcode 9 \
-        build-dev/tests/$t --gtest_filter='-*Timing*' > "$OUT/san_${tool}_$t.log" 2>&1
-      echo "sanitizer $tool $t rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_${tool}_$t.log" | tail -1)"
+  # compute-sanitizer memcheck and racecheck over the GPU test programs, all runs in parallel
+  # (one GPU, many CPU cores), each bounded by FXT_SANITIZE_LIMIT seconds. Small and odd sizes
+  # and the CUDA-graph paths are covered; the timing test is left out.
+  SAN=/usr/local/cuda/bin/compute-sanitizer
+  run_san() {  # tool program filter
+    timeout ${FXT_SANITIZE_LIMIT:-200} $SAN --tool $1 --error-exitcode 9 build-dev/tests/$2 \
+      --gtest_filter="$3" > "$OUT/san_$1_$2.log" 2>&1
+    echo "sanitizer $1 $2 rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$OUT/san_$1_$2.log" | tr '\n' ' ' | cut -c1-160)"
+  }
+  {
+    for t in runtime_test ops_test gpu_loss_test adamw_train_test batch_train_test; do
+      run_san memcheck $t '-*Timing*' &
     done
-  done
+    run_san memcheck mamba2_test '*SmallOdd*:*RealSizesB4*:*Deterministic*' &
+    run_san memcheck cfc_heads_test '*Odd*:*ModelSizeB4*:*Graph*:*Gather*:*Skips*' &
+    run_san memcheck gpu_perception_test '*SmallOdd*:*BitReproducible*' &
+    run_san memcheck train_step_train_test '*GraphReplay*:*SameSeed*' &
+    for t in ops_test gpu_loss_test runtime_test; do
+      run_san racecheck $t '-*Timing*' &
+    done
+    run_san racecheck mamba2_test '*SmallOdd*:*RealSizesB4*' &
+    run_san racecheck cfc_heads_test '*Odd*:*ModelSizeB4*' &
+    run_san racecheck gpu_perception_test '*SmallOdd*' &
+    wait
+  } | sort
 fi
 # One archive of the logs comes back (the device returns a limited number of files).
 (cd "$OUT" && tar czf ../device_logs.tgz . && rm -rf ./* && mv ../device_logs.tgz .)

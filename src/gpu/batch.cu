@@ -10,19 +10,36 @@ namespace {
 
 constexpr int kSampleThreads = 128;
 
-// Launch: one block. Thread 0 draws the batch's pool indices in order into shared memory (the
-// stream is sequential); then the block loads the pool entries in parallel.
+// Launch: one block. Thread 0 runs the xoshiro256** stream (sequential, cheap: shifts, xors and
+// a multiply per draw) into shared memory; the rejection test and the 64-bit modulo of
+// SamplerRng::uniform (the costly part) then run a thread per draw. A draw below the
+// rejection threshold (probability < pool_size / 2^64 per draw) means the later draws shift:
+// thread 0 then redoes the batch with SamplerRng::uniform itself, so the picks always equal
+// Rng's. Finally the block loads the pool entries in parallel (or writes the indices when
+// pool is nullptr: sample_pool_indices).
 __global__ void __launch_bounds__(kSampleThreads)
     sample_anchors_kernel(const uint64_t* __restrict__ pool, uint64_t pool_size, uint64_t seed,
                           const int64_t* __restrict__ step, int batch,
                           uint64_t* __restrict__ anchors) {
-  extern __shared__ uint64_t pick[];  // [batch]
+  extern __shared__ uint64_t pick[];  // [batch]: raw draws, then pool indices
   if (threadIdx.x == 0) {
     SamplerRng rng(step_seed(seed, *step));
-    for (int i = 0; i < batch; ++i) pick[i] = rng.uniform(pool_size);
+    for (int i = 0; i < batch; ++i) pick[i] = rng.next();
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < batch; i += blockDim.x) anchors[i] = pool[pick[i]];
+  const uint64_t threshold = (0 - pool_size) % pool_size;  // SamplerRng::uniform's
+  int rejected = 0;
+  for (int i = threadIdx.x; i < batch; i += blockDim.x) rejected |= pick[i] < threshold;
+  if (__syncthreads_or(rejected)) {
+    if (threadIdx.x == 0) {
+      SamplerRng rng(step_seed(seed, *step));
+      for (int i = 0; i < batch; ++i) pick[i] = rng.uniform(pool_size);
+    }
+  } else {
+    for (int i = threadIdx.x; i < batch; i += blockDim.x) pick[i] %= pool_size;
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < batch; i += blockDim.x) anchors[i] = pool ? pool[pick[i]] : pick[i];
 }
 
 // ---- gather -------------------------------------------------------------------------------------
@@ -78,6 +95,11 @@ void sample_anchors(const Context& ctx, const uint64_t* pool, uint64_t pool_size
   sample_anchors_kernel<<<1, kSampleThreads, smem, ctx.stream()>>>(pool, pool_size, seed, step,
                                                                    batch, anchors);
   FXT_CUDA_LAUNCH_CHECK();
+}
+
+void sample_pool_indices(const Context& ctx, uint64_t pool_size, uint64_t seed, const int64_t* step,
+                         int batch, uint64_t* picks) {
+  sample_anchors(ctx, nullptr, pool_size, seed, step, batch, picks);
 }
 
 void gather_windows(const Context& ctx, const uint64_t* anchors, int batch,

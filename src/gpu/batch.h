@@ -73,12 +73,17 @@ class SamplerRng {
 // anchors[i] = pool[rng.uniform(pool_size)] for i < batch, in order, with
 // SamplerRng rng(step_seed(seed, *step)): exactly
 // Dataset::sample_train(Rng(seed_for_step(seed, step)), batch) with pool = the global rows of
-// anchors(kTrain). *step is read on the device when the
-// kernel runs (a graph replay uses the counter's current value; the caller decides whether it
+// anchors(kTrain) (nullptr: anchors receives the pool indices). *step is read on the device when
+// the kernel runs (a graph replay uses the counter's current value; the caller decides whether it
 // advances before or after). pool [pool_size] and anchors [batch] are device memory;
-// pool_size > 0. Launch: one thread (xoshiro256** is sequential; rejection sampling as Rng).
+// pool_size > 0. Launch: one block; the xoshiro256** stream is drawn by one thread, the
+// rejection test and modulo by a thread per draw (batch.cu).
 void sample_anchors(const Context& ctx, const uint64_t* pool, uint64_t pool_size, uint64_t seed,
                     const int64_t* step, int batch, uint64_t* anchors);
+// The draws alone: picks[i] = rng.uniform(pool_size), the pool indices sample_anchors looks up
+// (pool_size may exceed any real pool; the tests use bounds near 2^64, where rejections happen).
+void sample_pool_indices(const Context& ctx, uint64_t pool_size, uint64_t seed, const int64_t* step,
+                         int batch, uint64_t* picks);
 
 // Shapes of a training window.
 struct WindowShape {

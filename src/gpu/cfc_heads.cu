@@ -380,19 +380,36 @@ __global__ void __launch_bounds__(kGenericThreads)
 
 // grads[bias + c] += sum_b d_bias[b, c];  grads[tau_raw + c] += sigmoid(tau_raw[c]) sum_b
 // d_tau[b, c], both summed over b in ascending order. Grid ceil(D / 128), block 128.
+// Launch: grid ceil(D / 32), block 32 x kReduceLanes: thread (x, y) sums sequences y, y + 8, ...
+// of channel c in order, then a fixed shared-memory tree over the 8 lanes.
+constexpr int kReduceLanes = 8;
 __global__ void cfc_reduce_vectors_kernel(const float* __restrict__ d_tau,
                                           const float* __restrict__ d_bias,
                                           const float* __restrict__ tau_raw, int B, int D,
                                           float* __restrict__ g_bias, float* __restrict__ g_tau) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= D) return;
+  __shared__ float red[2][kReduceLanes][33];
+  const int c = blockIdx.x * 32 + threadIdx.x, y = threadIdx.y;
   float st = 0.0f, sb = 0.0f;
-  for (int b = 0; b < B; ++b) {
-    st += d_tau[static_cast<size_t>(b) * D + c];
-    sb += d_bias[static_cast<size_t>(b) * D + c];
+  if (c < D) {
+    for (int b = y; b < B; b += kReduceLanes) {
+      st += d_tau[static_cast<size_t>(b) * D + c];
+      sb += d_bias[static_cast<size_t>(b) * D + c];
+    }
   }
-  g_bias[c] += sb;
-  g_tau[c] += st * sigmoid_f(tau_raw[c]);
+  red[0][y][threadIdx.x] = st;
+  red[1][y][threadIdx.x] = sb;
+  __syncthreads();
+  for (int w = kReduceLanes / 2; w > 0; w /= 2) {
+    if (y < w) {
+      red[0][y][threadIdx.x] += red[0][y + w][threadIdx.x];
+      red[1][y][threadIdx.x] += red[1][y + w][threadIdx.x];
+    }
+    __syncthreads();
+  }
+  if (y == 0 && c < D) {
+    g_bias[c] += red[1][0][threadIdx.x];
+    g_tau[c] += red[0][0][threadIdx.x] * sigmoid_f(tau_raw[c]);
+  }
 }
 
 constexpr int kFastMaxD = 4 * kSlice;  // 128
@@ -408,13 +425,15 @@ int fast_threads(int D) {
 // ================================================================================================
 
 // z1[h, r, j] += b1[h][j] (in place) and a1 = GELU(z1). Grid-stride over H*R*mid.
+// I: the element index type (uint32_t when H*R*mid < 2^31: 64-bit division is slow on the GPU).
+template <typename I>
 __global__ void heads_bias_gelu_kernel(const float* __restrict__ params, long long size,
                                        long long off_b1, int R, int H, int mid,
                                        float* __restrict__ z1, float* __restrict__ a1) {
-  const size_t n = static_cast<size_t>(H) * R * mid;
-  const size_t per_head = static_cast<size_t>(R) * mid;
-  for (size_t x = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; x < n;
-       x += static_cast<size_t>(gridDim.x) * blockDim.x) {
+  const I n = static_cast<I>(H) * R * mid;
+  const I per_head = static_cast<I>(R) * mid;
+  for (I x = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; x < n;
+       x += static_cast<I>(gridDim.x) * blockDim.x) {
     const int h = static_cast<int>(x / per_head);
     const int j = static_cast<int>(x % mid);
     const float z = z1[x] + params[h * size + off_b1 + j];
@@ -465,11 +484,11 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
 //   [H*mid, H*mid + H)        dl = dlogits[r, h]        (dL/dskip)
 //   [c_dz2, c_dz2 + H*mid)    dz2 of head h at c_dz2 + h*mid
 //   [c_dgm, c_dgm + 2H)       dg, dm of head h at c_dgm + 2h, + 2h + 1
-// so that [dz1 | dl] is the left operand of the single ds GEMM, and one product
-// ones[1, R] U[:, :used] gives every bias gradient.
+// so that [dz1 | dl] is the left operand of the single ds GEMM, and one column sum of
+// U[:, :used] gives every bias gradient.
 struct HeadBwdLayout {
   int c_dl, c_dz2, c_dgm, used, ldu;
-  size_t u, a1, v, sums, ones, total;  // float offsets into scratch
+  size_t u, a1, v, sums, total;  // float offsets into scratch
 };
 HeadBwdLayout head_bwd_layout(const HeadDims& d) {
   HeadBwdLayout l;
@@ -483,7 +502,6 @@ HeadBwdLayout head_bwd_layout(const HeadDims& d) {
   l.a1 = at, at += round_up(static_cast<size_t>(d.heads) * d.rows * d.mid, kAlignFloats);
   l.v = at, at += round_up(static_cast<size_t>(d.heads) * (d.mid + 1) * d.d, kAlignFloats);
   l.sums = at, at += round_up(static_cast<size_t>(l.used), kAlignFloats);
-  l.ones = at, at += round_up(static_cast<size_t>(d.rows), kAlignFloats);
   l.total = at;
   return l;
 }
@@ -525,17 +543,43 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
 }
 
 // U[r, h*mid + j] (= da1) *= GELU'(z1[h, r, j]). Grid-stride over R*H*mid.
+// I: the element index type, as heads_bias_gelu_kernel.
+template <typename I>
 __global__ void heads_gelu_backward_kernel(const float* __restrict__ z1, int R, int H, int mid,
                                            int ldu, float* __restrict__ u) {
-  const int hm = H * mid;
-  const size_t n = static_cast<size_t>(R) * hm;
-  for (size_t x = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; x < n;
-       x += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const int r = static_cast<int>(x / hm);
-    const int hj = static_cast<int>(x % hm);
+  const I hm = static_cast<I>(H) * mid;
+  const I n = static_cast<I>(R) * hm;
+  for (I x = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; x < n;
+       x += static_cast<I>(gridDim.x) * blockDim.x) {
+    const I rq = x / hm;
+    const int r = static_cast<int>(rq);
+    const int hj = static_cast<int>(x - rq * hm);
     const int h = hj / mid, j = hj % mid;
     u[static_cast<size_t>(r) * ldu + hj] *= gelu_grad_f(z1[(static_cast<size_t>(h) * R + r) * mid + j]);
   }
+}
+
+// Partials of dw_g[h][j] = sum_r dg[r, h] z2[h, r, j] and dw_m likewise, per chunk of
+// kGmChunkRows rows: part [chunks][H][2][mid] (add_chunk_partials sums the chunks in order).
+// Launch: grid (chunks, H), a thread per j (block round_up(mid, 32)); rows in order.
+constexpr int kGmChunkRows = 256;
+__global__ void heads_gate_mix_partials_kernel(const float* __restrict__ u, int ldu, int c_dgm,
+                                               const float* __restrict__ z2, int R, int H, int mid,
+                                               float* __restrict__ part) {
+  const int ch = blockIdx.x, h = blockIdx.y, j = threadIdx.x;
+  if (j >= mid) return;
+  const int r0 = ch * kGmChunkRows, r1 = min(R, r0 + kGmChunkRows);
+  const float* zh = z2 + static_cast<size_t>(h) * R * mid + j;
+  const float* uh = u + c_dgm + 2 * h;
+  float ag = 0.0f, am = 0.0f;
+  for (int r = r0; r < r1; ++r) {
+    const float z = zh[static_cast<size_t>(r) * mid];
+    ag += uh[static_cast<size_t>(r) * ldu] * z;
+    am += uh[static_cast<size_t>(r) * ldu + 1] * z;
+  }
+  float* out = part + (static_cast<size_t>(ch) * H + h) * 2 * mid;
+  out[j] = ag;
+  out[mid + j] = am;
 }
 
 // V [H*(mid+1), D]: row h*mid + j = lambda_h W1[h][j, :], row H*mid + h = lambda_h w_s[h], so
@@ -681,14 +725,14 @@ void cfc_backward(const Context& ctx, const CfcDims& dims, const CfcOffsets& o, 
   }
   FXT_CUDA_LAUNCH_CHECK();
 
-  cfc_reduce_vectors_kernel<<<(D + 127) / 128, 128, 0, ctx.stream()>>>(
+  cfc_reduce_vectors_kernel<<<(D + 31) / 32, dim3(32, kReduceLanes), 0, ctx.stream()>>>(
       ws.d_tau, ws.d_bias, tau_raw, B, D, grads + o.bias, grads + o.tau_raw);
   FXT_CUDA_LAUNCH_CHECK();
 
   const int rows = B * K;
   // dW_rec += d_pre^T s_prev; dW_in += d_pre^T h; d_h += d_pre W_in (all rows at once).
-  gemm(ctx, true, false, D, D, rows, 1.0f, ws.d_pre, D, ws.s_prev, D, 1.0f, grads + o.w_rec, D);
-  gemm(ctx, true, false, D, in, rows, 1.0f, ws.d_pre, D, h, in, 1.0f, grads + o.w_in, in);
+  gemm_tn_rows(ctx, D, D, rows, ws.d_pre, D, 0, ws.s_prev, D, 0, 1.0f, grads + o.w_rec, D, 0);
+  gemm_tn_rows(ctx, D, in, rows, ws.d_pre, D, 0, h, in, 0, 1.0f, grads + o.w_in, in, 0);
   if (d_h != nullptr) {
     gemm(ctx, false, false, rows, in, D, 1.0f, ws.d_pre, D, params + o.w_in, in, 1.0f, d_h, in);
   }
@@ -714,8 +758,14 @@ void heads_forward(const Context& ctx, const HeadDims& dims, const HeadOffsets& 
   // z1[h] = s W1[h]^T (all heads, shared s), then + b1 and GELU in one pass.
   gemm_batched(ctx, false, true, R, mid, D, 1.0f, s, D, 0, params + o.w1, D, o.size, 0.0f, z1, mid,
                zs, H);
-  heads_bias_gelu_kernel<<<grid_for(static_cast<size_t>(H) * zs, 256), 256, 0, ctx.stream()>>>(
-      params, o.size, o.b1, R, H, mid, z1, a1);
+  const size_t n_z = static_cast<size_t>(H) * zs;
+  if (n_z < (size_t{1} << 31)) {
+    heads_bias_gelu_kernel<uint32_t><<<grid_for(n_z, 256), 256, 0, ctx.stream()>>>(
+        params, o.size, o.b1, R, H, mid, z1, a1);
+  } else {
+    heads_bias_gelu_kernel<uint64_t><<<grid_for(n_z, 256), 256, 0, ctx.stream()>>>(
+        params, o.size, o.b1, R, H, mid, z1, a1);
+  }
   FXT_CUDA_LAUNCH_CHECK();
   // z2[h] = a1[h] W2[h]^T (b2 added by the output kernel).
   gemm_batched(ctx, false, true, R, mid, mid, 1.0f, a1, mid, zs, params + o.w2, mid, o.size, 0.0f,
@@ -749,37 +799,46 @@ void heads_backward(const Context& ctx, const HeadDims& dims, const HeadOffsets&
                                  32 * kWarpsPerBlock, 0, ctx.stream()>>>(params, o, R, H, mid, z1,
                                                                          z2, dlogits, l, u, a1);
   FXT_CUDA_LAUNCH_CHECK();
-  // dW2[h] += dz2[h]^T a1[h].
-  gemm_batched(ctx, true, false, mid, mid, R, 1.0f, u + l.c_dz2, l.ldu, mid, a1, mid, zs, 1.0f,
-               dparams + o.w2, mid, o.size, H);
+  // Weight and bias gradients are sums over all R rows: gemm_tn_rows / column_sum split the rows
+  // into chunks (deterministic partials, then an ordered sum), as a single GEMM with k = R would
+  // run on a few output tiles. dW2[h] += dz2[h]^T a1[h].
+  gemm_tn_rows(ctx, mid, mid, R, u + l.c_dz2, l.ldu, mid, a1, mid, zs, 1.0f, dparams + o.w2, mid,
+               o.size, H);
   // da1[h] = dz2[h] W2[h] into the dz1 columns, then * GELU'(z1).
   gemm_batched(ctx, false, false, R, mid, mid, 1.0f, u + l.c_dz2, l.ldu, mid, params + o.w2, mid,
                o.size, 0.0f, u, l.ldu, mid, H);
-  heads_gelu_backward_kernel<<<grid_for(static_cast<size_t>(R) * H * mid, 256), 256, 0,
-                               ctx.stream()>>>(z1, R, H, mid, l.ldu, u);
-  FXT_CUDA_LAUNCH_CHECK();
-  // dW1[h] += dz1[h]^T s.
-  gemm_batched(ctx, true, false, mid, D, R, 1.0f, u, l.ldu, mid, s, D, 0, 1.0f, dparams + o.w1, D,
-               o.size, H);
-  // dw_g[h], dw_m[h] += [dg dm]^T z2[h]: one [2, mid] product per head when w_m follows w_g at
-  // a row stride >= mid (the standard layout: w_m = w_g + mid + 1), else two.
-  if (o.wm - o.wg >= mid) {
-    gemm_batched(ctx, true, false, 2, mid, R, 1.0f, u + l.c_dgm, l.ldu, 2, z2, mid, zs, 1.0f,
-                 dparams + o.wg, static_cast<int>(o.wm - o.wg), o.size, H);
+  const size_t n_z = static_cast<size_t>(R) * H * mid;
+  if (n_z < (size_t{1} << 31)) {
+    heads_gelu_backward_kernel<uint32_t>
+        <<<grid_for(n_z, 256), 256, 0, ctx.stream()>>>(z1, R, H, mid, l.ldu, u);
   } else {
-    gemm_batched(ctx, true, false, 1, mid, R, 1.0f, u + l.c_dgm, l.ldu, 2, z2, mid, zs, 1.0f,
-                 dparams + o.wg, mid, o.size, H);
-    gemm_batched(ctx, true, false, 1, mid, R, 1.0f, u + l.c_dgm + 1, l.ldu, 2, z2, mid, zs, 1.0f,
-                 dparams + o.wm, mid, o.size, H);
+    heads_gelu_backward_kernel<uint64_t>
+        <<<grid_for(n_z, 256), 256, 0, ctx.stream()>>>(z1, R, H, mid, l.ldu, u);
+  }
+  FXT_CUDA_LAUNCH_CHECK();
+  // dW1[h] += dz1[h]^T s (s shared: one product over the H*mid adjacent dz1 columns per chunk).
+  gemm_tn_rows(ctx, mid, D, R, u, l.ldu, mid, s, D, 0, 1.0f, dparams + o.w1, D, o.size, H);
+  // dw_g[h], dw_m[h] += [dg dm]^T z2[h]: [2, mid] outputs per head over R rows, by one partials
+  // kernel for all heads (chunks of rows) and an ordered sum of the chunks; w_m follows w_g at a
+  // row stride >= mid in the standard layout (w_m = w_g + mid + 1), else per-row products.
+  const int gm_chunks = (R + kGmChunkRows - 1) / kGmChunkRows;
+  const size_t gm_floats = static_cast<size_t>(gm_chunks) * H * 2 * mid;
+  if (o.wm - o.wg >= mid && mid <= 1024 && gm_floats <= ctx.reduce_scratch_floats()) {
+    heads_gate_mix_partials_kernel<<<dim3(gm_chunks, H), (mid + 31) / 32 * 32, 0, ctx.stream()>>>(
+        u, l.ldu, l.c_dgm, z2, R, H, mid, ctx.reduce_scratch());
+    FXT_CUDA_LAUNCH_CHECK();
+    add_chunk_partials(ctx, ctx.reduce_scratch(), gm_chunks, H, 2, mid, true, dparams + o.wg,
+                       static_cast<int>(o.wm - o.wg), o.size);
+  } else {
+    gemm_tn_rows(ctx, 1, mid, R, u + l.c_dgm, l.ldu, 2, z2, mid, zs, 1.0f, dparams + o.wg, mid,
+                 o.size, H);
+    gemm_tn_rows(ctx, 1, mid, R, u + l.c_dgm + 1, l.ldu, 2, z2, mid, zs, 1.0f, dparams + o.wm,
+                 mid, o.size, H);
   }
   // dw_s[h] += dl[:, h]^T s for all heads at once (rows of dw_s at stride size).
-  gemm(ctx, true, false, H, D, R, 1.0f, dlogits, H, s, D, 1.0f, dparams + o.ws, ldsz);
-  // Every bias: the column sums of U's used columns as one product ones[1, R] U (a cuBLAS
-  // reduction over rows, parallel over R and deterministic; with TF32 on it rounds its inputs
-  // like the weight-gradient GEMMs do), then scattered.
-  float* ones = scratch + l.ones;
-  fill(ctx, ones, 1.0f, static_cast<size_t>(R));
-  gemm(ctx, false, false, 1, l.used, R, 1.0f, ones, R, u, l.ldu, 0.0f, sums, l.used);
+  gemm_tn_rows(ctx, H, D, R, dlogits, H, 0, s, D, 0, 1.0f, dparams + o.ws, ldsz, 0);
+  // Every bias: the column sums of U's used columns, then scattered.
+  column_sum(ctx, u, R, l.used, l.ldu, sums, /*accumulate=*/false);
   heads_scatter_biases_kernel<<<grid_for(static_cast<size_t>(H) * (2 * mid + 3), 256), 256, 0,
                                 ctx.stream()>>>(sums, o, H, mid, l, dparams);
   FXT_CUDA_LAUNCH_CHECK();

@@ -2,6 +2,8 @@
 // docs/GPU.md "Mamba2 on the GPU"). Stage order mirrors src/model/mamba2.cc.
 #include "gpu/mamba2.h"
 
+#include <algorithm>
+
 namespace fxt::gpu {
 namespace {
 
@@ -34,21 +36,32 @@ constexpr int kMaxScanLanes = 16;       // scan: lanes sharing one head channel 
 constexpr int kMaxScanStates = 16;      // scan: states per thread (registers)
 constexpr int kMaxScanChunkFwd = 32;    // scan: positions staged in shared memory at once
 constexpr int kMaxScanChunkBwd = 16;
+// Element counts below this use 32-bit index arithmetic in the grid-stride kernels (the stride
+// added to an index below 2^31 cannot wrap a uint32_t).
+constexpr long long kIndex32 = 1LL << 31;
+constexpr int kRegScanMaxP = 256;     // thread-per-channel scan: largest head_dim
+constexpr int kRegScanMaxN = 32;      // and largest d_state (registers per thread)
+constexpr int kRegScanChunkFwd = 64;  // its positions staged in shared memory at once
+constexpr int kRegScanChunkBwd = 8;   // and per reverse chunk = checkpoint interval
 
 // ---- 1. causal depthwise conv + SiLU, dt softplus -----------------------------------------------
 // One thread per (row, column) of [conv_dim | n_heads]: column c < conv_dim is a conv channel
 // (pre[r, c] = b[c] + sum_j w[c, j] src[r - (d_conv - 1) + j, c] inside the sequence, then SiLU),
-// column conv_dim + h is dt_h = softplus(raw + dt_bias_h) * S. Grid-stride 1-D launch.
+// column conv_dim + h is dt_h = softplus(raw + dt_bias_h) * S. Grid-stride 1-D launch; I is the
+// element index type (uint32_t whenever the element count fits: 64-bit division is a long
+// instruction sequence on the GPU).
+template <typename I>
 __global__ void conv_forward_kernel(const float* __restrict zx, const float* __restrict conv_w,
                                     const float* __restrict conv_b, const float* __restrict dt_bias,
                                     float stride, int rows, int seq_len, int pd, int di, int cd,
                                     int nh, int dc, float* __restrict xbc_pre,
                                     float* __restrict xbc, float* __restrict dt) {
-  const int ncol = cd + nh;
-  const long long total = static_cast<long long>(rows) * ncol;
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const int r = static_cast<int>(i / ncol), c = static_cast<int>(i % ncol);
+  const I ncol = static_cast<I>(cd + nh);
+  const I total = static_cast<I>(rows) * ncol;
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<I>(gridDim.x) * blockDim.x) {
+    const I rq = i / ncol;
+    const int r = static_cast<int>(rq), c = static_cast<int>(i - rq * ncol);
     if (c < cd) {
       const int k = r % seq_len;
       float o = conv_b[c];
@@ -71,16 +84,19 @@ __global__ void conv_forward_kernel(const float* __restrict zx, const float* __r
 // grid-stride). Conv channel c: d_act = dL/dx from the scan (c < d_inner) or the head-ordered
 // sum of the per-head dB / dC (c >= d_inner); d_xbc[r, c] <- g = d_act SiLU'(pre) in place.
 // Column conv_dim + h: the dt column of d_zx gets d_raw = d_dt S sigmoid(raw) (written).
+// I: the element index type, as conv_forward_kernel.
+template <typename I>
 __global__ void conv_act_backward_kernel(
     const float* __restrict zx, const float* __restrict xbc_pre, const float* __restrict dt_bias,
     const float* __restrict d_dt, float stride, const float* __restrict d_bc_head, int rows, int pd,
     int di, int cd, int nh, int ns, float* d_xbc, float* __restrict d_zx) {
-  const int ncol = cd + nh;
-  const long long total = static_cast<long long>(rows) * ncol;
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const long long r = i / ncol;
-    const int c = static_cast<int>(i % ncol);
+  const I ncol = static_cast<I>(cd + nh);
+  const I total = static_cast<I>(rows) * ncol;
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<I>(gridDim.x) * blockDim.x) {
+    const I rq = i / ncol;
+    const long long r = static_cast<long long>(rq);
+    const int c = static_cast<int>(i - rq * ncol);
     if (c < cd) {
       float dact;
       if (c < di) {
@@ -168,6 +184,9 @@ struct ScanShape {
   int warps = 1;
   int kt_fwd = 1, kt_bwd = 1;
   size_t smem_fwd = 0, smem_bwd = 0;  // bytes
+  // The thread-per-channel kernels (scan_*_reg_kernel): used when reg_ns > 0, the register
+  // bucket (8, 16 or 32) holding the N states; threads = round_up(P, 32) then.
+  int reg_ns = 0;
 };
 
 size_t scan_fwd_floats(int p, int n, int kt) {
@@ -198,6 +217,24 @@ ScanShape scan_shape(const Mamba2GpuDims& d, int seq_len) {
   s.kt_bwd = kb < 1 ? 1 : kb;
   s.smem_fwd = scan_fwd_floats(p, n, s.kt_fwd) * sizeof(float);
   s.smem_bwd = scan_bwd_floats(p, n, s.warps, s.kt_bwd) * sizeof(float);
+  if (p <= kRegScanMaxP && n <= kRegScanMaxN) {
+    // Thread per channel: N states in registers (bucket NS), shared rows padded to NS.
+    const int ns_b = n <= 8 ? 8 : n <= 16 ? 16 : 32;
+    const int threads = (p + 31) / 32 * 32, warps = threads / 32;
+    const int rf = p + 2 * ns_b + 2;
+    const int rb = 2 * p + 2 * ns_b + 3 + warps * (2 * ns_b + 2) + ns_b * p;
+    int kf = std::min({budget / rf, kRegScanChunkFwd, seq_len});
+    int kb = std::min({(budget - 32) / rb, kRegScanChunkBwd, seq_len});
+    if (kf >= 1 && kb >= 1) {
+      s.reg_ns = ns_b;
+      s.threads = threads;
+      s.warps = warps;
+      s.kt_fwd = kf;
+      s.kt_bwd = kb;
+      s.smem_fwd = static_cast<size_t>(kf) * rf * sizeof(float);
+      s.smem_bwd = (static_cast<size_t>(kb) * rb + 32) * sizeof(float);
+    }
+  }
   return s;
 }
 
@@ -207,6 +244,9 @@ struct ScanArgs {
   const float* a_log;   // [H]
   const float* d_skip;  // [H]
   int seq_len, nh, hp, ns, lanes, cd, di, kt;
+  // Thread-per-channel kernels: the forward saves the state only every `ckpt` positions (the
+  // reverse scan's chunk), the backward recomputes the states inside a chunk from it.
+  int ckpt = 1;
 };
 
 // Forward: s <- exp(dt a) s + (dt x_p) B_n;  y_p = sum_n s C_n + D x_p. Saves s_k to
@@ -453,6 +493,335 @@ __global__ void __launch_bounds__(1024) scan_backward_kernel(ScanArgs a, ScanGra
   }
 }
 
+// ---- 2b. selective scan with a thread per channel (the tuned path) -------------------------------
+// Launch: a block per (sequence b, head h) (grid B * H), round_up(P, 32) threads; thread p owns
+// head channel p and ALL its states n < N in registers (NS >= N, a compile-time bucket), so the
+// forward needs no shuffles and the blocks are small (64 threads at P = 64): every (b, h) of a
+// B = 256 batch is resident at once instead of ~8 waves of 1024-thread blocks. Used when
+// N <= 32 and P <= kRegScanMaxP (scan_shape); other shapes take the lane-group kernels above.
+// Same inputs, outputs and formulas as those kernels; states are kept as [B, H, K, N, P].
+// The thread-per-channel kernels keep states as [B, H, K, N, P] (the lane-group kernels: [.., P, N]):
+// for a fixed n a warp's 32 channels are 32 consecutive floats, so each load or store of a
+// state row is one fully coalesced 128-byte access per n. src / dst point at (k, n = 0, p).
+template <int NS>
+__device__ __forceinline__ void load_row(const float* __restrict src, int ns, int hp,
+                                         float (&v)[NS]) {
+#pragma unroll
+  for (int n = 0; n < NS; ++n) v[n] = n < ns ? src[n * hp] : 0.0f;
+}
+template <int NS>
+__device__ __forceinline__ void store_row(float* __restrict dst, int ns, int hp,
+                                          const float (&v)[NS]) {
+#pragma unroll
+  for (int n = 0; n < NS; ++n) {
+    if (n < ns) dst[n * hp] = v[n];
+  }
+}
+
+// put(i, get(i)) for i < n over the block: each thread issues kStageLoads independent global
+// loads before its shared-memory stores, so a chunk's reads are in flight together rather than
+// one latency at a time (the small blocks of these kernels have few threads to hide it). The
+// callers stage all of a chunk's arrays as one index range (x | dy | B,C), one round trip per
+// 24 elements per thread.
+constexpr int kStageLoads = 24;
+template <typename Get, typename Put>
+__device__ __forceinline__ void stage(int n, Get get, Put put) {
+  for (int base = threadIdx.x; base < n; base += kStageLoads * blockDim.x) {
+    float r[kStageLoads];
+#pragma unroll
+    for (int u = 0; u < kStageLoads; ++u) {
+      const int i = base + u * blockDim.x;
+      r[u] = i < n ? get(i) : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kStageLoads; ++u) {
+      const int i = base + u * blockDim.x;
+      if (i < n) put(i, r[u]);
+    }
+  }
+}
+
+// Warp reduce-scatter of V values per lane (V a power of two): after it, lane l holds in v[j]
+// (j < max(V / 32, 1)) the sum over the warp's 32 lanes of value index j + max(V / 32, 1) * l
+// when V >= 32, or of index l / (32 / V) when V < 32. Each level halves the values a lane keeps
+// (the upper half when the lane's bit M is set) and adds the partner's other half; the order of
+// additions is fixed, so every run gives the same bits.
+template <int V, int M>
+__device__ __forceinline__ void reduce_scatter(float* v, int lane) {
+  if constexpr (M >= 1) {
+    if constexpr (V >= 2) {
+      constexpr int kHalf = V / 2;
+      const bool up = (lane & M) != 0;
+#pragma unroll
+      for (int i = 0; i < kHalf; ++i) {
+        const float send = up ? v[i] : v[i + kHalf];
+        const float keep = up ? v[i + kHalf] : v[i];
+        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, M);
+      }
+      reduce_scatter<kHalf, M / 2>(v, lane);
+    } else {
+      v[0] += __shfl_xor_sync(0xffffffffu, v[0], M);
+      reduce_scatter<1, M / 2>(v, lane);
+    }
+  }
+}
+
+// Forward: s <- exp(dt a) s + (dt x_p) B;  y_p = sum_n s_n C_n + D x_p. Saves only the states
+// entering each reverse-scan chunk (every a.ckpt positions) to states [B, H, chunks - 1, N, P].
+// Shared memory: x [kt][P] | B,C [kt][2 NS] | dt [kt] | exp(dt a) [kt] (kt = K up to 64: the
+// whole sequence's inputs staged at once at the model's sizes, 25 KB).
+template <int NS>
+__global__ void scan_forward_reg_kernel(ScanArgs a, float* __restrict states, float* __restrict y) {
+  extern __shared__ float sm[];
+  const int kt = a.kt, hp = a.hp, ns = a.ns, nh = a.nh;
+  float* sx = sm;                  // [kt][P]
+  float* sbc = sx + kt * hp;       // [kt][2 NS]
+  float* sdt = sbc + kt * 2 * NS;  // [kt]
+  float* sdec = sdt + kt;          // [kt]
+  const int bh = blockIdx.x, b = bh / nh, h = bh % nh;
+  const int p = threadIdx.x;
+  const bool active = p < hp;
+  const float A = -expf(a.a_log[h]), D = a.d_skip[h];
+  const long long row0 = static_cast<long long>(b) * a.seq_len;
+  const long long pn = static_cast<long long>(hp) * ns;
+  const int n_ckpt = (a.seq_len + a.ckpt - 1) / a.ckpt - 1;  // states entering chunks 1..
+  float* st = states + static_cast<long long>(bh) * n_ckpt * pn + p;  // [n_ckpt][N][P]
+  float s[NS];
+#pragma unroll
+  for (int n = 0; n < NS; ++n) s[n] = 0.0f;
+
+  for (int k0 = 0; k0 < a.seq_len; k0 += kt) {
+    const int nk = a.seq_len - k0 < kt ? a.seq_len - k0 : kt;
+    __syncthreads();  // the previous chunk's shared inputs are no longer read
+    // x [nk][P] | B,C [nk][2 NS] (zero past ns) as one staged range.
+    const int n_x = nk * hp, n_all = n_x + nk * 2 * NS;
+    stage(
+        n_all,
+        [&](int i) {
+          if (i < n_x) return __ldg(a.xbc + (row0 + k0 + i / hp) * a.cd + h * hp + i % hp);
+          const int kk = (i - n_x) / (2 * NS), e = (i - n_x) % (2 * NS);
+          const int n = e < NS ? e : e - NS;
+          return n < ns ? __ldg(a.xbc + (row0 + k0 + kk) * a.cd + a.di + (e < NS ? 0 : ns) + n)
+                        : 0.0f;
+        },
+        [&](int i, float v) {
+          if (i < n_x) {
+            sx[i] = v;
+          } else {
+            sbc[i - n_x] = v;
+          }
+        });
+    for (int i = threadIdx.x; i < nk; i += blockDim.x) {
+      const float d = a.dt[(row0 + k0 + i) * nh + h];
+      sdt[i] = d;
+      sdec[i] = expf(d * A);
+    }
+    __syncthreads();
+    if (!active) continue;
+    for (int kk = 0; kk < nk; ++kk) {
+      const int k = k0 + kk;
+      const float dec = sdec[kk];
+      const float xp = sx[kk * hp + p];
+      const float dtx = sdt[kk] * xp;
+      const float* bv = sbc + kk * 2 * NS;
+      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // four chains, summed in a fixed order
+#pragma unroll
+      for (int n = 0; n < NS; ++n) {
+        s[n] = dec * s[n] + dtx * bv[n];
+        acc[n & 3] += s[n] * bv[NS + n];
+      }
+      // The state entering backward chunk c = (k + 1) / ckpt, in slot c - 1.
+      if ((k + 1) % a.ckpt == 0 && k + 1 < a.seq_len) {
+        store_row<NS>(st + ((k + 1) / a.ckpt - 1) * pn, ns, hp, s);
+      }
+      y[(row0 + k) * a.di + h * hp + p] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + D * xp;
+    }
+  }
+}
+
+// Reverse scan, the formulas of scan_backward_kernel: G = ds + dy_p C, ds <- exp(dt a) G;
+// dx_p = D dy_p + dt sum_n G B_n; dB_n = dt sum_p G x_p; dC_n = sum_p dy_p s_k;
+// d dt = sum_p x_p sum_n G B_n + d_decay exp(dt a) a with d_decay = sum_{p,n} G s_{k-1}.
+// Per step the sums over p: a warp reduce-scatter of the 2 NS values [G x_p | dy_p s_k] and
+// butterflies of the two scalars into red[kk][warp][.]; after a chunk the warps are added in
+// index order (as in scan_backward_kernel). The chunks are the forward's checkpoint interval:
+// a chunk first recomputes its states from the saved state entering it (the forward's formula,
+// the same bits), into the thread's own column of hist.
+// Shared memory: x, dy [kt][P] | B,C [kt][2 NS] | dt, exp(dt a), dA terms [kt] |
+// red [kt][warps][2 NS + 2] | warp sums [32] | hist [kt][NS][P].
+template <int NS>
+__global__ void scan_backward_reg_kernel(ScanArgs a, ScanGradArgs o) {
+  extern __shared__ float sm[];
+  const int kt = a.kt, hp = a.hp, ns = a.ns, nh = a.nh;
+  const int warps = blockDim.x / 32, r2 = 2 * NS + 2;
+  float* sx = sm;                        // [kt][P]
+  float* sdy = sx + kt * hp;             // [kt][P]
+  float* sbc = sdy + kt * hp;            // [kt][2 NS]
+  float* sdt = sbc + kt * 2 * NS;        // [kt]
+  float* sdec = sdt + kt;                // [kt]
+  float* sda = sdec + kt;                // [kt]
+  float* red = sda + kt;                 // [kt][warps][2 NS + 2]
+  float* swarp = red + kt * warps * r2;  // [32]
+  float* hist = swarp + 32;              // [kt][NS][P]: s_k of the chunk, recomputed
+  const int bh = blockIdx.x, b = bh / nh, h = bh % nh;
+  const int p = threadIdx.x, lane = p & 31, warp = p >> 5;
+  const bool active = p < hp;
+  const float A = -expf(a.a_log[h]), D = a.d_skip[h];
+  const long long row0 = static_cast<long long>(b) * a.seq_len;
+  const long long pn = static_cast<long long>(hp) * ns;
+  const int n_ckpt = (a.seq_len + kt - 1) / kt - 1;  // kt == a.ckpt: chunks are the forward's
+  const float* st = o.states + static_cast<long long>(bh) * n_ckpt * pn + p;  // [n_ckpt][N][P]
+  float* hs = hist + p;  // this thread's column of hist: written and read by it alone
+  constexpr int kV = 2 * NS;                      // reduce-scatter width
+  constexpr int kPer = kV >= 32 ? kV / 32 : 1;    // values a lane holds after it
+  constexpr int kShare = kV >= 32 ? 1 : 32 / kV;  // lanes holding the same index (kV < 32)
+
+  float ds[NS];  // dL/ds carried from later positions
+#pragma unroll
+  for (int n = 0; n < NS; ++n) ds[n] = 0.0f;
+  float d_skip_acc = 0.0f;  // sum_k dy_p x_p
+  float d_a_acc = 0.0f;     // thread 0: sum_k d_decay decay dt, in decreasing k
+
+  const int chunks = (a.seq_len + kt - 1) / kt;
+  for (int c = chunks - 1; c >= 0; --c) {
+    const int k0 = c * kt;
+    const int nk = a.seq_len - k0 < kt ? a.seq_len - k0 : kt;
+    __syncthreads();  // the previous chunk's shared memory is no longer read
+    // x [nk][P] | dy [nk][P] | B,C [nk][2 NS] (zero past ns) as one staged range.
+    const int n_x = nk * hp, n_xy = 2 * n_x, n_all = n_xy + nk * 2 * NS;
+    stage(
+        n_all,
+        [&](int i) {
+          if (i < n_x) return __ldg(a.xbc + (row0 + k0 + i / hp) * a.cd + h * hp + i % hp);
+          if (i < n_xy) {
+            const int t = i - n_x;
+            return __ldg(o.d_y + (row0 + k0 + t / hp) * a.di + h * hp + t % hp);
+          }
+          const int kk = (i - n_xy) / (2 * NS), e = (i - n_xy) % (2 * NS);
+          const int n = e < NS ? e : e - NS;
+          return n < ns ? __ldg(a.xbc + (row0 + k0 + kk) * a.cd + a.di + (e < NS ? 0 : ns) + n)
+                        : 0.0f;
+        },
+        [&](int i, float v) {
+          if (i < n_x) {
+            sx[i] = v;
+          } else if (i < n_xy) {
+            sdy[i - n_x] = v;
+          } else {
+            sbc[i - n_xy] = v;
+          }
+        });
+    for (int i = threadIdx.x; i < nk; i += blockDim.x) {
+      const float d = a.dt[(row0 + k0 + i) * nh + h];
+      sdt[i] = d;
+      sdec[i] = expf(d * A);
+    }
+    __syncthreads();
+
+    // Recompute the chunk's states from the one entering it: s_in (s_{k0 - 1}, zero for the
+    // first chunk), then hist[kk] = s_{k0 + kk} exactly as the forward computes them.
+    float s_in[NS];
+    if (active && c > 0) {
+      load_row<NS>(st + (c - 1) * pn, ns, hp, s_in);
+    } else {
+#pragma unroll
+      for (int n = 0; n < NS; ++n) s_in[n] = 0.0f;
+    }
+    if (active) {
+      float sr[NS];
+#pragma unroll
+      for (int n = 0; n < NS; ++n) sr[n] = s_in[n];
+      for (int kk = 0; kk < nk; ++kk) {
+        const float dtx = sdt[kk] * sx[kk * hp + p], dec = sdec[kk];
+        const float* bv = sbc + kk * 2 * NS;
+#pragma unroll
+        for (int n = 0; n < NS; ++n) {
+          sr[n] = dec * sr[n] + dtx * bv[n];
+          hs[(kk * NS + n) * hp] = sr[n];
+        }
+      }
+    }
+
+    for (int kk = nk - 1; kk >= 0; --kk) {
+      const int k = k0 + kk;
+      float sk[NS], sp[NS];  // s_k and s_{k-1} (zeros in idle threads)
+#pragma unroll
+      for (int n = 0; n < NS; ++n) {
+        sk[n] = active ? hs[(kk * NS + n) * hp] : 0.0f;
+        sp[n] = !active ? 0.0f : kk > 0 ? hs[((kk - 1) * NS + n) * hp] : s_in[n];
+      }
+      const float dtk = sdt[kk], dec = sdec[kk];
+      const float xp = active ? sx[kk * hp + p] : 0.0f;
+      const float dyp = active ? sdy[kk * hp + p] : 0.0f;
+      const float* bv = sbc + kk * 2 * NS;
+      float gb = 0.0f, gs = 0.0f;
+      float v[kV];  // [G_n x_p | dy_p s_k,n], then reduced over the warp
+#pragma unroll
+      for (int n = 0; n < NS; ++n) {
+        const float G = ds[n] + dyp * bv[NS + n];
+        gb += G * bv[n];
+        gs += G * sp[n];
+        v[n] = G * xp;
+        v[NS + n] = dyp * sk[n];
+        ds[n] = dec * G;
+      }
+      if (active) {
+        o.d_xbc[(row0 + k) * a.cd + h * hp + p] = D * dyp + dtk * gb;
+        d_skip_acc += dyp * xp;
+      }
+      reduce_scatter<kV, 16>(v, lane);
+      const float xg = warp_sum(xp * gb);
+      const float gsum = warp_sum(gs);
+      float* rw = red + (kk * warps + warp) * r2;
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) {
+        if (lane % kShare == 0) rw[j + kPer * (lane / kShare)] = v[j];
+      }
+      if (lane == 0) {
+        rw[kV] = xg;
+        rw[kV + 1] = gsum;
+      }
+    }
+    __syncthreads();  // red complete for the chunk
+
+    // Warps summed in index order. Entry e < 2N: dB_n | dC_n of step kk; e == 2N: the step's
+    // scalars (d dt and the A_log term).
+    for (int i = threadIdx.x; i < nk * (2 * ns + 1); i += blockDim.x) {
+      const int kk = i / (2 * ns + 1), e = i % (2 * ns + 1);
+      const long long r = row0 + k0 + kk;
+      const float* rk = red + kk * warps * r2;
+      if (e < 2 * ns) {
+        const int slot = e < ns ? e : NS + (e - ns);
+        float val = 0.0f;
+        for (int w = 0; w < warps; ++w) val += rk[w * r2 + slot];
+        o.d_bc_head[(r * nh + h) * 2 * ns + e] = e < ns ? sdt[kk] * val : val;
+      } else {
+        float xgb = 0.0f, dec_grad = 0.0f;
+        for (int w = 0; w < warps; ++w) {
+          xgb += rk[w * r2 + kV];
+          dec_grad += rk[w * r2 + kV + 1];
+        }
+        o.d_dt[r * nh + h] = xgb + dec_grad * sdec[kk] * A;
+        sda[kk] = dec_grad * sdec[kk] * sdt[kk];
+      }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int kk = nk - 1; kk >= 0; --kk) d_a_acc += sda[kk];
+    }
+  }
+
+  const float wsum = warp_sum(d_skip_acc);
+  if (lane == 0) swarp[warp] = wsum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float t = 0.0f;
+    for (int w = 0; w < warps; ++w) t += swarp[w];
+    o.d_skip_part[bh] = t;
+    o.a_log_part[bh] = d_a_acc * A;  // a = -exp(A_log): da/dA_log = a
+  }
+}
+
 // ---- 3. gated RMSNorm ---------------------------------------------------------------------------
 // Forward. Launch: ceil(rows / 8) blocks of 8 warps, a warp per row; lanes stride the channels.
 // gated = y SiLU(z), rstd = 1 / sqrt(mean(gated^2) + eps), normed = gated rstd w.
@@ -549,6 +918,30 @@ int npt_bucket(int npt) {
   return npt <= 1 ? 1 : npt <= 2 ? 2 : npt <= 4 ? 4 : npt <= 8 ? 8 : 16;
 }
 
+// The thread-per-channel kernels for bucket s.reg_ns (8, 16, 32).
+void launch_scan_forward_reg(const ScanShape& s, int blocks, cudaStream_t st, const ScanArgs& args,
+                             float* states, float* y) {
+  if (s.reg_ns == 8) {
+    scan_forward_reg_kernel<8><<<blocks, s.threads, s.smem_fwd, st>>>(args, states, y);
+  } else if (s.reg_ns == 16) {
+    scan_forward_reg_kernel<16><<<blocks, s.threads, s.smem_fwd, st>>>(args, states, y);
+  } else {
+    scan_forward_reg_kernel<32><<<blocks, s.threads, s.smem_fwd, st>>>(args, states, y);
+  }
+  FXT_CUDA_LAUNCH_CHECK();
+}
+void launch_scan_backward_reg(const ScanShape& s, int blocks, cudaStream_t st, const ScanArgs& args,
+                              const ScanGradArgs& gargs) {
+  if (s.reg_ns == 8) {
+    scan_backward_reg_kernel<8><<<blocks, s.threads, s.smem_bwd, st>>>(args, gargs);
+  } else if (s.reg_ns == 16) {
+    scan_backward_reg_kernel<16><<<blocks, s.threads, s.smem_bwd, st>>>(args, gargs);
+  } else {
+    scan_backward_reg_kernel<32><<<blocks, s.threads, s.smem_bwd, st>>>(args, gargs);
+  }
+  FXT_CUDA_LAUNCH_CHECK();
+}
+
 template <int NPT>
 void launch_scan_forward(const ScanShape& s, int blocks, cudaStream_t st, const ScanArgs& args,
                          float* states, float* y) {
@@ -596,7 +989,13 @@ void Mamba2GpuWorkspace::resize(const Mamba2GpuDims& d, int batch_size, int seq_
   xbc_pre.resize(rows * cd);
   xbc.resize(rows * cd);
   dt.resize(rows * nh);
-  states.resize(bh * seq_len_k * d.head_dim * d.d_state);
+  // The lane-group kernels keep every s_k; the thread-per-channel ones only the state entering
+  // each reverse chunk (ceil(K / kt_bwd) - 1 per sequence and head; at least one element).
+  const ScanShape shape = scan_shape(d, seq_len_k);
+  const size_t kept = shape.reg_ns > 0
+                          ? static_cast<size_t>((seq_len_k + shape.kt_bwd - 1) / shape.kt_bwd - 1)
+                          : static_cast<size_t>(seq_len_k);
+  states.resize(std::max<size_t>(bh * kept * d.head_dim * d.d_state, 1));
   y.resize(rows * di);
   gated.resize(rows * di);
   rstd.resize(rows);
@@ -627,32 +1026,43 @@ void mamba2_forward(const Context& ctx, const Mamba2GpuDims& d, const Mamba2GpuO
 
   // 2. conv + SiLU, dt softplus.
   const long long n_conv = static_cast<long long>(rows) * (cd + nh);
-  conv_forward_kernel<<<grid_1d(n_conv, 256), 256, 0, st>>>(
-      ws->zxbcdt.data(), params + off.conv_w, params + off.conv_b, params + off.dt_bias, stride,
-      rows, seq, pd, di, cd, nh, d.d_conv, ws->xbc_pre.data(), ws->xbc.data(), ws->dt.data());
+  if (n_conv < kIndex32) {
+    conv_forward_kernel<uint32_t><<<grid_1d(n_conv, 256), 256, 0, st>>>(
+        ws->zxbcdt.data(), params + off.conv_w, params + off.conv_b, params + off.dt_bias, stride,
+        rows, seq, pd, di, cd, nh, d.d_conv, ws->xbc_pre.data(), ws->xbc.data(), ws->dt.data());
+  } else {
+    conv_forward_kernel<uint64_t><<<grid_1d(n_conv, 256), 256, 0, st>>>(
+        ws->zxbcdt.data(), params + off.conv_w, params + off.conv_b, params + off.dt_bias, stride,
+        rows, seq, pd, di, cd, nh, d.d_conv, ws->xbc_pre.data(), ws->xbc.data(), ws->dt.data());
+  }
   FXT_CUDA_LAUNCH_CHECK();
 
   // 3. scan, all K positions in one launch: a block per (sequence, head).
   const ScanShape s = scan_shape(d, seq);
-  const ScanArgs args = scan_args(d, off, params, *ws, s.lanes, s.kt_fwd);
+  ScanArgs args = scan_args(d, off, params, *ws, s.lanes, s.kt_fwd);
+  args.ckpt = s.kt_bwd;  // the reverse scan's chunk
   float* states = ws->states.data();
   float* y = ws->y.data();
-  switch (npt_bucket(s.npt)) {
-    case 1:
-      launch_scan_forward<1>(s, nb * nh, st, args, states, y);
-      break;
-    case 2:
-      launch_scan_forward<2>(s, nb * nh, st, args, states, y);
-      break;
-    case 4:
-      launch_scan_forward<4>(s, nb * nh, st, args, states, y);
-      break;
-    case 8:
-      launch_scan_forward<8>(s, nb * nh, st, args, states, y);
-      break;
-    default:
-      launch_scan_forward<16>(s, nb * nh, st, args, states, y);
-      break;
+  if (s.reg_ns > 0) {
+    launch_scan_forward_reg(s, nb * nh, st, args, states, y);
+  } else {
+    switch (npt_bucket(s.npt)) {
+      case 1:
+        launch_scan_forward<1>(s, nb * nh, st, args, states, y);
+        break;
+      case 2:
+        launch_scan_forward<2>(s, nb * nh, st, args, states, y);
+        break;
+      case 4:
+        launch_scan_forward<4>(s, nb * nh, st, args, states, y);
+        break;
+      case 8:
+        launch_scan_forward<8>(s, nb * nh, st, args, states, y);
+        break;
+      default:
+        launch_scan_forward<16>(s, nb * nh, st, args, states, y);
+        break;
+    }
   }
 
   // 4. gate + RMSNorm.
@@ -692,35 +1102,46 @@ void mamba2_backward(const Context& ctx, const Mamba2GpuDims& d, const Mamba2Gpu
 
   // 3. reverse scan -> dx, per-head dB / dC, d dt, A_log / D partials per (sequence, head).
   const ScanShape s = scan_shape(d, seq);
-  const ScanArgs args = scan_args(d, off, params, *ws, s.lanes, s.kt_bwd);
+  ScanArgs args = scan_args(d, off, params, *ws, s.lanes, s.kt_bwd);
+  args.ckpt = s.kt_bwd;
   const ScanGradArgs gargs{ws->states.data(),     ws->d_y.data(),  ws->d_xbc.data(),
                            ws->d_bc_head.data(),  ws->d_dt.data(), ws->a_log_part.data(),
                            ws->d_skip_part.data()};
-  switch (npt_bucket(s.npt)) {
-    case 1:
-      launch_scan_backward<1>(s, nb * nh, st, args, gargs);
-      break;
-    case 2:
-      launch_scan_backward<2>(s, nb * nh, st, args, gargs);
-      break;
-    case 4:
-      launch_scan_backward<4>(s, nb * nh, st, args, gargs);
-      break;
-    case 8:
-      launch_scan_backward<8>(s, nb * nh, st, args, gargs);
-      break;
-    default:
-      launch_scan_backward<16>(s, nb * nh, st, args, gargs);
-      break;
+  if (s.reg_ns > 0) {
+    launch_scan_backward_reg(s, nb * nh, st, args, gargs);
+  } else {
+    switch (npt_bucket(s.npt)) {
+      case 1:
+        launch_scan_backward<1>(s, nb * nh, st, args, gargs);
+        break;
+      case 2:
+        launch_scan_backward<2>(s, nb * nh, st, args, gargs);
+        break;
+      case 4:
+        launch_scan_backward<4>(s, nb * nh, st, args, gargs);
+        break;
+      case 8:
+        launch_scan_backward<8>(s, nb * nh, st, args, gargs);
+        break;
+      default:
+        launch_scan_backward<16>(s, nb * nh, st, args, gargs);
+        break;
+    }
   }
   column_sum(ctx, ws->a_log_part.data(), nb, nh, nh, grads + off.a_log, true);
   column_sum(ctx, ws->d_skip_part.data(), nb, nh, nh, grads + off.d_skip, true);
 
   // 2. conv + SiLU and dt softplus -> d_zxbcdt xBC and dt columns; conv partials per sequence.
   const long long n_conv = static_cast<long long>(rows) * (cd + nh);
-  conv_act_backward_kernel<<<grid_1d(n_conv, 256), 256, 0, st>>>(
-      ws->zxbcdt.data(), ws->xbc_pre.data(), params + off.dt_bias, ws->d_dt.data(), stride,
-      ws->d_bc_head.data(), rows, pd, di, cd, nh, ns, ws->d_xbc.data(), ws->d_zxbcdt.data());
+  if (n_conv < kIndex32) {
+    conv_act_backward_kernel<uint32_t><<<grid_1d(n_conv, 256), 256, 0, st>>>(
+        ws->zxbcdt.data(), ws->xbc_pre.data(), params + off.dt_bias, ws->d_dt.data(), stride,
+        ws->d_bc_head.data(), rows, pd, di, cd, nh, ns, ws->d_xbc.data(), ws->d_zxbcdt.data());
+  } else {
+    conv_act_backward_kernel<uint64_t><<<grid_1d(n_conv, 256), 256, 0, st>>>(
+        ws->zxbcdt.data(), ws->xbc_pre.data(), params + off.dt_bias, ws->d_dt.data(), stride,
+        ws->d_bc_head.data(), rows, pd, di, cd, nh, ns, ws->d_xbc.data(), ws->d_zxbcdt.data());
+  }
   FXT_CUDA_LAUNCH_CHECK();
   const dim3 conv_grid((cd + kConvCols - 1) / kConvCols, nb);
   const dim3 conv_block(kConvCols, kConvRowLanes);

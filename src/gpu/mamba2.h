@@ -77,7 +77,8 @@ struct Mamba2GpuWorkspace {
   DeviceBuffer<float> xbc_pre;  // [B, K, conv_dim] conv output before SiLU
   DeviceBuffer<float> xbc;      // [B, K, conv_dim] after SiLU: x | B | C
   DeviceBuffer<float> dt;       // [B, K, n_heads] softplus(dt + dt_bias) * S
-  DeviceBuffer<float> states;   // [B, n_heads, K, head_dim, N] scan state s_k after step k
+  DeviceBuffer<float> states;   // scan states saved by the forward (mamba2.cu: every s_k, or
+                                // only those entering each reverse-scan chunk)
   DeviceBuffer<float> y;        // [B, K, d_inner] scan output including D x
   DeviceBuffer<float> gated;    // [B, K, d_inner] y * SiLU(z)
   DeviceBuffer<float> rstd;     // [B, K] 1 / rms(gated)

@@ -329,8 +329,8 @@ void varsel_backward(const Context& ctx, const float* x, const float* w, const f
   varsel_backward_kernel<<<grid, kVsThreads, smem, ctx.stream()>>>(x, w, gates, dy, dx, dl, rows,
                                                                    f);
   FXT_CUDA_LAUNCH_CHECK();
-  // Through the logits l = W x + b: dw += dl^T x (cuBLAS, deterministic), db += sum_r dl.
-  if (dw != nullptr) gemm(ctx, true, false, f, f, rows, 1.0f, dl, f, x, f, 1.0f, dw, f);
+  // Through the logits l = W x + b: dw += dl^T x (split over rows, deterministic), db += sum_r dl.
+  if (dw != nullptr) gemm_tn_rows(ctx, f, f, rows, dl, f, 0, x, f, 0, 1.0f, dw, f, 0);
   if (db != nullptr) column_sum(ctx, dl, rows, f, f, db, /*accumulate=*/true);
 }
 

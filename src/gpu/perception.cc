@@ -63,18 +63,25 @@ void PerceptionGpu::trunk_forward(const Context& ctx, const float* p, const floa
   const model::PerceptionLayout& l = layout_;
   const int r = batch_ * seq_len_, f = cfg_.features, d = cfg_.d_model;
   varsel_forward(ctx, x, p + l.varsel_w, p + l.varsel_b, x_sel_.data(), gates_.data(), r, f);
+  mark("fwd varsel");
   mamba2_forward(ctx, m1_dims_, m1_off_, p + l.m1, x_sel_.data(), stride, &m1_);
-  layernorm_forward(ctx, m1_.out.data(), p + l.norm_a_w, p + l.norm_a_b, v1_.data(),
-                    mean_a_.data(), rstd_a_.data(), r, d);
+  mark("fwd mamba2 1");
+  layernorm_forward(ctx, m1_.out.data(), p + l.norm_a_w, p + l.norm_a_b, v1_.data(), mean_a_.data(),
+                    rstd_a_.data(), r, d);
+  mark("fwd norm a");
   mamba2_forward(ctx, m2_dims_, m2_off_, p + l.m2, v1_.data(), stride, &m2_);
+  mark("fwd mamba2 2");
   // u2 = v1 + m2(v1)
   copy(ctx, v1_.data(), u2_.data(), static_cast<size_t>(r) * d);
   add_inplace(ctx, m2_.out.data(), u2_.data(), static_cast<size_t>(r) * d);
   layernorm_forward(ctx, u2_.data(), p + l.norm_b_w, p + l.norm_b_b, h_.data(), mean_b_.data(),
                     rstd_b_.data(), r, d);
+  mark("fwd residual+norm b");
   attn_pool_forward(ctx, h_.data(), p + l.pool_q, c_.data(), attn_.data(), batch_, seq_len_, d);
+  mark("fwd attn pool");
   const CfcDims cd{batch_, seq_len_, d, d};
   cfc_forward(ctx, cd, cfc_off_, p + l.cfc, h_.data(), c_.data(), dt, stride, cfc_);
+  mark("fwd cfc");
 }
 
 void PerceptionGpu::forward(const Context& ctx, const float* params, const float* x, float stride,
@@ -83,6 +90,7 @@ void PerceptionGpu::forward(const Context& ctx, const float* params, const float
   const HeadDims hd{batch_ * seq_len_, cfg_.horizons, cfg_.d_model, cfg_.head_mid};
   heads_forward(ctx, hd, head_off_, params + layout_.heads, cfc_.out, logits_.data(), z1_.data(),
                 z2_.data(), scratch_.data());
+  mark("fwd heads");
 }
 
 void PerceptionGpu::forward_last(const Context& ctx, const float* params, const float* x,
@@ -106,29 +114,38 @@ void PerceptionGpu::backward(const Context& ctx, const float* p, const float* x,
   for (DeviceBuffer<float>* q : {&d_s_, &d_h_, &d_u2_, &d_v1_, &d_m1_out_}) zero(ctx, q->data(), rd);
   zero(ctx, d_c_.data(), d_c_.size());
   zero(ctx, d_x_sel_.data(), d_x_sel_.size());
+  mark("bwd zero");
 
   // Heads: own parameter gradients unscaled, lambda_j * dL/ds into the trunk.
   const HeadDims hd{r, cfg_.horizons, d, cfg_.head_mid};
   heads_backward(ctx, hd, head_off_, p + l.heads, cfc_.out, z1_.data(), z2_.data(), d_logits,
                  lambda, d_s_.data(), g + l.heads, scratch_.data());
+  mark("bwd heads");
   const CfcDims cd{batch_, seq_len_, d, d};
   cfc_backward(ctx, cd, cfc_off_, p + l.cfc, h_.data(), dt, stride, d_s_.data(), cfc_, g + l.cfc,
                d_h_.data(), d_c_.data());
+  mark("bwd cfc");
   attn_pool_backward(ctx, h_.data(), p + l.pool_q, attn_.data(), d_c_.data(), d_h_.data(),
                      g + l.pool_q, batch_, seq_len_, d, scratch_.data());
+  mark("bwd attn pool");
   layernorm_backward(ctx, u2_.data(), p + l.norm_b_w, mean_b_.data(), rstd_b_.data(), d_h_.data(),
                      d_u2_.data(), g + l.norm_b_w, g + l.norm_b_b, r, d, scratch_.data());
   // Residual: v1 gets d_u2 directly and again through m2.
   add_inplace(ctx, d_u2_.data(), d_v1_.data(), rd);
+  mark("bwd norm b+residual");
   mamba2_backward(ctx, m2_dims_, m2_off_, p + l.m2, v1_.data(), stride, d_u2_.data(), &m2_,
                   g + l.m2, d_v1_.data());
+  mark("bwd mamba2 2");
   layernorm_backward(ctx, m1_.out.data(), p + l.norm_a_w, mean_a_.data(), rstd_a_.data(),
                      d_v1_.data(), d_m1_out_.data(), g + l.norm_a_w, g + l.norm_a_b, r, d,
                      scratch_.data());
+  mark("bwd norm a");
   mamba2_backward(ctx, m1_dims_, m1_off_, p + l.m1, x_sel_.data(), stride, d_m1_out_.data(), &m1_,
                   g + l.m1, d_x_sel_.data());
+  mark("bwd mamba2 1");
   varsel_backward(ctx, x, p + l.varsel_w, gates_.data(), d_x_sel_.data(), d_x, g + l.varsel_w,
                   g + l.varsel_b, r, f, scratch_.data());
+  mark("bwd varsel");
 }
 
 }  // namespace fxt::gpu

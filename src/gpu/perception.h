@@ -12,6 +12,8 @@
 // Host-side C++20 (includes model headers); not included by .cu files.
 #pragma once
 
+#include <functional>
+
 #include "gpu/cfc_heads.h"
 #include "gpu/mamba2.h"
 #include "gpu/runtime.h"
@@ -40,6 +42,10 @@ class PerceptionGpu {
                 const float* dt, const float* d_logits, const float* lambda, float* grads,
                 float* d_x);
 
+  // Profiling hook: when set, forward and backward call marker(name) after each layer (names
+  // "fwd varsel", ..., "bwd varsel"); the caller records an event there. Unset: no calls.
+  void set_marker(std::function<void(const char*)> marker) { marker_ = std::move(marker); }
+
   const float* logits() const { return logits_.data(); }
   const model::PerceptionConfig& config() const { return cfg_; }
   const model::PerceptionLayout& layout() const { return layout_; }
@@ -50,8 +56,13 @@ class PerceptionGpu {
   void trunk_forward(const Context& ctx, const float* params, const float* x, float stride,
                      const float* dt);
 
+  void mark(const char* layer) const {
+    if (marker_) marker_(layer);
+  }
+
   model::PerceptionConfig cfg_;
   model::PerceptionLayout layout_;
+  std::function<void(const char*)> marker_;
   Mamba2GpuDims m1_dims_, m2_dims_;
   Mamba2GpuOffsets m1_off_, m2_off_;
   CfcOffsets cfc_off_;

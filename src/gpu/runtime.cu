@@ -1,5 +1,6 @@
 // CUDA runtime basics: error checks, the stream/cuBLAS context, row-major GEMM wrappers and the
 // deterministic column sum used for bias gradients.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -36,7 +37,10 @@ void check_cublas(cublasStatus_t s, const char* what, const char* file, int line
 
 namespace {
 constexpr size_t kBlasWorkspaceBytes = size_t{32} << 20;  // cuBLAS's recommendation for Hopper
-}
+// Split-row partials: 8 M floats (32 MB) hold 64 chunks of a 548 x 128 weight gradient
+// (Mamba2's in_proj at d_model 128); larger products get fewer, longer chunks.
+constexpr size_t kReduceScratchFloats = size_t{8} << 20;
+}  // namespace
 
 Context::Context(int device) : device_(device) {
   FXT_CUDA_CHECK(cudaSetDevice(device));
@@ -46,10 +50,14 @@ Context::Context(int device) : device_(device) {
   FXT_CUDA_CHECK(cudaMalloc(&blas_workspace_, kBlasWorkspaceBytes));
   FXT_CUBLAS_CHECK(cublasSetWorkspace(blas_, blas_workspace_, kBlasWorkspaceBytes));
   FXT_CUBLAS_CHECK(cublasSetPointerMode(blas_, CUBLAS_POINTER_MODE_HOST));
+  FXT_CUDA_CHECK(
+      cudaMalloc(reinterpret_cast<void**>(&reduce_scratch_), kReduceScratchFloats * sizeof(float)));
+  reduce_scratch_floats_ = kReduceScratchFloats;
   set_tf32(false);
 }
 
 Context::~Context() {
+  if (reduce_scratch_) cudaFree(reduce_scratch_);
   if (blas_) cublasDestroy(blas_);
   if (blas_workspace_) cudaFree(blas_workspace_);
   if (stream_) cudaStreamDestroy(stream_);
@@ -152,30 +160,38 @@ void linear_forward(const Context& ctx, const float* x, const float* w, const fl
 void linear_backward(const Context& ctx, const float* x, const float* w, const float* dy, float* dx,
                      float* dw, float* db, int rows, int in, int out) {
   if (dx) gemm(ctx, false, false, rows, in, out, 1.0f, dy, out, w, in, 1.0f, dx, in);
-  if (dw) gemm(ctx, true, false, out, in, rows, 1.0f, dy, out, x, in, 1.0f, dw, in);
+  if (dw) gemm_tn_rows(ctx, out, in, rows, dy, out, 0, x, in, 0, 1.0f, dw, in, 0);
   if (db) column_sum(ctx, dy, rows, out, out, db, /*accumulate=*/true);
 }
 
 namespace {
 
+// I: the element index type (uint32_t when rows * cols < 2^31: 64-bit modulo is slow).
+template <typename I>
 __global__ void broadcast_rows_kernel(const float* b, float* y, int rows, int cols) {
-  const long long n = static_cast<long long>(rows) * cols;
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    y[i] = b[i % cols];
+  const I n = static_cast<I>(rows) * cols;
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<I>(gridDim.x) * blockDim.x) {
+    y[i] = b[i % static_cast<I>(cols)];
   }
 }
 
-// Launch: one block of 32 x 16 threads per 32 columns. Thread (tx, ty) sums rows ty, ty + 16,
-// ... of column c in order; the 16 partials are then combined by a fixed shared-memory tree.
+// Launch: grid (ceil(cols / 32), chunks), a block of 32 x 16 threads per 32 columns of one chunk
+// of rows [y * chunk_rows, min(rows, (y + 1) * chunk_rows)). Thread (tx, ty) sums the chunk's
+// rows ty, ty + 16, ... of column c in order; the 16 partials are then combined by a fixed
+// shared-memory tree into out[y * cols + c].
 constexpr int kColTile = 32, kRowLanes = 16;
-__global__ void column_sum_kernel(const float* x, int rows, int cols, int ld, float* out,
-                                  bool accumulate) {
+__global__ void column_sum_kernel(const float* x, int rows, int chunk_rows, int cols, int ld,
+                                  float* out, bool accumulate) {
   __shared__ float part[kRowLanes][kColTile + 1];
   const int c = blockIdx.x * kColTile + threadIdx.x;
+  const int begin = blockIdx.y * chunk_rows;
+  const int end = min(rows, begin + chunk_rows);
+  out += static_cast<long long>(blockIdx.y) * cols;
   float s = 0.0f;
   if (c < cols) {
-    for (int r = threadIdx.y; r < rows; r += kRowLanes) s += x[static_cast<long long>(r) * ld + c];
+    for (int r = begin + threadIdx.y; r < end; r += kRowLanes)
+      s += x[static_cast<long long>(r) * ld + c];
   }
   part[threadIdx.y][threadIdx.x] = s;
   __syncthreads();
@@ -198,25 +214,138 @@ __global__ void add_kernel(const float* x, float* y, size_t n) {
     y[i] += x[i];
 }
 
+// c[p * sc + i * ldc + j] = (beta ? c[...] : 0) + sum_{ch < chunks} part[(ch * batch + p) * m * n
+// + i * n + j], chunks added in index order. Launch: grid-stride, a thread per output element.
+__global__ void sum_chunks_kernel(const float* __restrict__ part, int chunks, int batch, int m,
+                                  int n, bool accumulate, float* c, int ldc, long long sc) {
+  // 32-bit index division (64-bit division is slow on the GPU): the outputs number < 2^31, as
+  // chunks x outputs partials sit in device memory (add_chunk_partials checks).
+  const uint32_t mn = static_cast<uint32_t>(m) * static_cast<uint32_t>(n);
+  const uint32_t total = mn * static_cast<uint32_t>(batch);
+  for (uint32_t e = blockIdx.x * blockDim.x + threadIdx.x; e < total; e += gridDim.x * blockDim.x) {
+    const uint32_t pq = e / mn, ijq = e - pq * mn;
+    const long long p = pq, ij = ijq;
+    const long long i = ijq / static_cast<uint32_t>(n), j = ij - i * n;
+    float s = 0.0f;
+    for (int ch = 0; ch < chunks; ++ch)
+      s += part[(ch * static_cast<long long>(batch) + p) * mn + ij];
+    float* out = c + p * sc + i * ldc + j;
+    *out = accumulate ? *out + s : s;
+  }
+}
+
 int grid_for(size_t n, int threads) {
   const size_t g = (n + threads - 1) / threads;
   return static_cast<int>(g < 1 ? 1 : (g > 4096 ? 4096 : g));
 }
 
+// How k rows are split for a split-row reduction whose partial for one chunk holds
+// `chunk_floats` floats: chunks of ~k / kTargetChunks rows (at least kMinChunkRows, a multiple
+// of 32), as many as the context's scratch holds. A function of the shape only, so the sums'
+// order never changes between runs.
+struct RowSplit {
+  int chunks = 1;
+  int chunk_rows = 0;
+};
+constexpr int kMinChunkRows = 128, kTargetChunks = 64;
+RowSplit split_rows(int k, size_t chunk_floats, size_t scratch_floats) {
+  RowSplit s{1, k};
+  if (k < 2 * kMinChunkRows || chunk_floats == 0) return s;
+  const size_t cap = scratch_floats / chunk_floats;
+  if (cap < 2) return s;
+  int rows = (k + kTargetChunks - 1) / kTargetChunks;
+  rows = std::max(kMinChunkRows, (rows + 31) / 32 * 32);
+  int chunks = (k + rows - 1) / rows;
+  if (static_cast<size_t>(chunks) > cap) {
+    rows = static_cast<int>((k + cap - 1) / cap);
+    rows = (rows + 31) / 32 * 32;
+    chunks = (k + rows - 1) / rows;
+  }
+  if (chunks < 2) return s;
+  s.chunks = chunks;
+  s.chunk_rows = rows;
+  return s;
+}
+
+
 }  // namespace
+
+void add_chunk_partials(const Context& ctx, const float* part, int chunks, int batch, int m, int n,
+                        bool accumulate, float* c, int ldc, long long sc) {
+  const size_t total = static_cast<size_t>(batch) * m * n;
+  if (total >= (size_t{1} << 31)) {
+    cuda_fail("add_chunk_partials", "more than 2^31 outputs", __FILE__, __LINE__);
+  }
+  sum_chunks_kernel<<<grid_for(total, 256), 256, 0, ctx.stream()>>>(part, chunks, batch, m, n,
+                                                                    accumulate, c, ldc, sc);
+  FXT_CUDA_LAUNCH_CHECK();
+}
+
+void gemm_tn_rows(const Context& ctx, int m, int n, int k, const float* a, int lda, long long sa,
+                  const float* b, int ldb, long long sb, float beta, float* c, int ldc,
+                  long long sc, int batch) {
+  if (m <= 0 || n <= 0 || batch <= 0) return;
+  const long long mn = static_cast<long long>(m) * n;
+  const RowSplit s = split_rows(k, static_cast<size_t>(mn) * batch, ctx.reduce_scratch_floats());
+  if (s.chunks <= 1) {
+    gemm_batched(ctx, true, false, m, n, k, 1.0f, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
+    return;
+  }
+  float* part = ctx.reduce_scratch();  // [chunks][batch][m][n]
+  const int kc = s.chunk_rows;
+  const int full = k / kc, tail = k - full * kc;
+  const long long chunk_stride = mn * batch;
+  if (batch > 1 && sa == m && sb == 0 && lda >= batch * m) {
+    // The problems' A columns are adjacent and B is shared: one product with batch*m rows of
+    // output per chunk fills part[ch][p][i][j] directly.
+    const int mb = batch * m;
+    gemm_batched(ctx, true, false, mb, n, kc, 1.0f, a, lda, static_cast<long long>(kc) * lda, b,
+                 ldb, static_cast<long long>(kc) * ldb, 0.0f, part, n, chunk_stride, full);
+    if (tail)
+      gemm(ctx, true, false, mb, n, tail, 1.0f, a + static_cast<long long>(full) * kc * lda, lda,
+           b + static_cast<long long>(full) * kc * ldb, ldb, 0.0f, part + full * chunk_stride, n);
+  } else {
+    for (int p = 0; p < batch; ++p) {
+      const float* ap = a + p * sa;
+      const float* bp = b + p * sb;
+      float* pp = part + p * mn;
+      gemm_batched(ctx, true, false, m, n, kc, 1.0f, ap, lda, static_cast<long long>(kc) * lda, bp,
+                   ldb, static_cast<long long>(kc) * ldb, 0.0f, pp, n, chunk_stride, full);
+      if (tail)
+        gemm(ctx, true, false, m, n, tail, 1.0f, ap + static_cast<long long>(full) * kc * lda, lda,
+             bp + static_cast<long long>(full) * kc * ldb, ldb, 0.0f, pp + full * chunk_stride, n);
+    }
+  }
+  add_chunk_partials(ctx, part, s.chunks, batch, m, n, beta != 0.0f, c, ldc, sc);
+}
 
 void broadcast_rows(const Context& ctx, const float* b, float* y, int rows, int cols) {
   const size_t n = static_cast<size_t>(rows) * cols;
-  broadcast_rows_kernel<<<grid_for(n, 256), 256, 0, ctx.stream()>>>(b, y, rows, cols);
+  if (n < (size_t{1} << 31)) {
+    broadcast_rows_kernel<uint32_t><<<grid_for(n, 256), 256, 0, ctx.stream()>>>(b, y, rows, cols);
+  } else {
+    broadcast_rows_kernel<uint64_t><<<grid_for(n, 256), 256, 0, ctx.stream()>>>(b, y, rows, cols);
+  }
   FXT_CUDA_LAUNCH_CHECK();
 }
 
 void column_sum(const Context& ctx, const float* x, int rows, int cols, int ld, float* out,
                 bool accumulate) {
+  if (cols <= 0) return;
   const dim3 block(kColTile, kRowLanes);
-  const dim3 grid((cols + kColTile - 1) / kColTile);
-  column_sum_kernel<<<grid, block, 0, ctx.stream()>>>(x, rows, cols, ld, out, accumulate);
+  const RowSplit s = split_rows(rows, static_cast<size_t>(cols), ctx.reduce_scratch_floats());
+  if (s.chunks <= 1) {
+    const dim3 grid((cols + kColTile - 1) / kColTile);
+    column_sum_kernel<<<grid, block, 0, ctx.stream()>>>(x, rows, rows, cols, ld, out, accumulate);
+    FXT_CUDA_LAUNCH_CHECK();
+    return;
+  }
+  // Chunk sums into the scratch [chunks][cols], then added in chunk order.
+  const dim3 grid((cols + kColTile - 1) / kColTile, s.chunks);
+  column_sum_kernel<<<grid, block, 0, ctx.stream()>>>(x, rows, s.chunk_rows, cols, ld,
+                                                      ctx.reduce_scratch(), false);
   FXT_CUDA_LAUNCH_CHECK();
+  add_chunk_partials(ctx, ctx.reduce_scratch(), s.chunks, 1, 1, cols, accumulate, out, cols, 0);
 }
 
 void fill(const Context& ctx, float* p, float value, size_t n) {

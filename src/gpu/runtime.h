@@ -154,9 +154,16 @@ class Context {
   bool tf32() const { return tf32_; }
   void sync() const { FXT_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
   std::string device_name() const;
+  // Device scratch owned by the context for the split-row reductions of gemm_tn_rows and
+  // column_sum (partials per chunk of rows). Ops on one stream run in order, so one op's
+  // partials are consumed before the next op writes the scratch again.
+  float* reduce_scratch() const { return reduce_scratch_; }
+  size_t reduce_scratch_floats() const { return reduce_scratch_floats_; }
 
  private:
   int device_ = 0;
+  float* reduce_scratch_ = nullptr;
+  size_t reduce_scratch_floats_ = 0;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   void* blas_workspace_ = nullptr;
@@ -217,6 +224,23 @@ void gemm_batched(const Context& ctx, bool trans_a, bool trans_b, int m, int n, 
                   const float* a, int lda, long long stride_a, const float* b, int ldb,
                   long long stride_b, float beta, float* c, int ldc, long long stride_c, int batch);
 
+// C[m, n] = beta C + A^T B summed over k rows; A is [k, m] (row stride lda), B is [k, n] (ldb):
+// the weight-gradient shape (k = B*K rows, outputs of a few hundred to a few ten thousand
+// elements). A single GEMM of that shape runs on a handful of output tiles that each loop over
+// all k rows; this splits k into chunks of ~256 rows (split_rows), computes one partial product
+// per chunk with strided-batched GEMMs into ctx.reduce_scratch(), then adds the chunks in order.
+// Deterministic: the chunking is a function of the shape only. `batch` independent problems
+// at element strides sa, sb, sc (sb = 0: B shared); beta is 0 (C overwritten, not read) or 1.
+void gemm_tn_rows(const Context& ctx, int m, int n, int k, const float* a, int lda, long long sa,
+                  const float* b, int ldb, long long sb, float beta, float* c, int ldc,
+                  long long sc, int batch = 1);
+
+// c[p * sc + i * ldc + j] = (accumulate ? c[...] : 0) + sum_{ch < chunks} part[((ch * batch + p) * m
+// + i) * n + j], chunks added in index order: the second stage of a split-row reduction whose
+// first stage wrote per-chunk partials (e.g. into ctx.reduce_scratch()).
+void add_chunk_partials(const Context& ctx, const float* part, int chunks, int batch, int m, int n,
+                        bool accumulate, float* c, int ldc, long long sc);
+
 // ---- linear layer: y = x W^T (+ b), as model::linear_forward ----------------------------------
 // x [rows, in], w [out, in], b [out] or nullptr, y [rows, out] (overwritten).
 void linear_forward(const Context& ctx, const float* x, const float* w, const float* b, float* y,
@@ -227,7 +251,9 @@ void linear_backward(const Context& ctx, const float* x, const float* w, const f
 
 // ---- small deterministic helpers ----------------------------------------------------------------
 // out[c] = (accumulate ? out[c] : 0) + sum_{r < rows} x[r * ld + c] for c < cols, summed in a
-// fixed order (a fixed partition of rows per thread, then an ordered tree in shared memory).
+// fixed order: rows split into chunks (split_rows) summed by separate blocks (a fixed partition
+// of a chunk's rows per thread, then an ordered tree in shared memory), then the chunks' partials
+// added in order.
 void column_sum(const Context& ctx, const float* x, int rows, int cols, int ld, float* out,
                 bool accumulate);
 void fill(const Context& ctx, float* p, float value, size_t n);

@@ -242,7 +242,9 @@ std::vector<std::pair<std::string, double>> TrainStep::profile_phases(int n) {
     FXT_CUDA_CHECK(cudaEventCreate(&start));
     FXT_CUDA_CHECK(cudaEventRecord(start, ctx_->stream()));
     marks_ = &marks;
+    model_.set_marker([this](const char* layer) { mark(layer); });
     enqueue_step();
+    model_.set_marker(nullptr);
     marks_ = nullptr;
     ctx_->sync();
     cudaEvent_t prev = start;

@@ -201,6 +201,29 @@ TEST(GpuBatchSeed, SampleAnchorsMatchesRngOnAnyPool) {
   }
 }
 
+// The device draws equal Rng's also where rejections happen (bounds near 2^64 reject about half
+// of the raw outputs), so the kernel's parallel modulo falls back to the sequential stream.
+TEST(GpuBatchSeed, SamplePoolIndicesMatchesRngWithRejections) {
+  FXT_SKIP_WITHOUT_GPU();
+  Context ctx;
+  for (uint64_t bound : {7ULL, (1ULL << 63) + 12345ULL, 0xFFFFFFFFFFFFFFF0ULL}) {
+    for (int64_t step : {0LL, 3LL}) {
+      for (int batch : {1, 32, 300}) {
+        Rng rng(cpu_seed_for_step(9, step));
+        std::vector<uint64_t> want(batch);
+        for (int i = 0; i < batch; ++i) want[i] = rng.uniform(bound);
+        DeviceBuffer<int64_t> dstep;
+        dstep.upload(std::vector<int64_t>{step});
+        DeviceBuffer<uint64_t> out(batch);
+        sample_pool_indices(ctx, bound, 9, dstep.data(), batch, out.data());
+        ctx.sync();
+        EXPECT_EQ(out.download(), want)
+            << "bound " << bound << " step " << step << " batch " << batch;
+      }
+    }
+  }
+}
+
 // The representation of gpu/batch.h, checked on the host (no GPU needed): for every training
 // anchor, indexing the concatenated arrays at row + k S reproduces Dataset::gather, and
 // elapsed_per_row reproduces Dataset::gather_elapsed.

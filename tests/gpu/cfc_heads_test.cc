@@ -1,9 +1,10 @@
 // GPU CfC recurrence and gated residual heads (gpu/cfc_heads.h) against the CPU reference ops
 // (model::cfc_forward / cfc_backward, model::head_forward / head_backward) run in double on the
 // same float-representable random inputs and parameters: forward within 1e-5, gradients within
-// 1e-4 (relative, with a floor of 1% of the tensor's largest magnitude so entries that cancel to
-// ~0 are judged on the tensor's scale); and against the same ops in float within
-// max(5e-4, 4 x the measured CPU-float-vs-CPU-double error) (gpu_test_util.h, expect_parity).
+// 1e-4 (normwise relative error, or at most 1.5 x the CPU float path's own where that is larger);
+// and elementwise within max(5e-4, 16 x the same ops' CPU-float-vs-CPU-double error), with a
+// floor of 1% of the tensor's largest magnitude so entries
+// that cancel to ~0 are judged on the tensor's scale (gpu_test_util.h, expect_parity).
 // Sizes: the model's (D = 128, K = 64, B = 4 and 32) and odd small ones that
 // exercise partial chunks, idle lanes and every kernel variant (Q = 1, 2, 4 and the generic
 // D > 128 path). Also: backward accumulation (+=) into non-zero gradients, nullptr-skipped
@@ -62,17 +63,22 @@ struct Printer {
 } printer;
 
 // Floor: 1% of the tensor's largest magnitude (of the double reference).
-double floor_of(const std::vector<double>& ref) { return std::max(1e-2 * max_abs_f64(ref), 1e-20); }
-// GPU vs the CPU double reference <= tol (1e-5 forward, 1e-4 gradients) and vs the CPU float
-// reference <= max(5e-4, 4 x CPU float vs double) (expect_parity); prints the three errors.
+double floor_of(const std::vector<double>& ref) {
+  return std::max(1e-2 * max_abs_f64(ref), 1e-20);
+}
+// Normwise GPU vs the CPU double reference <= tol (1e-5 forward, 1e-4 gradients; or the CPU float
+// path's own error x1.5) and elementwise vs double <= max(5e-4, 16 x CPU float vs double)
+// (expect_parity); prints the errors.
 void check(const std::vector<float>& gpu, const std::vector<float>& cpu32,
            const std::vector<double>& cpu64, double tol, const std::string& kind,
            const std::string& where) {
   const double fl = floor_of(cpu64);
   const ParityErrors e = expect_parity(gpu, cpu32, cpu64, tol, kind + " " + where, fl);
-  std::printf("[gpu-cfc-heads %-24s] %-22s gpu-cpu(f64) %.3e (tol %.0e)  gpu-cpu(f32) %.3e "
-              "(bound %.3e)  cpu(f32)-cpu(f64) %.3e\n",
-              where.c_str(), kind.c_str(), e.vs_f64, tol, e.vs_f32, e.f32_bound, e.f32_vs_f64);
+  std::printf(
+      "[gpu-cfc-heads %-24s] %-22s gpu-cpu(f64) %.3e (tol %.0e)  gpu-cpu(f32) %.3e "
+      "(bound %.3e)  cpu(f32)-cpu(f64) %.3e  norm: gpu-cpu(f64) %.3e cpu(f32)-cpu(f64) %.3e\n",
+      where.c_str(), kind.c_str(), e.vs_f64, tol, e.vs_f32, e.f32_bound, e.f32_vs_f64,
+      e.norm_vs_f64, e.norm_f32_vs_f64);
   Worst& w = worst()[kind];
   w.vs_f64 = std::max(w.vs_f64, e.vs_f64);
   w.vs_f32 = std::max(w.vs_f32, e.vs_f32);
@@ -503,7 +509,6 @@ TEST(GpuHeads, GatherLastPositions) {
     }
   }
 }
-
 
 // ================================================================================================
 // CUDA Graph capture and timing

@@ -2,8 +2,9 @@
 // forward logits, the last-position forward, and every parameter gradient and dL/dx of the
 // backward with a non-trivial trunk scale, at the real sizes and at small odd ones. The asserted
 // reference is the CPU model run in double on the same float-representable inputs and
-// parameters (forward <= 1e-5, gradients <= 1e-4); the CPU model in float is compared too,
-// within max(5e-4, 4 x its own measured error against double) (gpu_test_util.h, expect_parity).
+// parameters (normwise relative error: forward <= 1e-5, gradients <= 1e-4, or at most 1.5 x the
+// CPU float model's own error where that is larger) and elementwise within max(5e-4, 16 x the
+// CPU float model's own worst entry) (gpu_test_util.h, expect_parity).
 // Prints the three errors per tensor.
 #include <algorithm>
 #include <cmath>
@@ -73,15 +74,17 @@ CpuRun<T> run_cpu(const model::PerceptionConfig& cfg, const Case& c,
   return out;
 }
 
-// GPU vs CPU double <= tol and vs CPU float <= max(5e-4, 4 x CPU float vs double), with the
-// given absolute floor; prints the three errors.
+// Normwise GPU vs CPU double <= tol (or the CPU float path's own error x1.5) and elementwise vs
+// double <= max(5e-4, 16 x CPU float vs double), with the given absolute floor; prints them.
 void check(const Case& c, const std::string& what, const std::vector<float>& gpu,
            const std::vector<float>& cpu32, const std::vector<double>& cpu64, double tol,
            double floor) {
   const ParityErrors e = expect_parity(gpu, cpu32, cpu64, tol, c.name() + " " + what, floor);
-  std::printf("[gpu-perception %-22s] %-28s gpu-cpu(f64) %.3e (tol %.0e)  gpu-cpu(f32) %.3e "
-              "(bound %.3e)  cpu(f32)-cpu(f64) %.3e\n",
-              c.name().c_str(), what.c_str(), e.vs_f64, tol, e.vs_f32, e.f32_bound, e.f32_vs_f64);
+  std::printf(
+      "[gpu-perception %-22s] %-28s gpu-cpu(f64) %.3e (tol %.0e)  gpu-cpu(f32) %.3e "
+      "(bound %.3e)  cpu(f32)-cpu(f64) %.3e  norm: gpu-cpu(f64) %.3e cpu(f32)-cpu(f64) %.3e\n",
+      c.name().c_str(), what.c_str(), e.vs_f64, tol, e.vs_f32, e.f32_bound, e.f32_vs_f64,
+      e.norm_vs_f64, e.norm_f32_vs_f64);
 }
 
 template <typename T>

@@ -1,7 +1,7 @@
 // GPU Mamba2 block vs the CPU reference (model::mamba2_forward / mamba2_backward) run in double
-// on the same float-representable inputs and parameters (forward <= 1e-5, gradients <= 1e-4),
-// and vs the same reference in float within a bound derived from the measured float-vs-double
-// error of the reference itself (gpu_test_util.h, expect_parity): the block output, the saved
+// on the same float-representable inputs and parameters (normwise relative error: forward <= 1e-5,
+// gradients <= 1e-4, or 1.5 x the CPU float path's own where larger), and elementwise within a
+// bound derived from the CPU float path's own worst entry (gpu_test_util.h, expect_parity): the block output, the saved
 // activations, every parameter-gradient tensor and d_in, on realistic
 // sizes (D = 128, N = 16, P = 64, K = 64, B = 4 / 32, stride 1 / 4) and small odd sizes that
 // exercise the kernels' edge paths (partial warps, several states per thread, partial scan
@@ -87,16 +87,18 @@ double floor_of(const std::vector<float>& ref) {
   return floor_of(std::vector<double>(ref.begin(), ref.end()));
 }
 
-// Asserts gpu vs the double reference <= tol and vs the float reference <= the derived bound
-// (expect_parity), and prints the three errors.
+// Asserts the normwise error vs the double reference <= tol (or the CPU float path's, x1.5) and the
+// elementwise error vs double <= the derived bound (expect_parity); prints them.
 void check(const Case& c, const std::string& what, const std::vector<float>& gpu,
            const std::vector<float>& cpu32, const std::vector<double>& cpu64, double tol) {
   const double fl = floor_of(cpu64);
   const ParityErrors e =
       expect_parity(gpu, cpu32, cpu64, tol, std::string(c.name) + " " + what, fl);
-  std::printf("[mamba2 %-18s] %-22s gpu-cpu(f64) %.3e (tol %.0e)  gpu-cpu(f32) %.3e (bound %.3e)  "
-              "cpu(f32)-cpu(f64) %.3e\n",
-              c.name, what.c_str(), e.vs_f64, tol, e.vs_f32, e.f32_bound, e.f32_vs_f64);
+  std::printf(
+      "[mamba2 %-18s] %-22s gpu-cpu(f64) %.3e (tol %.0e)  gpu-cpu(f32) %.3e (bound %.3e)  "
+      "cpu(f32)-cpu(f64) %.3e  norm: gpu-cpu(f64) %.3e cpu(f32)-cpu(f64) %.3e\n",
+      c.name, what.c_str(), e.vs_f64, tol, e.vs_f32, e.f32_bound, e.f32_vs_f64, e.norm_vs_f64,
+      e.norm_f32_vs_f64);
 }
 
 void run_parity(const Case& c) {

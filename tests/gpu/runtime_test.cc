@@ -1,6 +1,8 @@
 // The CUDA runtime basics (gpu/runtime.h): row-major GEMM in all four transpose combinations
 // and strided-batched GEMM against a naive double host product, the linear layer against
-// model::linear_*, column_sum against a double host sum, and fill / broadcast / add / copy.
+// model::linear_*, column_sum against a double host sum, the split-row weight-gradient product
+// gemm_tn_rows against the host product, and fill / broadcast / add / copy.
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -206,8 +208,71 @@ TEST(GpuRuntime, ColumnSum) {
   run_column_sum(1, 7, 7, true, 82);
   run_column_sum(33, 70, 75, false, 83);  // ld > cols, cols not a multiple of the 32-column tile
   run_column_sum(5000, 3, 8, true, 84);
-  run_column_sum(0, 9, 9, true, 85);   // no rows: out unchanged (accumulate)
-  run_column_sum(0, 9, 9, false, 86);  // no rows: out zeroed
+  run_column_sum(0, 9, 9, true, 85);             // no rows: out unchanged (accumulate)
+  run_column_sum(0, 9, 9, false, 86);            // no rows: out zeroed
+  run_column_sum(16384, 655, 672, false, 87);    // the heads' bias sums at B = 256: 64 chunks
+  run_column_sum(16384 + 77, 4, 548, true, 88);  // a short last chunk
+}
+
+// gemm_tn_rows: C = beta C + A^T B over k rows, split into chunks with partials in the context's
+// scratch. A [k, lda] holds `batch` problems' columns at stride sa, B at stride sb (0: shared),
+// C at stride sc with row stride ldc.
+void run_gemm_tn_rows(int m, int n, int k, int batch, long long sa, long long sb, long long sc,
+                      int lda, int ldb, int ldc, float beta, uint64_t seed) {
+  const std::string what = "gemm_tn_rows " + std::to_string(m) + "x" + std::to_string(n) + " k " +
+                           std::to_string(k) + " batch " + std::to_string(batch) + " beta " +
+                           std::to_string(beta);
+  const size_t a_n = static_cast<size_t>(k) * lda;
+  const size_t b_n = static_cast<size_t>(k) * ldb + static_cast<size_t>(sb) * (batch - 1);
+  const size_t c_n = static_cast<size_t>(m) * ldc + static_cast<size_t>(sc) * (batch - 1);
+  const auto a = random_vector(a_n, seed);
+  const auto b = random_vector(b_n, seed + 1);
+  auto c0 = random_vector(c_n, seed + 2);
+  std::vector<float> ref = c0;
+  if (beta == 0.0f) {
+    // The outputs are overwritten without being read: NaN there must not leak in.
+    for (int p = 0; p < batch; ++p)
+      for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j)
+          c0[static_cast<size_t>(p * sc) + static_cast<size_t>(i) * ldc + j] = NAN;
+  }
+  for (int p = 0; p < batch; ++p) {
+    host_gemm(true, false, m, n, k, 1.0f, a, lda, b, ldb, beta, ref, ldc,
+              static_cast<size_t>(sa) * p, static_cast<size_t>(sb) * p,
+              static_cast<size_t>(sc) * p);
+  }
+  Context ctx;
+  auto ga = to_device(a), gb = to_device(b), gc = to_device(c0);
+  gemm_tn_rows(ctx, m, n, k, ga.data(), lda, sa, gb.data(), ldb, sb, beta, gc.data(), ldc, sc,
+               batch);
+  ctx.sync();
+  const auto got = gc.download();
+  check(got, ref, 1e-5, what);
+  // Deterministic: the same call again gives the same bytes.
+  auto gc2 = to_device(c0);
+  gemm_tn_rows(ctx, m, n, k, ga.data(), lda, sa, gb.data(), ldb, sb, beta, gc2.data(), ldc, sc,
+               batch);
+  ctx.sync();
+  const auto got2 = gc2.download();
+  EXPECT_EQ(0, std::memcmp(got.data(), got2.data(), got.size() * sizeof(float))) << what;
+}
+
+TEST(GpuRuntime, GemmTnRows) {
+  FXT_SKIP_WITHOUT_GPU();
+  // One problem: no split (k < 256), an even split, a short last chunk.
+  run_gemm_tn_rows(13, 9, 200, 1, 0, 0, 0, 13, 9, 9, 1.0f, 90);
+  run_gemm_tn_rows(128, 128, 16384, 1, 0, 0, 0, 128, 128, 128, 1.0f, 91);
+  run_gemm_tn_rows(37, 40, 2048 + 45, 1, 0, 0, 0, 40, 41, 45, 0.0f, 92);
+  // Batched with its own B per problem (the heads' dW2 layout: A columns at stride m inside a
+  // wider matrix, C at a parameter stride), with and without a tail.
+  run_gemm_tn_rows(16, 16, 4096, 5, 16, 4096LL * 16, 700, 100, 16, 16, 1.0f, 93);
+  run_gemm_tn_rows(2, 24, 999, 3, 2, 999LL * 24, 300, 8, 24, 30, 1.0f, 94);
+  // Batched with B shared and A's columns adjacent (one product of batch * m rows per chunk),
+  // and shared B with A columns not adjacent (one product per problem).
+  run_gemm_tn_rows(24, 32, 8192 + 3, 5, 24, 0, 2000, 130, 32, 32, 1.0f, 95);
+  run_gemm_tn_rows(8, 32, 3000, 4, 10, 0, 500, 45, 32, 40, 0.0f, 96);
+  // k = 0: C = beta C.
+  run_gemm_tn_rows(3, 4, 0, 1, 0, 0, 0, 3, 4, 4, 1.0f, 97);
 }
 
 TEST(GpuRuntime, FillBroadcastAddCopy) {

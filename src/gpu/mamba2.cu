@@ -330,6 +330,61 @@ struct ScanGradArgs {
   float* d_skip_part;   // [B * H]
 };
 
+// After a chunk of the reverse scan (red complete, all threads): the per-step warp partials
+// -> outputs, warps summed in index order. red [nk][warps][r2] holds dB_n at slot n, dC_n at
+// slot width + n and the step's two scalars (sum_p x_p sum_n G B_n and d_decay) at 2 width and
+// 2 width + 1 (width: N for the lane-group kernel, the register bucket NS for the
+// thread-per-channel one). Writes d_bc_head, d_dt and sda[kk] (the A_log term of step kk), then
+// thread 0 adds the chunk's A_log terms to d_a_acc in decreasing k. row: the chunk's first
+// global row (b K + k0).
+__device__ __forceinline__ void scan_bwd_chunk_outputs(const ScanArgs& a, const ScanGradArgs& o,
+                                                       const float* red, int warps, int r2,
+                                                       int width, long long row, int h, int nk,
+                                                       float A, const float* sdt,
+                                                       const float* sdec, float* sda,
+                                                       float& d_a_acc) {
+  const int ns = a.ns, nh = a.nh;
+  for (int i = threadIdx.x; i < nk * (2 * ns + 1); i += blockDim.x) {
+    const int kk = i / (2 * ns + 1), e = i % (2 * ns + 1);
+    const long long r = row + kk;
+    const float* rk = red + kk * warps * r2;
+    if (e < 2 * ns) {
+      const int slot = e < ns ? e : width + (e - ns);
+      float v = 0.0f;
+      for (int w = 0; w < warps; ++w) v += rk[w * r2 + slot];
+      o.d_bc_head[(r * nh + h) * 2 * ns + e] = e < ns ? sdt[kk] * v : v;
+    } else {
+      float xgb = 0.0f, dec_grad = 0.0f;
+      for (int w = 0; w < warps; ++w) {
+        xgb += rk[w * r2 + 2 * width];
+        dec_grad += rk[w * r2 + 2 * width + 1];
+      }
+      o.d_dt[r * nh + h] = xgb + dec_grad * sdec[kk] * A;
+      sda[kk] = dec_grad * sdec[kk] * sdt[kk];
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int kk = nk - 1; kk >= 0; --kk) d_a_acc += sda[kk];
+  }
+}
+
+// End of the reverse scan (all threads): dD = the threads' sums of dy_p x_p (warp butterflies,
+// then warps in index order via swarp [32]) and the A_log term of this (sequence, head) bh.
+__device__ __forceinline__ void scan_bwd_finish(const ScanGradArgs& o, float d_skip_acc,
+                                                float d_a_acc, float A, float* swarp, int bh) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x / 32;
+  const float wsum = warp_sum(d_skip_acc);
+  if (lane == 0) swarp[warp] = wsum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float t = 0.0f;
+    for (int w = 0; w < warps; ++w) t += swarp[w];
+    o.d_skip_part[bh] = t;
+    o.a_log_part[bh] = d_a_acc * A;  // a = -exp(A_log): da/dA_log = a
+  }
+}
+
 // Reverse scan: ds (dL/ds_k from later positions) is carried in registers from k = K-1 to 0.
 // At step k, per state: G = ds + dy_p C_n (total dL/ds_k), ds <- exp(dt a) G. Outputs:
 //   dx_p = D dy_p + dt sum_n G B_n                       (lane-group butterfly)
@@ -455,42 +510,10 @@ __global__ void __launch_bounds__(1024) scan_backward_kernel(ScanArgs a, ScanGra
     }
     __syncthreads();  // red complete for the chunk
 
-    // Warp partials -> outputs, warps summed in index order. Entry e < 2N: dB_n | dC_n of step
-    // kk; e == 2N: the step's scalars (d dt and the A_log term).
-    for (int i = tid; i < nk * (2 * ns + 1); i += blockDim.x) {
-      const int kk = i / (2 * ns + 1), e = i % (2 * ns + 1);
-      const long long r = row0 + k0 + kk;
-      const float* rk = red + kk * warps * r2;
-      if (e < 2 * ns) {
-        float v = 0.0f;
-        for (int w = 0; w < warps; ++w) v += rk[w * r2 + e];
-        o.d_bc_head[(r * nh + h) * 2 * ns + e] = e < ns ? sdt[kk] * v : v;
-      } else {
-        float xgb = 0.0f, dec_grad = 0.0f;
-        for (int w = 0; w < warps; ++w) {
-          xgb += rk[w * r2 + 2 * ns];
-          dec_grad += rk[w * r2 + 2 * ns + 1];
-        }
-        o.d_dt[r * nh + h] = xgb + dec_grad * sdec[kk] * A;
-        sda[kk] = dec_grad * sdec[kk] * sdt[kk];
-      }
-    }
-    __syncthreads();
-    if (tid == 0) {
-      for (int kk = nk - 1; kk >= 0; --kk) d_a_acc += sda[kk];
-    }
+    scan_bwd_chunk_outputs(a, o, red, warps, r2, ns, row0 + k0, h, nk, A, sdt, sdec, sda, d_a_acc);
   }
 
-  // dD: lanes g == 0 hold per-p sums; warp butterflies, then warps in index order.
-  const float wsum = warp_sum(d_skip_acc);
-  if (lane == 0) swarp[warp] = wsum;
-  __syncthreads();
-  if (tid == 0) {
-    float t = 0.0f;
-    for (int w = 0; w < warps; ++w) t += swarp[w];
-    o.d_skip_part[bh] = t;
-    o.a_log_part[bh] = d_a_acc * A;  // a = -exp(A_log): da/dA_log = a
-  }
+  scan_bwd_finish(o, d_skip_acc, d_a_acc, A, swarp, bh);  // lanes g == 0 hold the dD sums
 }
 
 // ---- 2b. selective scan with a thread per channel (the tuned path) -------------------------------
@@ -538,6 +561,24 @@ __device__ __forceinline__ void stage(int n, Get get, Put put) {
       const int i = base + u * blockDim.x;
       if (i < n) put(i, r[u]);
     }
+  }
+}
+
+// Entry e of a position's [B | C] row as the thread-per-channel kernels stage it (each half
+// padded to NS): B_e for e < NS, else C_{e - NS}; zero past N. row: the global row b K + k.
+template <int NS>
+__device__ __forceinline__ float bc_value(const ScanArgs& a, long long row, int e) {
+  const int n = e < NS ? e : e - NS;
+  return n < a.ns ? __ldg(a.xbc + row * a.cd + a.di + (e < NS ? 0 : a.ns) + n) : 0.0f;
+}
+
+// sdt[i] = dt and sdec[i] = exp(dt A) of head h at rows row0 + i, i < nk (a thread per row).
+__device__ __forceinline__ void stage_dt(const ScanArgs& a, long long row0, int h, int nk, float A,
+                                         float* sdt, float* sdec) {
+  for (int i = threadIdx.x; i < nk; i += blockDim.x) {
+    const float d = a.dt[(row0 + i) * a.nh + h];
+    sdt[i] = d;
+    sdec[i] = expf(d * A);
   }
 }
 
@@ -600,9 +641,7 @@ __global__ void scan_forward_reg_kernel(ScanArgs a, float* __restrict states, fl
         [&](int i) {
           if (i < n_x) return __ldg(a.xbc + (row0 + k0 + i / hp) * a.cd + h * hp + i % hp);
           const int kk = (i - n_x) / (2 * NS), e = (i - n_x) % (2 * NS);
-          const int n = e < NS ? e : e - NS;
-          return n < ns ? __ldg(a.xbc + (row0 + k0 + kk) * a.cd + a.di + (e < NS ? 0 : ns) + n)
-                        : 0.0f;
+          return bc_value<NS>(a, row0 + k0 + kk, e);
         },
         [&](int i, float v) {
           if (i < n_x) {
@@ -611,11 +650,7 @@ __global__ void scan_forward_reg_kernel(ScanArgs a, float* __restrict states, fl
             sbc[i - n_x] = v;
           }
         });
-    for (int i = threadIdx.x; i < nk; i += blockDim.x) {
-      const float d = a.dt[(row0 + k0 + i) * nh + h];
-      sdt[i] = d;
-      sdec[i] = expf(d * A);
-    }
+    stage_dt(a, row0 + k0, h, nk, A, sdt, sdec);
     __syncthreads();
     if (!active) continue;
     for (int kk = 0; kk < nk; ++kk) {
@@ -698,9 +733,7 @@ __global__ void scan_backward_reg_kernel(ScanArgs a, ScanGradArgs o) {
             return __ldg(o.d_y + (row0 + k0 + t / hp) * a.di + h * hp + t % hp);
           }
           const int kk = (i - n_xy) / (2 * NS), e = (i - n_xy) % (2 * NS);
-          const int n = e < NS ? e : e - NS;
-          return n < ns ? __ldg(a.xbc + (row0 + k0 + kk) * a.cd + a.di + (e < NS ? 0 : ns) + n)
-                        : 0.0f;
+          return bc_value<NS>(a, row0 + k0 + kk, e);
         },
         [&](int i, float v) {
           if (i < n_x) {
@@ -711,11 +744,7 @@ __global__ void scan_backward_reg_kernel(ScanArgs a, ScanGradArgs o) {
             sbc[i - n_xy] = v;
           }
         });
-    for (int i = threadIdx.x; i < nk; i += blockDim.x) {
-      const float d = a.dt[(row0 + k0 + i) * nh + h];
-      sdt[i] = d;
-      sdec[i] = expf(d * A);
-    }
+    stage_dt(a, row0 + k0, h, nk, A, sdt, sdec);
     __syncthreads();
 
     // Recompute the chunk's states from the one entering it: s_in (s_{k0 - 1}, zero for the
@@ -784,42 +813,9 @@ __global__ void scan_backward_reg_kernel(ScanArgs a, ScanGradArgs o) {
     }
     __syncthreads();  // red complete for the chunk
 
-    // Warps summed in index order. Entry e < 2N: dB_n | dC_n of step kk; e == 2N: the step's
-    // scalars (d dt and the A_log term).
-    for (int i = threadIdx.x; i < nk * (2 * ns + 1); i += blockDim.x) {
-      const int kk = i / (2 * ns + 1), e = i % (2 * ns + 1);
-      const long long r = row0 + k0 + kk;
-      const float* rk = red + kk * warps * r2;
-      if (e < 2 * ns) {
-        const int slot = e < ns ? e : NS + (e - ns);
-        float val = 0.0f;
-        for (int w = 0; w < warps; ++w) val += rk[w * r2 + slot];
-        o.d_bc_head[(r * nh + h) * 2 * ns + e] = e < ns ? sdt[kk] * val : val;
-      } else {
-        float xgb = 0.0f, dec_grad = 0.0f;
-        for (int w = 0; w < warps; ++w) {
-          xgb += rk[w * r2 + kV];
-          dec_grad += rk[w * r2 + kV + 1];
-        }
-        o.d_dt[r * nh + h] = xgb + dec_grad * sdec[kk] * A;
-        sda[kk] = dec_grad * sdec[kk] * sdt[kk];
-      }
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      for (int kk = nk - 1; kk >= 0; --kk) d_a_acc += sda[kk];
-    }
+    scan_bwd_chunk_outputs(a, o, red, warps, r2, NS, row0 + k0, h, nk, A, sdt, sdec, sda, d_a_acc);
   }
-
-  const float wsum = warp_sum(d_skip_acc);
-  if (lane == 0) swarp[warp] = wsum;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float t = 0.0f;
-    for (int w = 0; w < warps; ++w) t += swarp[w];
-    o.d_skip_part[bh] = t;
-    o.a_log_part[bh] = d_a_acc * A;  // a = -exp(A_log): da/dA_log = a
-  }
+  scan_bwd_finish(o, d_skip_acc, d_a_acc, A, swarp, bh);
 }
 
 // ---- 3. gated RMSNorm ---------------------------------------------------------------------------

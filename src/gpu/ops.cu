@@ -7,6 +7,13 @@
 namespace fxt::gpu {
 namespace {
 
+// Shared arrays of the attention pool hold nk floats each, padded to a multiple of 4: nvcc
+// vectorises the loop over k (loads of up to 4 consecutive scores, e.g. 12 bytes at the tail),
+// and compute-sanitizer's memcheck reports such a load past an unpadded array (K = 5).
+__host__ __device__ inline int padded_scores(int nk) {
+  return (nk + 3) / 4 * 4;
+}
+
 constexpr int kWarp = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr size_t kDefaultSmem = 48 * 1024;  // dynamic shared memory without an opt-in
@@ -261,7 +268,7 @@ __global__ void __launch_bounds__(kApThreads)
                               float inv_sqrt_d) {
   extern __shared__ float smem[];
   float* sa = smem;      // [nk] a_k
-  float* sds = sa + nk;  // [nk] da_k, then ds_k
+  float* sds = sa + padded_scores(nk);  // [nk] da_k, then ds_k
   const int b = blockIdx.x;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const float* hb = h + static_cast<size_t>(b) * nk * d;
@@ -376,7 +383,7 @@ float inv_sqrt(int d) {
 void attn_pool_forward(const Context& ctx, const float* h, const float* q, float* c, float* attn,
                        int batch, int k, int d) {
   if (batch <= 0) return;
-  const size_t smem = sizeof(float) * static_cast<size_t>(k);
+  const size_t smem = sizeof(float) * static_cast<size_t>(padded_scores(k));
   allow_smem(attn_pool_forward_kernel, smem);
   attn_pool_forward_kernel<<<batch, kApThreads, smem, ctx.stream()>>>(h, q, c, attn, k, d,
                                                                       inv_sqrt(d));
@@ -392,7 +399,7 @@ void attn_pool_backward(const Context& ctx, const float* h, const float* q, cons
                         float* scratch) {
   if (batch <= 0 || (dh == nullptr && dq == nullptr)) return;
   float* pq = dq != nullptr ? scratch : nullptr;  // [batch, d] per-sequence dq partials
-  const size_t smem = sizeof(float) * 2 * static_cast<size_t>(k);
+  const size_t smem = sizeof(float) * 2 * static_cast<size_t>(padded_scores(k));
   allow_smem(attn_pool_backward_kernel, smem);
   attn_pool_backward_kernel<<<batch, kApThreads, smem, ctx.stream()>>>(h, q, attn, dc, dh, pq, k, d,
                                                                        inv_sqrt(d));

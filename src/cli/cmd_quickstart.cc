@@ -125,8 +125,7 @@ Status run_quickstart(QuickstartArgs a) {
   oc.events = a.backtest_events;
   oc.seed = a.seed + 1;
   FXT_RETURN_IF_ERROR(synthesize_market(oc, oos_dbn, nullptr, nullptr));
-  // A fresh definitions list: plan_ingest also lists a data file that carries its own
-  // definition record, and the first session's file must not take part in this ingest.
+  // The synthetic file carries its own definition record (no separate definition files).
   std::vector<std::string> oos_definitions;
   FXT_ASSIGN_OR_RETURN(auto oos_jobs, plan_ingest({oos_dbn}, io, &oos_definitions));
   FXT_ASSIGN_OR_RETURN(nlohmann::json oos_meta,

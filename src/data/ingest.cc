@@ -74,16 +74,25 @@ Result<SourceFormat> detect_format(const std::string& path) {
       path);
 }
 
-// Is this DBN file made only of instrument definitions?
+// Is this DBN file made only of instrument definitions? Its schema says so, or — for a
+// mixed-schema stream, which names none — every record is a definition. A market-data file
+// that carries its own definition records first (as `fxt synth` writes them) is data: it is
+// ingested as a source, and describe_dbn reads those leading definitions for its store.
 Result<bool> is_definition_file(const std::string& path, const IngestOptions& options) {
   dbn::ReaderOptions ro;
   ro.fragment_version = options.dbn_fragment_version;
   FXT_ASSIGN_OR_RETURN(auto reader, dbn::Reader::open(path, ro));
-  if (reader.metadata().schema == dbn::Schema::kDefinition) return true;
+  const dbn::Schema schema = reader.metadata().schema;
+  if (schema == dbn::Schema::kDefinition) return true;
+  if (schema != dbn::Schema::kMixed) return false;
+  bool any = false;
   dbn::RecordRef rec;
-  if (reader.next(&rec))
-    return rec.rtype() == dbn::kRTypeDefinition && reader.metadata().schema != dbn::Schema::kMixed;
-  return false;
+  while (reader.next(&rec)) {
+    if (rec.rtype() != dbn::kRTypeDefinition) return false;
+    any = true;
+  }
+  FXT_RETURN_IF_ERROR(reader.status());
+  return any;
 }
 
 // ---- DBN market-by-price and trades -------------------------------------------------

@@ -10,6 +10,7 @@
 
 #include "data/book.h"
 #include "data/dbn.h"
+#include "data/ingest.h"
 #include "test_util.h"
 
 namespace fxt {
@@ -285,6 +286,35 @@ TEST(SynthFileTest, RoundTripThroughTheDbnReader) {
   EXPECT_EQ(read_bytes(dir + "/a.dbn.zst"), read_bytes(dir + "/again.dbn.zst"));
   ASSERT_TRUE(synthesize_market(config_with(50'000, 4), dir + "/other.dbn.zst", nullptr).ok());
   EXPECT_NE(read_bytes(dir + "/a.dbn.zst"), read_bytes(dir + "/other.dbn.zst"));
+}
+
+// A synthetic file is market data that carries its own definition record first: the ingest
+// planner makes it a source (not a definitions file), alone or next to another source, and its
+// store takes the tick size from that in-file definition.
+TEST(SynthFileTest, IngestPlansItAsDataWithItsOwnDefinition) {
+  const std::string dir = test::scratch_dir();
+  ASSERT_TRUE(synthesize_market(config_with(2'000, 5), dir + "/s1.dbn.zst", nullptr).ok());
+  ASSERT_TRUE(synthesize_market(config_with(3'000, 6), dir + "/s2.dbn", nullptr).ok());
+  std::vector<std::string> defs;
+  auto one = plan_ingest({dir + "/s1.dbn.zst"}, IngestOptions{}, &defs);
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ(one->front().files, std::vector<std::string>{dir + "/s1.dbn.zst"});
+  EXPECT_EQ(one->front().name, "s1");
+  EXPECT_TRUE(defs.empty());
+  auto two = plan_ingest({dir + "/s1.dbn.zst", dir + "/s2.dbn"}, IngestOptions{}, &defs);
+  ASSERT_TRUE(two.ok()) << two.status().message();
+  ASSERT_EQ(two->size(), 2u);
+  EXPECT_EQ((*two)[1].name, "s2");
+  EXPECT_TRUE(defs.empty());
+  for (const auto& [job, snapshots] : {std::pair{(*two)[0], 2'000}, std::pair{(*two)[1], 3'000}}) {
+    const std::string store = dir + "/store_" + job.name;
+    auto meta = ingest_to_store(job, defs, IngestOptions{}, store);
+    ASSERT_TRUE(meta.ok()) << meta.status().message();
+    EXPECT_EQ((*meta)["counts"]["snapshots"], snapshots) << job.name;
+    EXPECT_EQ((*meta)["instrument"]["tick_source"], "definition") << job.name;
+    EXPECT_EQ((*meta)["instrument"]["symbol"], "SYN") << job.name;
+  }
 }
 
 TEST(SynthFileTest, BadConfigAndBadPathAreErrors) {

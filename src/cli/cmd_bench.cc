@@ -169,38 +169,19 @@ Status bench_gpu(const BenchArgs& a, const std::vector<int>& batches, nlohmann::
     std::sort(lat.begin(), lat.end());
     const double graph_ms = static_cast<double>(lat[lat.size() / 2]);
     // Where a B = 1 forward's time goes: uncaptured forwards with an event after each layer
-    // (the same marker hook as the training step's phase profile), mean of 20.
+    // (the training step's phase-profile mechanism), mean of 20.
     {
-      std::vector<std::pair<const char*, cudaEvent_t>> marks;
-      nlohmann::json layers = nlohmann::json::object();
-      std::vector<double> sums;
       constexpr int kLayerRuns = 20;
+      gpu::PhaseTimer timer(ctx);
+      m.set_marker([&timer](const char* layer) { timer.mark(layer); });
       for (int i = 0; i < kLayerRuns; ++i) {
-        marks.clear();
-        cudaEvent_t start;
-        FXT_CUDA_CHECK(cudaEventCreate(&start));
-        FXT_CUDA_CHECK(cudaEventRecord(start, ctx.stream()));
-        m.set_marker([&](const char* layer) {
-          cudaEvent_t e;
-          FXT_CUDA_CHECK(cudaEventCreate(&e));
-          FXT_CUDA_CHECK(cudaEventRecord(e, ctx.stream()));
-          marks.emplace_back(layer, e);
-        });
+        timer.begin();
         m.forward(ctx, dp.data(), dx.data(), 1.0f, nullptr);
-        m.set_marker(nullptr);
-        ctx.sync();
-        cudaEvent_t prev = start;
-        sums.resize(marks.size(), 0.0);
-        for (size_t j = 0; j < marks.size(); ++j) {
-          float ms = 0.0f;
-          FXT_CUDA_CHECK(cudaEventElapsedTime(&ms, prev, marks[j].second));
-          sums[j] += static_cast<double>(ms) / kLayerRuns;
-          prev = marks[j].second;
-        }
-        for (auto& mk : marks) cudaEventDestroy(mk.second);
-        cudaEventDestroy(start);
+        timer.end(1.0 / kLayerRuns);
       }
-      for (size_t j = 0; j < marks.size(); ++j) layers[marks[j].first] = sums[j];
+      m.set_marker(nullptr);
+      nlohmann::json layers = nlohmann::json::object();
+      for (const auto& [layer, ms] : timer.totals()) layers[layer] = ms;
       (*out)["fwd_b1_uncaptured_layer_ms"] = layers;
     }
     gpu::InferenceGpu inf(pc);

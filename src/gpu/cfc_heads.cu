@@ -379,9 +379,9 @@ __global__ void __launch_bounds__(kGenericThreads)
 }
 
 // grads[bias + c] += sum_b d_bias[b, c];  grads[tau_raw + c] += sigmoid(tau_raw[c]) sum_b
-// d_tau[b, c], both summed over b in ascending order. Grid ceil(D / 128), block 128.
-// Launch: grid ceil(D / 32), block 32 x kReduceLanes: thread (x, y) sums sequences y, y + 8, ...
-// of channel c in order, then a fixed shared-memory tree over the 8 lanes.
+// d_tau[b, c], both summed in a fixed order. Launch: grid ceil(D / 32), block 32 x kReduceLanes:
+// thread (x, y) sums sequences y, y + 8, ... of channel c in order, then a fixed shared-memory
+// tree over the 8 lanes.
 constexpr int kReduceLanes = 8;
 __global__ void cfc_reduce_vectors_kernel(const float* __restrict__ d_tau,
                                           const float* __restrict__ d_bias,
@@ -425,7 +425,7 @@ int fast_threads(int D) {
 // ================================================================================================
 
 // z1[h, r, j] += b1[h][j] (in place) and a1 = GELU(z1). Grid-stride over H*R*mid.
-// I: the element index type (uint32_t when H*R*mid < 2^31: 64-bit division is slow on the GPU).
+// I: the element index type (fits_index32).
 template <typename I>
 __global__ void heads_bias_gelu_kernel(const float* __restrict__ params, long long size,
                                        long long off_b1, int R, int H, int mid,
@@ -759,7 +759,7 @@ void heads_forward(const Context& ctx, const HeadDims& dims, const HeadOffsets& 
   gemm_batched(ctx, false, true, R, mid, D, 1.0f, s, D, 0, params + o.w1, D, o.size, 0.0f, z1, mid,
                zs, H);
   const size_t n_z = static_cast<size_t>(H) * zs;
-  if (n_z < (size_t{1} << 31)) {
+  if (fits_index32(n_z)) {
     heads_bias_gelu_kernel<uint32_t><<<grid_for(n_z, 256), 256, 0, ctx.stream()>>>(
         params, o.size, o.b1, R, H, mid, z1, a1);
   } else {
@@ -808,7 +808,7 @@ void heads_backward(const Context& ctx, const HeadDims& dims, const HeadOffsets&
   gemm_batched(ctx, false, false, R, mid, mid, 1.0f, u + l.c_dz2, l.ldu, mid, params + o.w2, mid,
                o.size, 0.0f, u, l.ldu, mid, H);
   const size_t n_z = static_cast<size_t>(R) * H * mid;
-  if (n_z < (size_t{1} << 31)) {
+  if (fits_index32(n_z)) {
     heads_gelu_backward_kernel<uint32_t>
         <<<grid_for(n_z, 256), 256, 0, ctx.stream()>>>(z1, R, H, mid, l.ldu, u);
   } else {

@@ -36,9 +36,6 @@ constexpr int kMaxScanLanes = 16;       // scan: lanes sharing one head channel 
 constexpr int kMaxScanStates = 16;      // scan: states per thread (registers)
 constexpr int kMaxScanChunkFwd = 32;    // scan: positions staged in shared memory at once
 constexpr int kMaxScanChunkBwd = 16;
-// Element counts below this use 32-bit index arithmetic in the grid-stride kernels (the stride
-// added to an index below 2^31 cannot wrap a uint32_t).
-constexpr long long kIndex32 = 1LL << 31;
 constexpr int kRegScanMaxP = 256;     // thread-per-channel scan: largest head_dim
 constexpr int kRegScanMaxN = 32;      // and largest d_state (registers per thread)
 constexpr int kRegScanChunkFwd = 64;  // its positions staged in shared memory at once
@@ -48,8 +45,7 @@ constexpr int kRegScanChunkBwd = 8;   // and per reverse chunk = checkpoint inte
 // One thread per (row, column) of [conv_dim | n_heads]: column c < conv_dim is a conv channel
 // (pre[r, c] = b[c] + sum_j w[c, j] src[r - (d_conv - 1) + j, c] inside the sequence, then SiLU),
 // column conv_dim + h is dt_h = softplus(raw + dt_bias_h) * S. Grid-stride 1-D launch; I is the
-// element index type (uint32_t whenever the element count fits: 64-bit division is a long
-// instruction sequence on the GPU).
+// element index type (fits_index32).
 template <typename I>
 __global__ void conv_forward_kernel(const float* __restrict zx, const float* __restrict conv_w,
                                     const float* __restrict conv_b, const float* __restrict dt_bias,
@@ -249,6 +245,16 @@ struct ScanArgs {
   int ckpt = 1;
 };
 
+// sdt[i] = dt and sdec[i] = exp(dt A) of head h at rows row0 + i, i < nk (a thread per row).
+__device__ __forceinline__ void stage_dt(const ScanArgs& a, long long row0, int h, int nk, float A,
+                                         float* sdt, float* sdec) {
+  for (int i = threadIdx.x; i < nk; i += blockDim.x) {
+    const float d = a.dt[(row0 + i) * a.nh + h];
+    sdt[i] = d;
+    sdec[i] = expf(d * A);
+  }
+}
+
 // Forward: s <- exp(dt a) s + (dt x_p) B_n;  y_p = sum_n s C_n + D x_p. Saves s_k to
 // states[b, h, k, p, n]. Shared memory: x [kt][P] | B,C [kt][2N] | dt [kt] | exp(dt a) [kt].
 template <int NPT>
@@ -282,11 +288,7 @@ __global__ void __launch_bounds__(1024)
       const int kk = i / (2 * ns), e = i % (2 * ns);
       sbc[i] = a.xbc[(row0 + k0 + kk) * a.cd + a.di + e];
     }
-    for (int i = tid; i < nk; i += blockDim.x) {
-      const float d = a.dt[(row0 + k0 + i) * nh + h];
-      sdt[i] = d;
-      sdec[i] = expf(d * A);
-    }
+    stage_dt(a, row0 + k0, h, nk, A, sdt, sdec);
     __syncthreads();
     for (int kk = 0; kk < nk; ++kk) {
       const int k = k0 + kk;
@@ -328,6 +330,25 @@ struct ScanGradArgs {
   float* d_dt;          // [B, K, H]
   float* a_log_part;    // [B * H]
   float* d_skip_part;   // [B * H]
+};
+
+// The reverse scans' shared memory, carved from sm for chunks of kt positions: x, dy [kt][P] |
+// B,C [kt][2 width] | dt, exp(dt a), dA terms [kt] | red [kt][warps][2 width + 2] | warp sums
+// [32]; `end` follows (width: N for the lane-group kernel, the register bucket NS for the
+// thread-per-channel one, which keeps its recomputed states there).
+struct ScanBwdShared {
+  float *x, *dy, *bc, *dt, *dec, *da, *red, *warp_sums, *end;
+  __device__ ScanBwdShared(float* sm, int kt, int hp, int width, int warps) {
+    x = sm;
+    dy = x + kt * hp;
+    bc = dy + kt * hp;
+    dt = bc + kt * 2 * width;
+    dec = dt + kt;
+    da = dec + kt;
+    red = da + kt;
+    warp_sums = red + kt * warps * (2 * width + 2);
+    end = warp_sums + 32;
+  }
 };
 
 // After a chunk of the reverse scan (red complete, all threads): the per-step warp partials
@@ -399,14 +420,9 @@ __global__ void __launch_bounds__(1024) scan_backward_kernel(ScanArgs a, ScanGra
   extern __shared__ float sm[];
   const int kt = a.kt, hp = a.hp, ns = a.ns, nh = a.nh, lanes = a.lanes;
   const int warps = blockDim.x / 32, r2 = 2 * ns + 2;
-  float* sx = sm;                        // [kt][P]
-  float* sdy = sx + kt * hp;             // [kt][P]
-  float* sbc = sdy + kt * hp;            // [kt][2N]
-  float* sdt = sbc + kt * 2 * ns;        // [kt]
-  float* sdec = sdt + kt;                // [kt]
-  float* sda = sdec + kt;                // [kt]
-  float* red = sda + kt;                 // [kt][warps][2N + 2]
-  float* swarp = red + kt * warps * r2;  // [32]
+  const ScanBwdShared sh(sm, kt, hp, ns, warps);
+  float *sx = sh.x, *sdy = sh.dy, *sbc = sh.bc, *sdt = sh.dt, *sdec = sh.dec, *sda = sh.da;
+  float *red = sh.red, *swarp = sh.warp_sums;
   const int bh = blockIdx.x, b = bh / nh, h = bh % nh;
   const int tid = threadIdx.x, p = tid / lanes, g = tid % lanes;
   const int lane = tid & 31, warp = tid >> 5;
@@ -438,11 +454,7 @@ __global__ void __launch_bounds__(1024) scan_backward_kernel(ScanArgs a, ScanGra
       const int kk = i / (2 * ns), e = i % (2 * ns);
       sbc[i] = a.xbc[(row0 + k0 + kk) * a.cd + a.di + e];
     }
-    for (int i = tid; i < nk; i += blockDim.x) {
-      const float d = a.dt[(row0 + k0 + i) * nh + h];
-      sdt[i] = d;
-      sdec[i] = expf(d * A);
-    }
+    stage_dt(a, row0 + k0, h, nk, A, sdt, sdec);
     __syncthreads();
 
     for (int kk = nk - 1; kk >= 0; --kk) {
@@ -572,16 +584,6 @@ __device__ __forceinline__ float bc_value(const ScanArgs& a, long long row, int 
   return n < a.ns ? __ldg(a.xbc + row * a.cd + a.di + (e < NS ? 0 : a.ns) + n) : 0.0f;
 }
 
-// sdt[i] = dt and sdec[i] = exp(dt A) of head h at rows row0 + i, i < nk (a thread per row).
-__device__ __forceinline__ void stage_dt(const ScanArgs& a, long long row0, int h, int nk, float A,
-                                         float* sdt, float* sdec) {
-  for (int i = threadIdx.x; i < nk; i += blockDim.x) {
-    const float d = a.dt[(row0 + i) * a.nh + h];
-    sdt[i] = d;
-    sdec[i] = expf(d * A);
-  }
-}
-
 // Warp reduce-scatter of V values per lane (V a power of two): after it, lane l holds in v[j]
 // (j < max(V / 32, 1)) the sum over the warp's 32 lanes of value index j + max(V / 32, 1) * l
 // when V >= 32, or of index l / (32 / V) when V < 32. Each level halves the values a lane keeps
@@ -689,15 +691,10 @@ __global__ void scan_backward_reg_kernel(ScanArgs a, ScanGradArgs o) {
   extern __shared__ float sm[];
   const int kt = a.kt, hp = a.hp, ns = a.ns, nh = a.nh;
   const int warps = blockDim.x / 32, r2 = 2 * NS + 2;
-  float* sx = sm;                        // [kt][P]
-  float* sdy = sx + kt * hp;             // [kt][P]
-  float* sbc = sdy + kt * hp;            // [kt][2 NS]
-  float* sdt = sbc + kt * 2 * NS;        // [kt]
-  float* sdec = sdt + kt;                // [kt]
-  float* sda = sdec + kt;                // [kt]
-  float* red = sda + kt;                 // [kt][warps][2 NS + 2]
-  float* swarp = red + kt * warps * r2;  // [32]
-  float* hist = swarp + 32;              // [kt][NS][P]: s_k of the chunk, recomputed
+  const ScanBwdShared sh(sm, kt, hp, NS, warps);
+  float *sx = sh.x, *sdy = sh.dy, *sbc = sh.bc, *sdt = sh.dt, *sdec = sh.dec, *sda = sh.da;
+  float *red = sh.red, *swarp = sh.warp_sums;
+  float* hist = sh.end;  // [kt][NS][P]: s_k of the chunk, recomputed
   const int bh = blockIdx.x, b = bh / nh, h = bh % nh;
   const int p = threadIdx.x, lane = p & 31, warp = p >> 5;
   const bool active = p < hp;
@@ -1022,7 +1019,7 @@ void mamba2_forward(const Context& ctx, const Mamba2GpuDims& d, const Mamba2GpuO
 
   // 2. conv + SiLU, dt softplus.
   const long long n_conv = static_cast<long long>(rows) * (cd + nh);
-  if (n_conv < kIndex32) {
+  if (fits_index32(static_cast<size_t>(n_conv))) {
     conv_forward_kernel<uint32_t><<<grid_1d(n_conv, 256), 256, 0, st>>>(
         ws->zxbcdt.data(), params + off.conv_w, params + off.conv_b, params + off.dt_bias, stride,
         rows, seq, pd, di, cd, nh, d.d_conv, ws->xbc_pre.data(), ws->xbc.data(), ws->dt.data());
@@ -1129,7 +1126,7 @@ void mamba2_backward(const Context& ctx, const Mamba2GpuDims& d, const Mamba2Gpu
 
   // 2. conv + SiLU and dt softplus -> d_zxbcdt xBC and dt columns; conv partials per sequence.
   const long long n_conv = static_cast<long long>(rows) * (cd + nh);
-  if (n_conv < kIndex32) {
+  if (fits_index32(static_cast<size_t>(n_conv))) {
     conv_act_backward_kernel<uint32_t><<<grid_1d(n_conv, 256), 256, 0, st>>>(
         ws->zxbcdt.data(), ws->xbc_pre.data(), params + off.dt_bias, ws->d_dt.data(), stride,
         ws->d_bc_head.data(), rows, pd, di, cd, nh, ns, ws->d_xbc.data(), ws->d_zxbcdt.data());

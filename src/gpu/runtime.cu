@@ -129,6 +129,36 @@ float EventTimer::stop_ms(const Context& ctx) {
   return ms;
 }
 
+PhaseTimer::~PhaseTimer() { release(); }
+
+void PhaseTimer::release() {
+  for (auto& m : marks_) cudaEventDestroy(m.second);
+  marks_.clear();
+}
+
+void PhaseTimer::begin() {
+  release();
+  mark("");
+}
+
+void PhaseTimer::mark(const char* phase) {
+  cudaEvent_t e;
+  FXT_CUDA_CHECK(cudaEventCreate(&e));
+  FXT_CUDA_CHECK(cudaEventRecord(e, ctx_.stream()));
+  marks_.emplace_back(phase, e);
+}
+
+void PhaseTimer::end(double weight) {
+  ctx_.sync();
+  for (size_t j = 1; j < marks_.size(); ++j) {
+    float ms = 0.0f;
+    FXT_CUDA_CHECK(cudaEventElapsedTime(&ms, marks_[j - 1].second, marks_[j].second));
+    if (totals_.size() < j) totals_.emplace_back(marks_[j].first, 0.0);
+    totals_[j - 1].second += static_cast<double>(ms) * weight;
+  }
+  release();
+}
+
 // Row-major C = A B is column-major C^T = B^T A^T: swap the operands and the m/n roles.
 void gemm(const Context& ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
           const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
@@ -166,7 +196,7 @@ void linear_backward(const Context& ctx, const float* x, const float* w, const f
 
 namespace {
 
-// I: the element index type (uint32_t when rows * cols < 2^31: 64-bit modulo is slow).
+// I: the element index type (fits_index32).
 template <typename I>
 __global__ void broadcast_rows_kernel(const float* b, float* y, int rows, int cols) {
   const I n = static_cast<I>(rows) * cols;
@@ -267,7 +297,6 @@ RowSplit split_rows(int k, size_t chunk_floats, size_t scratch_floats) {
   return s;
 }
 
-
 }  // namespace
 
 void add_chunk_partials(const Context& ctx, const float* part, int chunks, int batch, int m, int n,
@@ -321,7 +350,7 @@ void gemm_tn_rows(const Context& ctx, int m, int n, int k, const float* a, int l
 
 void broadcast_rows(const Context& ctx, const float* b, float* y, int rows, int cols) {
   const size_t n = static_cast<size_t>(rows) * cols;
-  if (n < (size_t{1} << 31)) {
+  if (fits_index32(n)) {
     broadcast_rows_kernel<uint32_t><<<grid_for(n, 256), 256, 0, ctx.stream()>>>(b, y, rows, cols);
   } else {
     broadcast_rows_kernel<uint64_t><<<grid_for(n, 256), 256, 0, ctx.stream()>>>(b, y, rows, cols);

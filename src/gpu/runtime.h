@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cublas_v2.h>
@@ -214,6 +215,29 @@ class EventTimer {
   cudaEvent_t begin_ = nullptr, end_ = nullptr;
 };
 
+// Per-phase times of enqueued, uncaptured work (profiling only): begin() records a start
+// event, mark(name) an event ending phase `name`; end(weight) waits for the stream and adds
+// each phase's milliseconds times `weight` into totals(), matched by position (names from the
+// first pass). One mechanism for the training step's phase profile and the bench's B = 1
+// layer profile (both mark through PerceptionGpu::set_marker).
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(const Context& ctx) : ctx_(ctx) {}
+  ~PhaseTimer();
+  PhaseTimer(const PhaseTimer&) = delete;
+  PhaseTimer& operator=(const PhaseTimer&) = delete;
+  void begin();
+  void mark(const char* phase);
+  void end(double weight);
+  const std::vector<std::pair<std::string, double>>& totals() const { return totals_; }
+
+ private:
+  void release();
+  const Context& ctx_;
+  std::vector<std::pair<const char*, cudaEvent_t>> marks_;  // [0] = the start event
+  std::vector<std::pair<std::string, double>> totals_;
+};
+
 // ---- dense products (row-major views over cuBLAS's column-major GEMM) ---------------------------
 // C[m, n] = alpha * op(A) op(B) + beta * C, all row-major; op(A) is [m, k] (A is [k, m] when
 // trans_a), op(B) is [k, n] (B is [n, k] when trans_b). lda/ldb/ldc are row strides.
@@ -227,7 +251,7 @@ void gemm_batched(const Context& ctx, bool trans_a, bool trans_b, int m, int n, 
 // C[m, n] = beta C + A^T B summed over k rows; A is [k, m] (row stride lda), B is [k, n] (ldb):
 // the weight-gradient shape (k = B*K rows, outputs of a few hundred to a few ten thousand
 // elements). A single GEMM of that shape runs on a handful of output tiles that each loop over
-// all k rows; this splits k into chunks of ~256 rows (split_rows), computes one partial product
+// all k rows; this splits k into chunks of ~k/64 rows (split_rows), computes one partial product
 // per chunk with strided-batched GEMMs into ctx.reduce_scratch(), then adds the chunks in order.
 // Deterministic: the chunking is a function of the shape only. `batch` independent problems
 // at element strides sa, sb, sc (sb = 0: B shared); beta is 0 (C overwritten, not read) or 1.
@@ -248,6 +272,11 @@ void linear_forward(const Context& ctx, const float* x, const float* w, const fl
 // dx += dy W;  dw += dy^T x;  db += sum_r dy. Any of dx, dw, db may be nullptr (skipped).
 void linear_backward(const Context& ctx, const float* x, const float* w, const float* dy, float* dx,
                      float* dw, float* db, int rows, int in, int out);
+
+// Grid-stride kernels over n elements index in uint32_t when this holds (64-bit division and
+// modulo are long instruction sequences on the GPU), else in uint64_t: below 2^31 the stride
+// added to an index cannot wrap a uint32_t.
+inline bool fits_index32(size_t n) { return n < (size_t{1} << 31); }
 
 // ---- small deterministic helpers ----------------------------------------------------------------
 // out[c] = (accumulate ? out[c] : 0) + sum_{r < rows} x[r * ld + c] for c < cols, summed in a

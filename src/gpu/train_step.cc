@@ -190,8 +190,7 @@ void TrainStep::enqueue_step() {
                  dt);
   mark("sample+gather");
 
-  model_.forward(ctx, params_.data(), x_.data(), stride, dt);
-  mark("forward");
+  model_.forward(ctx, params_.data(), x_.data(), stride, dt);  // marks its layers
   zero_async(ctx, dlogits_.data(), rh);
   if (kendall_) zero_async(ctx, dlog_sigma_.data(), static_cast<size_t>(nh));
   loss_step(ctx, cfg_.loss, nh, rows, model_.logits(), y_.data(), m_.data(),
@@ -199,8 +198,7 @@ void TrainStep::enqueue_step() {
             kendall_ ? dlog_sigma_.data() : nullptr, ctrl_, /*update_state=*/true, loss_out_);
   mark("loss+controllers");
   model_.backward(ctx, params_.data(), x_.data(), stride, dt, dlogits_.data(), loss_out_.lambda(),
-                  grads_.data(), nullptr);
-  mark("backward");
+                  grads_.data(), nullptr);  // marks its layers
 
   if (cfg_.baseline) {
     // The logistic baseline on exactly the same rows, uniform weighting, its own AdamW at the
@@ -227,39 +225,22 @@ void TrainStep::enqueue_step() {
 }
 
 void TrainStep::mark(const char* phase) {
-  if (marks_ == nullptr) return;
-  cudaEvent_t e;
-  FXT_CUDA_CHECK(cudaEventCreate(&e));
-  FXT_CUDA_CHECK(cudaEventRecord(e, ctx_->stream()));
-  marks_->emplace_back(phase, e);
+  if (timer_ != nullptr) timer_->mark(phase);
 }
 
 std::vector<std::pair<std::string, double>> TrainStep::profile_phases(int n) {
-  std::vector<std::pair<std::string, double>> out;
+  PhaseTimer timer(*ctx_);
+  model_.set_marker([&timer](const char* layer) { timer.mark(layer); });
+  timer_ = &timer;
   for (int i = 0; i < n; ++i) {
-    std::vector<std::pair<const char*, cudaEvent_t>> marks;
-    cudaEvent_t start;
-    FXT_CUDA_CHECK(cudaEventCreate(&start));
-    FXT_CUDA_CHECK(cudaEventRecord(start, ctx_->stream()));
-    marks_ = &marks;
-    model_.set_marker([this](const char* layer) { mark(layer); });
+    timer.begin();
     enqueue_step();
-    model_.set_marker(nullptr);
-    marks_ = nullptr;
-    ctx_->sync();
-    cudaEvent_t prev = start;
-    for (size_t j = 0; j < marks.size(); ++j) {
-      float ms = 0.0f;
-      FXT_CUDA_CHECK(cudaEventElapsedTime(&ms, prev, marks[j].second));
-      if (out.size() <= j) out.emplace_back(marks[j].first, 0.0);
-      out[j].second += static_cast<double>(ms) / static_cast<double>(n);
-      prev = marks[j].second;
-    }
-    for (auto& m : marks) cudaEventDestroy(m.second);
-    cudaEventDestroy(start);
+    timer.end(1.0 / static_cast<double>(n));
   }
+  timer_ = nullptr;
+  model_.set_marker(nullptr);
   take_sums();  // the profiled steps are not part of any epoch's report
-  return out;
+  return timer.totals();
 }
 
 void TrainStep::run(int64_t n) {

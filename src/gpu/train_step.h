@@ -99,7 +99,8 @@ class TrainStep {
   // Graph nodes of the captured step (0 before the first run).
   size_t graph_nodes() const { return graph_.node_count(); }
   // Where the time goes: n uncaptured steps with CUDA events between the phases (sample +
-  // gather, forward, loss, backward, baseline, optimizer); mean milliseconds per phase. Launch
+  // gather, each layer of the forward, loss, each layer of the backward, baseline, optimizer;
+  // PhaseTimer); mean milliseconds per phase. Launch
   // gaps of uncaptured work are included, so the sum exceeds a graph replay's step time.
   std::vector<std::pair<std::string, double>> profile_phases(int n);
 
@@ -107,7 +108,7 @@ class TrainStep {
   // mark(name): records an event ending the phase `name` when profiling, else nothing.
   void enqueue_step();
   void mark(const char* phase);
-  std::vector<std::pair<const char*, cudaEvent_t>>* marks_ = nullptr;
+  PhaseTimer* timer_ = nullptr;  // set while profile_phases runs
 
   TrainStepConfig cfg_;
   std::unique_ptr<Context> ctx_;

@@ -39,56 +39,104 @@ int grid_for(size_t n, int threads) {
 // CfC recurrence kernels
 // ================================================================================================
 //
-// Fast path (D <= 128): one block per sequence, Q = ceil(D / 32) in {1, 2, 4} lanes per channel.
-// Thread t = i*Q + q owns channel i and the 32-wide slice q of W_rec's row i (forward) or column
-// i (backward) in registers: W_rec never leaves the register file during the K steps. A step is
-// a 32-term dot product against the state vector in shared memory (float4 broadcast loads), a
-// butterfly over the Q lanes of the channel (all Q lanes end with the identical sum), the
-// elementwise cell update and one __syncthreads; the state vector is double-buffered so one
-// barrier per step suffices. The per-position inputs (W_in h + b forward; d_s, tanh, s_prev
-// backward) are staged into shared memory CH steps at a time: each chunk is loaded into
-// registers one chunk ahead and stored to shared memory at the chunk boundary, so no step waits
-// on global memory.
-//
-// State vector layout in shared memory: slice q occupies [q*kPad, q*kPad + 32) with kPad = 36,
-// so the Q distinct float4 addresses of one load land on distinct banks.
-constexpr int kSlice = 32;
-constexpr int kPad = kSlice + 4;
-__device__ __forceinline__ int pad_index(int j) { return (j / kSlice) * kPad + (j % kSlice); }
+// Fast path (D <= 128): one block per sequence, 2S threads with S = 32, 64 or 128 >= D
+// (channels past D idle, their weights zero). The matrix-vector product of a step is
+// register-blocked: thread t = 8g + l holds a 4 x S/8 block of W_rec (rows 4g..4g+3 forward, or
+// columns 4g..4g+3 backward, against column slice l of the vector) in registers (S/2 floats;
+// W_rec never leaves the register file during the K steps), reads only slice l of the vector
+// from shared memory (S/32 float4 loads), and the 8 lanes of the group reduce their partial sums
+// so that lanes 2r and 2r + 1 both end with channel 4g + r's sum (identical bits); both run the
+// channel's cell update, the even lane stores. Why this shape: a step moves the state vector to
+// the threads that need it and runs D^2 FMAs; at B = 1 one block is alone on its SM and each
+// warp's instruction stream is the critical path (~3.7 cycles per instruction at one warp per
+// scheduler), so the FMAs and loads are spread over 8 warps (64 FMAs per thread at D = 128)
+// rather than a thread per channel walking all 128 entries (~1,100 cycles per step measured).
+// The vector is double-buffered in shared memory, one __syncthreads per step; slices sit at
+// stride S/8 + 4 floats, so the 8 distinct float4 addresses of a quarter-warp fall on distinct
+// banks (S >= 64). The per-position inputs (W_in h + b forward; d_s, tanh, s_prev backward) are
+// staged into shared memory CH steps at a time: each chunk is loaded into registers one chunk
+// ahead and stored to shared memory at the chunk boundary, so no step waits on global memory.
+template <int S>
+__host__ __device__ constexpr int slice_stride() {
+  return S / 8 + 4;
+}
+template <int S>
+__device__ __forceinline__ int slice_index(int j) {  // entry j of a sliced vector
+  return (j / (S / 8)) * slice_stride<S>() + j % (S / 8);
+}
+// The channel of thread t = 8g + l: 4g + (l >> 1) (lanes 2r and 2r + 1 share channel 4g + r).
+__device__ __forceinline__ int group_channel(int t) {
+  return 4 * (t >> 3) + ((t >> 1) & 3);
+}
+
+// Row 4g + ((l >> 1) & 3) of W v for thread t = 8g + l: w[r * S/8 + jj] = W[4g + r][l S/8 + jj]
+// (rows of the thread's group against its column slice); v a sliced shared vector, 16-byte
+// aligned. Two FMA chains per row; the group's reduction adds lanes in a fixed order, and the
+// last level is a butterfly (a + b == b + a), so both lanes of a channel hold the same bits.
+template <int S>
+__device__ __forceinline__ float matvec_rows4(const float (&w)[S / 2], const float* v, int l) {
+  constexpr int kCols = S / 8;
+  const float4* v4 = reinterpret_cast<const float4*>(v + l * slice_stride<S>());
+  float a[4][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}, {0.0f, 0.0f}, {0.0f, 0.0f}};
+#pragma unroll
+  for (int u = 0; u < kCols / 4; ++u) {
+    const float4 x = v4[u];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      float& acc = a[r][u & 1];
+      acc = fmaf(w[r * kCols + 4 * u + 0], x.x, acc);
+      acc = fmaf(w[r * kCols + 4 * u + 1], x.y, acc);
+      acc = fmaf(w[r * kCols + 4 * u + 2], x.z, acc);
+      acc = fmaf(w[r * kCols + 4 * u + 3], x.w, acc);
+    }
+  }
+  float p[4];
+#pragma unroll
+  for (int r = 0; r < 4; ++r) p[r] = a[r][0] + a[r][1];
+  // Lane bit 2 keeps rows {2 b2, 2 b2 + 1}, bit 1 keeps row 2 b2 + b1, bit 0 adds the pair.
+  const bool b2 = (l & 4) != 0, b1 = (l & 2) != 0;
+  const float k0 = (b2 ? p[2] : p[0]) + __shfl_xor_sync(0xffffffffu, b2 ? p[0] : p[2], 4);
+  const float k1 = (b2 ? p[3] : p[1]) + __shfl_xor_sync(0xffffffffu, b2 ? p[1] : p[3], 4);
+  const float v1 = (b1 ? k1 : k0) + __shfl_xor_sync(0xffffffffu, b1 ? k0 : k1, 2);
+  return v1 + __shfl_xor_sync(0xffffffffu, v1, 1);
+}
 
 // Stages NA per-position arrays [K, D] of one sequence (plus dt [K]) CH steps per chunk through
-// registers into a double-buffered shared-memory ring. Chunk ch lives in buffer ch & 1.
-template <int NA, int CH, int PER>
+// registers into a double-buffered shared-memory ring. Chunk ch lives in buffer ch & 1. The
+// block has 2S threads: thread t loads column t % S (< D) of rows kk = t / S, t / S + 2, ... of
+// every array: no index division, each load a coalesced row across the warp.
+template <int NA, int CH, int S>
 struct Stager {
-  float r[NA][PER];
+  static constexpr int kPer = CH / 2;
+  float r[NA][kPer];
   float dtr;
 
   // Registers <- chunk ch of every array (zeros outside [0, K)). src[a] points at [K, D] of this
   // sequence, dt_seq at [K] or nullptr.
   __device__ __forceinline__ void load(const float* const (&src)[NA], const float* dt_seq, int ch,
                                        int K, int D) {
-    const int k0 = ch * CH;
-    const bool in_range = ch >= 0 && k0 < K;
+    const int k0 = ch * CH, i = threadIdx.x % S, half = threadIdx.x / S;
+    const bool mine = ch >= 0 && i < D;
 #pragma unroll
-    for (int p = 0; p < PER; ++p) {
-      const int idx = threadIdx.x + p * blockDim.x;
-      const int kk = idx / D;
-      const bool ok = in_range && idx < CH * D && k0 + kk < K;
-      const size_t at = static_cast<size_t>(k0 + kk) * D + (idx - kk * D);
+    for (int m = 0; m < kPer; ++m) {
+      const int kk = half + 2 * m;
+      const bool ok = mine && k0 + kk < K;
+      const size_t at = static_cast<size_t>(k0 + kk) * D + i;
 #pragma unroll
-      for (int a = 0; a < NA; ++a) r[a][p] = ok ? src[a][at] : 0.0f;
+      for (int a = 0; a < NA; ++a) r[a][m] = ok ? src[a][at] : 0.0f;
     }
     const int t = threadIdx.x;
-    dtr = (dt_seq != nullptr && in_range && t < CH && k0 + t < K) ? dt_seq[k0 + t] : 0.0f;
+    dtr = (dt_seq != nullptr && ch >= 0 && t < CH && k0 + t < K) ? dt_seq[k0 + t] : 0.0f;
   }
-  // Shared buffer buf <- registers. xs: [2][NA][CH * Dmax], dts: [2][CH].
-  __device__ __forceinline__ void store(float* xs, float* dts, int buf, int D, int dmax) {
+  // Shared buffer buf <- registers. xs: [2][NA][CH][S] (row kk of array a at ((buf NA + a) CH +
+  // kk) S), dts: [2][CH].
+  __device__ __forceinline__ void store(float* xs, float* dts, int buf, int D) {
+    const int i = threadIdx.x % S, half = threadIdx.x / S;
+    if (i < D) {
 #pragma unroll
-    for (int p = 0; p < PER; ++p) {
-      const int idx = threadIdx.x + p * blockDim.x;
-      if (idx < CH * D) {
+      for (int m = 0; m < kPer; ++m) {
 #pragma unroll
-        for (int a = 0; a < NA; ++a) xs[(buf * NA + a) * CH * dmax + idx] = r[a][p];
+        for (int a = 0; a < NA; ++a) xs[((buf * NA + a) * CH + half + 2 * m) * S + i] = r[a][m];
       }
     }
     if (threadIdx.x < CH) dts[buf * CH + threadIdx.x] = dtr;
@@ -98,32 +146,29 @@ struct Stager {
 constexpr int kFwdChunk = 16;
 constexpr int kBwdChunk = 8;
 
-// Forward: grid B, block round_up(D*Q, 32). Reads xin = W_in h + b; writes act, s_prev, out.
-template <int Q>
-__global__ void __launch_bounds__(kSlice * Q * Q, Q == 4 ? 2 : 1)
+// Forward: grid B, block 2S. Reads xin = W_in h + b; writes act, s_prev, out.
+template <int S>
+__global__ void __launch_bounds__(2 * S, 2)
     cfc_forward_kernel(const float* __restrict__ w_rec, const float* __restrict__ tau_raw,
                        const float* __restrict__ xin, const float* __restrict__ c0,
                        const float* __restrict__ dt, float dt_const, int K, int D,
                        float* __restrict__ act, float* __restrict__ s_prev,
                        float* __restrict__ out) {
-  constexpr int kDmax = kSlice * Q;
-  constexpr int kPer = kFwdChunk / Q;  // blockDim >= D*Q, so kPer*blockDim >= kFwdChunk*D
-  __shared__ __align__(16) float sbuf[2][Q * kPad];
-  __shared__ float xs[2 * kFwdChunk * kDmax];
+  __shared__ __align__(16) float sbuf[2][8 * slice_stride<S>()];
+  __shared__ float xs[2 * kFwdChunk * S];
   __shared__ float dts[2 * kFwdChunk];
 
-  const int b = blockIdx.x, t = threadIdx.x;
-  const int q = t % Q, i = t / Q;
-  const bool active = i < D;
+  const int b = blockIdx.x, t = threadIdx.x, l = t & 7, grp = t >> 3, i = group_channel(t);
+  const bool active = i < D, writer = active && (l & 1) == 0;
   const size_t seq_base = static_cast<size_t>(b) * K * D;
   const float* dt_seq = dt != nullptr ? dt + static_cast<size_t>(b) * K : nullptr;
 
-  // Row i of W_rec, columns [q*32, q*32 + 32); zero outside D.
-  float w[kSlice];
+  // Rows 4 grp .. 4 grp + 3 of W_rec, columns of slice l; zero outside D.
+  float w[S / 2];
 #pragma unroll
-  for (int jj = 0; jj < kSlice; ++jj) {
-    const int j = q * kSlice + jj;
-    w[jj] = (active && j < D) ? w_rec[static_cast<size_t>(i) * D + j] : 0.0f;
+  for (int e = 0; e < S / 2; ++e) {
+    const int row = 4 * grp + e / (S / 8), col = l * (S / 8) + e % (S / 8);
+    w[e] = (row < D && col < D) ? w_rec[static_cast<size_t>(row) * D + col] : 0.0f;
   }
   float tau = 1.0f, decay_c = 0.0f, s = 0.0f;
   if (active) {
@@ -134,92 +179,70 @@ __global__ void __launch_bounds__(kSlice * Q * Q, Q == 4 ? 2 : 1)
 
   // Both state buffers start at zero (entries >= D stay zero: W is zero there too, but an
   // uninitialised NaN times zero would not be), then buffer 0 <- c.
-  for (int x = t; x < 2 * Q * kPad; x += blockDim.x) (&sbuf[0][0])[x] = 0.0f;
+  for (int x = t; x < 2 * 8 * slice_stride<S>(); x += blockDim.x) (&sbuf[0][0])[x] = 0.0f;
   __syncthreads();
-  if (active && q == 0) sbuf[0][pad_index(i)] = s;
+  if (writer) sbuf[0][slice_index<S>(i)] = s;
 
-  Stager<1, kFwdChunk, kPer> st;
+  Stager<1, kFwdChunk, S> st;
   const float* src[1] = {xin + seq_base};
   st.load(src, dt_seq, 0, K, D);
-  st.store(xs, dts, 0, D, kDmax);
+  st.store(xs, dts, 0, D);
   st.load(src, dt_seq, 1, K, D);
   __syncthreads();
 
-  for (int k = 0; k < K; ++k) {
+  size_t r = seq_base + i;  // row k of this channel in [B, K, D], advanced by D per step
+  for (int k = 0; k < K; ++k, r += D) {
     const int ch = k / kFwdChunk, kk = k - ch * kFwdChunk, buf = ch & 1;
-    const float x_k = active ? xs[buf * kFwdChunk * kDmax + kk * D + i] : 0.0f;
+    const float x_k = active ? xs[(buf * kFwdChunk + kk) * S + i] : 0.0f;
     const float dt_k = dts[buf * kFwdChunk + kk];
-
-    // W_rec s_{k-1}: this lane's 32 terms, then the butterfly over the Q lanes of channel i.
-    const float4* sv = reinterpret_cast<const float4*>(&sbuf[k & 1][q * kPad]);
-    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-#pragma unroll
-    for (int v = 0; v < kSlice / 4; ++v) {
-      const float4 s4 = sv[v];
-      a0 = fmaf(w[4 * v + 0], s4.x, a0);
-      a1 = fmaf(w[4 * v + 1], s4.y, a1);
-      a2 = fmaf(w[4 * v + 2], s4.z, a2);
-      a3 = fmaf(w[4 * v + 3], s4.w, a3);
-    }
-    float acc = (a0 + a1) + (a2 + a3);
-#pragma unroll
-    for (int off = Q / 2; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-
-    const float pre = x_k + acc;
+    const float pre = x_k + matvec_rows4<S>(w, sbuf[k & 1], l);  // + (W_rec s_{k-1})_i
     const float a = tanhf(pre);
     const float e = dt != nullptr ? expf(-dt_k / tau) : decay_c;
     const float s_new = e * s + (1.0f - e) * a;
-    if (active) {
-      const size_t r = seq_base + static_cast<size_t>(k) * D + i;
-      // The Q lanes hold identical values; spread the three stores over them.
-      if (q == 0) {
-        out[r] = s_new;
-        sbuf[(k + 1) & 1][pad_index(i)] = s_new;
-      }
-      if (q == 1 % Q) act[r] = a;
-      if (q == 2 % Q) s_prev[r] = s;
+    if (writer) {
+      out[r] = s_new;
+      act[r] = a;
+      s_prev[r] = s;
+      sbuf[(k + 1) & 1][slice_index<S>(i)] = s_new;
     }
     s = s_new;
     if (kk == kFwdChunk - 1) {  // chunk boundary: registers -> the other buffer, fetch the next
-      st.store(xs, dts, buf ^ 1, D, kDmax);
+      st.store(xs, dts, buf ^ 1, D);
       st.load(src, dt_seq, ch + 2, K, D);
     }
     __syncthreads();
   }
 }
 
-// Backward: grid B, block round_up(D*Q, 32). Thread (c, q) owns channel c and rows
-// [q*32, q*32 + 32) of column c of W_rec. Per step k (descending), with carry = dL/ds_k from
-// step k+1:  g = d_s_k + carry;  d_pre = g (1 - e)(1 - tanh^2);  dtau += g (s_{k-1} - tanh) e dt
-// / tau^2;  carry = g e + (W_rec^T d_pre)_c. Writes d_pre, the per-sequence partials d_tau and
-// d_bias, and adds the final carry (dL/dc) into d_c.
-template <int Q>
-__global__ void __launch_bounds__(kSlice * Q * Q, Q == 4 ? 2 : 1)
+// Backward: grid B, block 2S; thread t updates channel c = group_channel(t) (its group holds a
+// block of W_rec's columns: matvec_rows4 against W_rec^T). Per step k (descending), with
+// carry = dL/ds_k from step k+1:  g = d_s_k + carry;  d_pre = g (1 - e) (1 - tanh^2);
+// dtau += g (s_{k-1} - tanh) e dt / tau^2;  carry = g e + (W_rec^T d_pre)_c. Writes d_pre, the
+// per-sequence partials d_tau and d_bias, and adds the final carry (dL/dc) into d_c.
+template <int S>
+__global__ void __launch_bounds__(2 * S, 2)
     cfc_backward_kernel(const float* __restrict__ w_rec, const float* __restrict__ tau_raw,
                         const float* __restrict__ d_s, const float* __restrict__ act,
                         const float* __restrict__ s_prev, const float* __restrict__ dt,
                         float dt_const, int K, int D, float* __restrict__ d_pre,
                         float* __restrict__ d_tau, float* __restrict__ d_bias,
                         float* __restrict__ d_c) {
-  constexpr int kDmax = kSlice * Q;
-  constexpr int kPer = kBwdChunk / Q > 0 ? kBwdChunk / Q : 1;
   constexpr int kNa = 3;  // d_s, act, s_prev
-  __shared__ __align__(16) float dbuf[2][Q * kPad];
-  __shared__ float xs[2 * kNa * kBwdChunk * kDmax];
+  __shared__ __align__(16) float dbuf[2][8 * slice_stride<S>()];
+  __shared__ float xs[2 * kNa * kBwdChunk * S];
   __shared__ float dts[2 * kBwdChunk];
 
-  const int b = blockIdx.x, t = threadIdx.x;
-  const int q = t % Q, c = t / Q;
-  const bool active = c < D;
+  const int b = blockIdx.x, t = threadIdx.x, l = t & 7, grp = t >> 3, c = group_channel(t);
+  const bool active = c < D, writer = active && (l & 1) == 0;
   const size_t seq_base = static_cast<size_t>(b) * K * D;
   const float* dt_seq = dt != nullptr ? dt + static_cast<size_t>(b) * K : nullptr;
 
-  // Column c of W_rec, rows [q*32, q*32 + 32); zero outside D.
-  float w[kSlice];
+  // Columns 4 grp .. 4 grp + 3 of W_rec (rows of W_rec^T), rows of slice l; zero outside D.
+  float w[S / 2];
 #pragma unroll
-  for (int ii = 0; ii < kSlice; ++ii) {
-    const int i = q * kSlice + ii;
-    w[ii] = (active && i < D) ? w_rec[static_cast<size_t>(i) * D + c] : 0.0f;
+  for (int e = 0; e < S / 2; ++e) {
+    const int col = 4 * grp + e / (S / 8), row = l * (S / 8) + e % (S / 8);
+    w[e] = (row < D && col < D) ? w_rec[static_cast<size_t>(row) * D + col] : 0.0f;
   }
   float tau = 1.0f, decay_c = 0.0f;
   if (active) {
@@ -228,25 +251,27 @@ __global__ void __launch_bounds__(kSlice * Q * Q, Q == 4 ? 2 : 1)
   }
   const float inv_tau2 = 1.0f / (tau * tau);
 
-  for (int x = t; x < 2 * Q * kPad; x += blockDim.x) (&dbuf[0][0])[x] = 0.0f;
+  for (int x = t; x < 2 * 8 * slice_stride<S>(); x += blockDim.x) (&dbuf[0][0])[x] = 0.0f;
 
-  Stager<kNa, kBwdChunk, kPer> st;
+  Stager<kNa, kBwdChunk, S> st;
   const float* src[kNa] = {d_s + seq_base, act + seq_base, s_prev + seq_base};
   const int last = (K - 1) / kBwdChunk;
   st.load(src, dt_seq, last, K, D);
-  st.store(xs, dts, last & 1, D, kDmax);
+  st.store(xs, dts, last & 1, D);
   st.load(src, dt_seq, last - 1, K, D);
   __syncthreads();
 
   float carry = 0.0f, dtau_acc = 0.0f, dbias_acc = 0.0f;
+  size_t r = seq_base + static_cast<size_t>(K) * D + c;  // row k + 1 of this channel
   for (int k = K - 1; k >= 0; --k) {
+    r -= D;
     const int ch = k / kBwdChunk, kk = k - ch * kBwdChunk, buf = ch & 1;
-    const float* xb = xs + buf * kNa * kBwdChunk * kDmax + kk * D;
+    const float* xb = xs + (buf * kNa * kBwdChunk + kk) * S;
     float ge = 0.0f;
     if (active) {
       const float ds_k = xb[c];
-      const float th = xb[kBwdChunk * kDmax + c];
-      const float sp = xb[2 * kBwdChunk * kDmax + c];
+      const float th = xb[kBwdChunk * S + c];
+      const float sp = xb[2 * kBwdChunk * S + c];
       const float dt_k = dt != nullptr ? dts[buf * kBwdChunk + kk] : dt_const;
       const float e = dt != nullptr ? expf(-dt_k / tau) : decay_c;
       const float g = ds_k + carry;
@@ -254,38 +279,23 @@ __global__ void __launch_bounds__(kSlice * Q * Q, Q == 4 ? 2 : 1)
       dtau_acc += g * (sp - th) * e * dt_k * inv_tau2;
       dbias_acc += dp;
       ge = g * e;
-      if (q == 0) {
-        d_pre[seq_base + static_cast<size_t>(k) * D + c] = dp;
-        dbuf[k & 1][pad_index(c)] = dp;
+      if (writer) {
+        d_pre[r] = dp;
+        dbuf[k & 1][slice_index<S>(c)] = dp;
       }
     }
     if (kk == 0) {  // chunk boundary (descending): registers -> the other buffer, fetch the next
-      st.store(xs, dts, buf ^ 1, D, kDmax);
+      st.store(xs, dts, buf ^ 1, D);
       st.load(src, dt_seq, ch - 2, K, D);
     }
     __syncthreads();
-
-    // (W_rec^T d_pre)_c over this lane's 32 rows, then the butterfly over the Q lanes.
-    const float4* dv = reinterpret_cast<const float4*>(&dbuf[k & 1][q * kPad]);
-    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-#pragma unroll
-    for (int v = 0; v < kSlice / 4; ++v) {
-      const float4 d4 = dv[v];
-      a0 = fmaf(w[4 * v + 0], d4.x, a0);
-      a1 = fmaf(w[4 * v + 1], d4.y, a1);
-      a2 = fmaf(w[4 * v + 2], d4.z, a2);
-      a3 = fmaf(w[4 * v + 3], d4.w, a3);
-    }
-    float acc = (a0 + a1) + (a2 + a3);
-#pragma unroll
-    for (int off = Q / 2; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-    carry = ge + acc;
+    carry = ge + matvec_rows4<S>(w, dbuf[k & 1], l);  // + (W_rec^T d_pre)_c
   }
-  if (active && q == 0) {
-    const size_t r = static_cast<size_t>(b) * D + c;
-    d_tau[r] = dtau_acc;
-    d_bias[r] = dbias_acc;
-    if (d_c != nullptr) d_c[r] += carry;
+  if (writer) {
+    const size_t v = static_cast<size_t>(b) * D + c;
+    d_tau[v] = dtau_acc;
+    d_bias[v] = dbias_acc;
+    if (d_c != nullptr) d_c[v] += carry;
   }
 }
 
@@ -412,13 +422,10 @@ __global__ void cfc_reduce_vectors_kernel(const float* __restrict__ d_tau,
   }
 }
 
-constexpr int kFastMaxD = 4 * kSlice;  // 128
+constexpr int kFastMaxD = 128;
 
-int lanes_per_channel(int D) { return D <= kSlice ? 1 : (D <= 2 * kSlice ? 2 : 4); }
-int fast_threads(int D) {
-  const int n = D * lanes_per_channel(D);
-  return (n + 31) / 32 * 32;
-}
+// The fast kernels' padded width S for D <= kFastMaxD (their block is 2S threads): 32, 64, 128.
+int fast_width(int D) { return D <= 32 ? 32 : (D <= 64 ? 64 : 128); }
 
 // ================================================================================================
 // Head kernels
@@ -665,22 +672,18 @@ void cfc_forward(const Context& ctx, const CfcDims& dims, const CfcOffsets& o, c
   const float* w_rec = params + o.w_rec;
   const float* tau_raw = params + o.tau_raw;
   if (D <= kFastMaxD) {
-    const int threads = fast_threads(D);
-    switch (lanes_per_channel(D)) {
-      case 1:
-        cfc_forward_kernel<1><<<B, threads, 0, ctx.stream()>>>(w_rec, tau_raw, ws.xin, c, dt,
-                                                               dt_const, K, D, ws.act, ws.s_prev,
-                                                               ws.out);
+    switch (fast_width(D)) {
+      case 32:
+        cfc_forward_kernel<32><<<B, 64, 0, ctx.stream()>>>(
+            w_rec, tau_raw, ws.xin, c, dt, dt_const, K, D, ws.act, ws.s_prev, ws.out);
         break;
-      case 2:
-        cfc_forward_kernel<2><<<B, threads, 0, ctx.stream()>>>(w_rec, tau_raw, ws.xin, c, dt,
-                                                               dt_const, K, D, ws.act, ws.s_prev,
-                                                               ws.out);
+      case 64:
+        cfc_forward_kernel<64><<<B, 128, 0, ctx.stream()>>>(
+            w_rec, tau_raw, ws.xin, c, dt, dt_const, K, D, ws.act, ws.s_prev, ws.out);
         break;
       default:
-        cfc_forward_kernel<4><<<B, threads, 0, ctx.stream()>>>(w_rec, tau_raw, ws.xin, c, dt,
-                                                               dt_const, K, D, ws.act, ws.s_prev,
-                                                               ws.out);
+        cfc_forward_kernel<128><<<B, 256, 0, ctx.stream()>>>(
+            w_rec, tau_raw, ws.xin, c, dt, dt_const, K, D, ws.act, ws.s_prev, ws.out);
         break;
     }
   } else {
@@ -699,20 +702,19 @@ void cfc_backward(const Context& ctx, const CfcDims& dims, const CfcOffsets& o, 
   const float* w_rec = params + o.w_rec;
   const float* tau_raw = params + o.tau_raw;
   if (D <= kFastMaxD) {
-    const int threads = fast_threads(D);
-    switch (lanes_per_channel(D)) {
-      case 1:
-        cfc_backward_kernel<1><<<B, threads, 0, ctx.stream()>>>(
+    switch (fast_width(D)) {
+      case 32:
+        cfc_backward_kernel<32><<<B, 64, 0, ctx.stream()>>>(
             w_rec, tau_raw, d_s, ws.act, ws.s_prev, dt, dt_const, K, D, ws.d_pre, ws.d_tau,
             ws.d_bias, d_c);
         break;
-      case 2:
-        cfc_backward_kernel<2><<<B, threads, 0, ctx.stream()>>>(
+      case 64:
+        cfc_backward_kernel<64><<<B, 128, 0, ctx.stream()>>>(
             w_rec, tau_raw, d_s, ws.act, ws.s_prev, dt, dt_const, K, D, ws.d_pre, ws.d_tau,
             ws.d_bias, d_c);
         break;
       default:
-        cfc_backward_kernel<4><<<B, threads, 0, ctx.stream()>>>(
+        cfc_backward_kernel<128><<<B, 256, 0, ctx.stream()>>>(
             w_rec, tau_raw, d_s, ws.act, ws.s_prev, dt, dt_const, K, D, ws.d_pre, ws.d_tau,
             ws.d_bias, d_c);
         break;

@@ -39,7 +39,13 @@ constexpr int kMaxScanChunkBwd = 16;
 constexpr int kRegScanMaxP = 256;     // thread-per-channel scan: largest head_dim
 constexpr int kRegScanMaxN = 32;      // and largest d_state (registers per thread)
 constexpr int kRegScanChunkFwd = 64;  // its positions staged in shared memory at once
-constexpr int kRegScanChunkBwd = 8;   // and per reverse chunk = checkpoint interval
+constexpr int kRegScanChunkBwd = 8;   // and at most per reverse chunk = checkpoint interval
+// The thread-per-channel reverse scan's shared memory per block when that leaves it a chunk of
+// at least kRegScanMinChunkBwd: at the model's shape (P = 64, N = 16) 8 blocks of 2 warps fit an
+// SM (228 KB, 1 KB reserved per block), so B = 256 x 4 heads = 1024 blocks run in one wave of
+// 132 x 8 = 1056; the scan is latency-bound, so resident warps are its speed.
+constexpr int kRegScanSmemBwd = 26 * 1024;
+constexpr int kRegScanMinChunkBwd = 4;
 
 // ---- 1. causal depthwise conv + SiLU, dt softplus -----------------------------------------------
 // One thread per (row, column) of [conv_dim | n_heads]: column c < conv_dim is a conv channel
@@ -114,41 +120,70 @@ __global__ void conv_act_backward_kernel(
 // (tx, ty) owns channel c = 32 blockIdx.x + tx of sequence b and the positions ty, ty + 8, ...
 // With g = d_xbc (dL/d pre): d_zx[t, d_inner + c] = sum_j g[t + dc - 1 - j] w[c, j] (written;
 // no other contribution), and per-thread partials of dw[c, j] = sum_k g_k src[k - (dc-1) + j],
-// db[c] = sum_k g_k go to shared memory [8][32][dc + 1], summed over ty in order into the
-// per-sequence partials conv_w_part [B, conv_dim * dc] and conv_b_part [B, conv_dim].
-constexpr int kConvCols = 32, kConvRowLanes = 8;
+// db[c] = sum_k g_k in shared memory [8][32][dc + 1], summed over ty in order into the
+// per-sequence partials conv_w_part [B, conv_dim * dc] and conv_b_part [B, conv_dim]. The block
+// stages its 32 channels of g and of the conv source `tile` positions at a time, with the
+// dc - 1 halo, in shared memory: each is read from global memory once, coalesced.
+constexpr int kConvCols = 32, kConvRowLanes = 8, kConvMaxTile = 64;
+size_t conv_weight_backward_floats(int dc, int tile) {
+  return static_cast<size_t>(kConvRowLanes) * kConvCols * (dc + 1) +
+         2 * static_cast<size_t>(tile + dc - 1) * kConvCols;
+}
+// The largest tile (a multiple of kConvRowLanes, so every thread's positions stay in increasing
+// order across tiles) whose shared memory fits kSmemBudget: 64 at d_conv = 4, 16 at 32.
+int conv_weight_backward_tile(int dc) {
+  int tile = kConvMaxTile;
+  while (tile > kConvRowLanes &&
+         conv_weight_backward_floats(dc, tile) * sizeof(float) > static_cast<size_t>(kSmemBudget))
+    tile -= kConvRowLanes;
+  return tile;
+}
 __global__ void conv_weight_backward_kernel(const float* __restrict zx,
                                             const float* __restrict conv_w,
                                             const float* __restrict g_pre, int seq_len, int pd,
-                                            int di, int cd, int dc, float* __restrict d_zx,
+                                            int di, int cd, int dc, int tile,
+                                            float* __restrict d_zx,
                                             float* __restrict conv_w_part,
                                             float* __restrict conv_b_part) {
-  extern __shared__ float red_conv[];  // [kConvRowLanes][kConvCols][dc + 1]
+  extern __shared__ float sm[];
+  const int span = tile + dc - 1;
+  float* red_conv = sm;                                           // [8][32][dc + 1]
+  float* sg = red_conv + kConvRowLanes * kConvCols * (dc + 1);    // [span][32]: g from t0
+  float* ssrc = sg + span * kConvCols;                            // [span][32]: src from t0-dc+1
   const int tx = threadIdx.x, ty = threadIdx.y, b = blockIdx.y;
   const int c = blockIdx.x * kConvCols + tx;
   const long long row0 = static_cast<long long>(b) * seq_len;
   float* mine = red_conv + (ty * kConvCols + tx) * (dc + 1);
-  if (c < cd) {
-    for (int t = ty; t < seq_len; t += kConvRowLanes) {
+  for (int j = 0; j <= dc; ++j) mine[j] = 0.0f;
+  for (int t0 = 0; t0 < seq_len; t0 += tile) {
+    __syncthreads();  // the previous tile is consumed
+    for (int r = ty; r < span; r += kConvRowLanes) {
+      const int tg = t0 + r, ts = t0 - (dc - 1) + r;
+      sg[r * kConvCols + tx] = (c < cd && tg < seq_len) ? g_pre[(row0 + tg) * cd + c] : 0.0f;
+      ssrc[r * kConvCols + tx] =
+          (c < cd && ts >= 0 && ts < seq_len) ? zx[(row0 + ts) * pd + di + c] : 0.0f;
+    }
+    __syncthreads();
+    if (c >= cd) continue;
+    const int tend = seq_len - t0 < tile ? seq_len - t0 : tile;
+    for (int tt = ty; tt < tend; tt += kConvRowLanes) {
       float acc = 0.0f;
       for (int j = dc - 1; j >= 0; --j) {  // k = t + dc - 1 - j increasing, as the CPU order
-        const int k = t + (dc - 1) - j;
-        if (k >= seq_len) continue;
-        acc += g_pre[(row0 + k) * cd + c] * conv_w[c * dc + j];
+        if (t0 + tt + (dc - 1) - j >= seq_len) continue;
+        acc += sg[(tt + (dc - 1) - j) * kConvCols + tx] * conv_w[c * dc + j];
       }
-      d_zx[(row0 + t) * pd + di + c] = acc;
+      d_zx[(row0 + t0 + tt) * pd + di + c] = acc;
     }
-    for (int j = 0; j < dc; ++j) {
-      float acc = 0.0f;
-      for (int k = ty; k < seq_len; k += kConvRowLanes) {
-        const int t = k - (dc - 1) + j;
-        if (t < 0) continue;
-        acc += g_pre[(row0 + k) * cd + c] * zx[(row0 + t) * pd + di + c];
+    for (int j = 0; j < dc; ++j) {  // positions k = t0 + kk, in increasing k across the tiles
+      float acc = mine[j];
+      for (int kk = ty; kk < tend; kk += kConvRowLanes) {
+        if (t0 + kk - (dc - 1) + j < 0) continue;
+        acc += sg[kk * kConvCols + tx] * ssrc[(kk + j) * kConvCols + tx];
       }
       mine[j] = acc;
     }
-    float db = 0.0f;
-    for (int k = ty; k < seq_len; k += kConvRowLanes) db += g_pre[(row0 + k) * cd + c];
+    float db = mine[dc];
+    for (int kk = ty; kk < tend; kk += kConvRowLanes) db += sg[kk * kConvCols + tx];
     mine[dc] = db;
   }
   __syncthreads();
@@ -218,21 +253,28 @@ ScanShape scan_shape(const Mamba2GpuDims& d, int seq_len) {
     const int ns_b = n <= 8 ? 8 : n <= 16 ? 16 : 32;
     const int threads = (p + 31) / 32 * 32, warps = threads / 32;
     const int rf = p + 2 * ns_b + 2;
+    // Per reverse-chunk position, and once per block: the warp sums and hist's extra slot.
     const int rb = 2 * p + 2 * ns_b + 3 + warps * (2 * ns_b + 2) + ns_b * p;
-    int kf = std::min({budget / rf, kRegScanChunkFwd, seq_len});
-    int kb = std::min({(budget - 32) / rb, kRegScanChunkBwd, seq_len});
+    const int fixed_b = 32 + ns_b * p;
+    int kf = std::min({(budget - 4) / rf, kRegScanChunkFwd, seq_len});
+    const int occupancy_budget = kRegScanSmemBwd / static_cast<int>(sizeof(float));
+    int kb = (occupancy_budget - fixed_b) / rb;
+    if (kb < kRegScanMinChunkBwd) kb = (budget - fixed_b) / rb;
+    kb = std::min({kb, kRegScanChunkBwd, seq_len});
     if (kf >= 1 && kb >= 1) {
       s.reg_ns = ns_b;
       s.threads = threads;
       s.warps = warps;
       s.kt_fwd = kf;
       s.kt_bwd = kb;
-      s.smem_fwd = static_cast<size_t>(kf) * rf * sizeof(float);
-      s.smem_bwd = (static_cast<size_t>(kb) * rb + 32) * sizeof(float);
+      s.smem_fwd = (static_cast<size_t>(kf) * rf + 4) * sizeof(float);  // + B,C alignment
+      s.smem_bwd = (static_cast<size_t>(kb) * rb + fixed_b) * sizeof(float);
     }
   }
   return s;
 }
+
+__host__ __device__ constexpr int round_up4(int n) { return (n + 3) / 4 * 4; }
 
 struct ScanArgs {
   const float* xbc;     // [B, K, conv_dim]
@@ -576,6 +618,26 @@ __device__ __forceinline__ void stage(int n, Get get, Put put) {
   }
 }
 
+// dst[kk * width + t] = src[kk * ld + t] for kk < nk, t < width (width <= blockDim): thread t
+// walks its own column, each load a coalesced row across the warp, kStageLoads in flight; no
+// index division (the thread-per-channel kernels' x and dy rows).
+__device__ __forceinline__ void stage_columns(const float* __restrict src, long long ld, int nk,
+                                              int width, float* __restrict dst) {
+  const int t = threadIdx.x;
+  if (t >= width) return;
+  for (int kk0 = 0; kk0 < nk; kk0 += kStageLoads) {
+    float r[kStageLoads];
+#pragma unroll
+    for (int u = 0; u < kStageLoads; ++u) {
+      r[u] = kk0 + u < nk ? __ldg(src + (kk0 + u) * ld + t) : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kStageLoads; ++u) {
+      if (kk0 + u < nk) dst[(kk0 + u) * width + t] = r[u];
+    }
+  }
+}
+
 // Entry e of a position's [B | C] row as the thread-per-channel kernels stage it (each half
 // padded to NS): B_e for e < NS, else C_{e - NS}; zero past N. row: the global row b K + k.
 template <int NS>
@@ -611,16 +673,16 @@ __device__ __forceinline__ void reduce_scatter(float* v, int lane) {
 
 // Forward: s <- exp(dt a) s + (dt x_p) B;  y_p = sum_n s_n C_n + D x_p. Saves only the states
 // entering each reverse-scan chunk (every a.ckpt positions) to states [B, H, chunks - 1, N, P].
-// Shared memory: x [kt][P] | B,C [kt][2 NS] | dt [kt] | exp(dt a) [kt] (kt = K up to 64: the
-// whole sequence's inputs staged at once at the model's sizes, 25 KB).
+// Shared memory: x [kt][P] (padded to 4 floats) | B,C [kt][2 NS] | dt [kt] | exp(dt a) [kt]
+// (kt = K up to 64: the whole sequence's inputs staged at once at the model's sizes, 25 KB).
 template <int NS>
 __global__ void scan_forward_reg_kernel(ScanArgs a, float* __restrict states, float* __restrict y) {
   extern __shared__ float sm[];
   const int kt = a.kt, hp = a.hp, ns = a.ns, nh = a.nh;
-  float* sx = sm;                  // [kt][P]
-  float* sbc = sx + kt * hp;       // [kt][2 NS]
-  float* sdt = sbc + kt * 2 * NS;  // [kt]
-  float* sdec = sdt + kt;          // [kt]
+  float* sx = sm;                        // [kt][P]
+  float* sbc = sx + round_up4(kt * hp);  // [kt][2 NS], 16-byte aligned (float4 reads)
+  float* sdt = sbc + kt * 2 * NS;        // [kt]
+  float* sdec = sdt + kt;                // [kt]
   const int bh = blockIdx.x, b = bh / nh, h = bh % nh;
   const int p = threadIdx.x;
   const bool active = p < hp;
@@ -636,22 +698,11 @@ __global__ void scan_forward_reg_kernel(ScanArgs a, float* __restrict states, fl
   for (int k0 = 0; k0 < a.seq_len; k0 += kt) {
     const int nk = a.seq_len - k0 < kt ? a.seq_len - k0 : kt;
     __syncthreads();  // the previous chunk's shared inputs are no longer read
-    // x [nk][P] | B,C [nk][2 NS] (zero past ns) as one staged range.
-    const int n_x = nk * hp, n_all = n_x + nk * 2 * NS;
+    // x [nk][P] by columns; B,C [nk][2 NS] (zero past ns).
+    stage_columns(a.xbc + (row0 + k0) * a.cd + h * hp, a.cd, nk, hp, sx);
     stage(
-        n_all,
-        [&](int i) {
-          if (i < n_x) return __ldg(a.xbc + (row0 + k0 + i / hp) * a.cd + h * hp + i % hp);
-          const int kk = (i - n_x) / (2 * NS), e = (i - n_x) % (2 * NS);
-          return bc_value<NS>(a, row0 + k0 + kk, e);
-        },
-        [&](int i, float v) {
-          if (i < n_x) {
-            sx[i] = v;
-          } else {
-            sbc[i - n_x] = v;
-          }
-        });
+        nk * 2 * NS, [&](int i) { return bc_value<NS>(a, row0 + k0 + i / (2 * NS), i % (2 * NS)); },
+        [&](int i, float v) { sbc[i] = v; });
     stage_dt(a, row0 + k0, h, nk, A, sdt, sdec);
     __syncthreads();
     if (!active) continue;
@@ -660,12 +711,19 @@ __global__ void scan_forward_reg_kernel(ScanArgs a, float* __restrict states, fl
       const float dec = sdec[kk];
       const float xp = sx[kk * hp + p];
       const float dtx = sdt[kk] * xp;
-      const float* bv = sbc + kk * 2 * NS;
-      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // four chains, summed in a fixed order
+      const float4* bc4 = reinterpret_cast<const float4*>(sbc + kk * 2 * NS);  // B | C
+      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // four chains (n mod 4), summed in a fixed order
 #pragma unroll
-      for (int n = 0; n < NS; ++n) {
-        s[n] = dec * s[n] + dtx * bv[n];
-        acc[n & 3] += s[n] * bv[NS + n];
+      for (int q = 0; q < NS / 4; ++q) {
+        const float4 bq = bc4[q], cq = bc4[NS / 4 + q];
+        s[4 * q + 0] = dec * s[4 * q + 0] + dtx * bq.x;
+        s[4 * q + 1] = dec * s[4 * q + 1] + dtx * bq.y;
+        s[4 * q + 2] = dec * s[4 * q + 2] + dtx * bq.z;
+        s[4 * q + 3] = dec * s[4 * q + 3] + dtx * bq.w;
+        acc[0] += s[4 * q + 0] * cq.x;
+        acc[1] += s[4 * q + 1] * cq.y;
+        acc[2] += s[4 * q + 2] * cq.z;
+        acc[3] += s[4 * q + 3] * cq.w;
       }
       // The state entering backward chunk c = (k + 1) / ckpt, in slot c - 1.
       if ((k + 1) % a.ckpt == 0 && k + 1 < a.seq_len) {
@@ -685,16 +743,19 @@ __global__ void scan_forward_reg_kernel(ScanArgs a, float* __restrict states, fl
 // a chunk first recomputes its states from the saved state entering it (the forward's formula,
 // the same bits), into the thread's own column of hist.
 // Shared memory: x, dy [kt][P] | B,C [kt][2 NS] | dt, exp(dt a), dA terms [kt] |
-// red [kt][warps][2 NS + 2] | warp sums [32] | hist [kt][NS][P].
+// red [kt][warps][2 NS + 2] | warp sums [32] | hist [kt + 1][NS][P].
+// Registers: capped at 128 for NS <= 16 (256 threads x 2 blocks), so that at the model's shape
+// 8 blocks of 64 threads share an SM (kRegScanSmemBwd).
 template <int NS>
-__global__ void scan_backward_reg_kernel(ScanArgs a, ScanGradArgs o) {
+__global__ void __launch_bounds__(kRegScanMaxP, NS <= 16 ? 2 : 1)
+    scan_backward_reg_kernel(ScanArgs a, ScanGradArgs o) {
   extern __shared__ float sm[];
   const int kt = a.kt, hp = a.hp, ns = a.ns, nh = a.nh;
   const int warps = blockDim.x / 32, r2 = 2 * NS + 2;
   const ScanBwdShared sh(sm, kt, hp, NS, warps);
   float *sx = sh.x, *sdy = sh.dy, *sbc = sh.bc, *sdt = sh.dt, *sdec = sh.dec, *sda = sh.da;
   float *red = sh.red, *swarp = sh.warp_sums;
-  float* hist = sh.end;  // [kt][NS][P]: s_k of the chunk, recomputed
+  float* hist = sh.end;  // [kt + 1][NS][P]: the state entering the chunk, then its s_k
   const int bh = blockIdx.x, b = bh / nh, h = bh % nh;
   const int p = threadIdx.x, lane = p & 31, warp = p >> 5;
   const bool active = p < hp;
@@ -719,7 +780,8 @@ __global__ void scan_backward_reg_kernel(ScanArgs a, ScanGradArgs o) {
     const int k0 = c * kt;
     const int nk = a.seq_len - k0 < kt ? a.seq_len - k0 : kt;
     __syncthreads();  // the previous chunk's shared memory is no longer read
-    // x [nk][P] | dy [nk][P] | B,C [nk][2 NS] (zero past ns) as one staged range.
+    // x [nk][P] | dy [nk][P] | B,C [nk][2 NS] (zero past ns) as one staged range: a chunk is
+    // a few positions, so one batch of loads in flight beats a column walk per array.
     const int n_x = nk * hp, n_xy = 2 * n_x, n_all = n_xy + nk * 2 * NS;
     stage(
         n_all,
@@ -744,26 +806,25 @@ __global__ void scan_backward_reg_kernel(ScanArgs a, ScanGradArgs o) {
     stage_dt(a, row0 + k0, h, nk, A, sdt, sdec);
     __syncthreads();
 
-    // Recompute the chunk's states from the one entering it: s_in (s_{k0 - 1}, zero for the
-    // first chunk), then hist[kk] = s_{k0 + kk} exactly as the forward computes them.
-    float s_in[NS];
-    if (active && c > 0) {
-      load_row<NS>(st + (c - 1) * pn, ns, hp, s_in);
-    } else {
-#pragma unroll
-      for (int n = 0; n < NS; ++n) s_in[n] = 0.0f;
-    }
+    // Recompute the chunk's states: hist[0] = s_{k0 - 1} (the saved state entering the chunk,
+    // zero for the first), then hist[kk + 1] = s_{k0 + kk} exactly as the forward computes them.
     if (active) {
       float sr[NS];
+      if (c > 0) {
+        load_row<NS>(st + (c - 1) * pn, ns, hp, sr);
+      } else {
 #pragma unroll
-      for (int n = 0; n < NS; ++n) sr[n] = s_in[n];
+        for (int n = 0; n < NS; ++n) sr[n] = 0.0f;
+      }
+#pragma unroll
+      for (int n = 0; n < NS; ++n) hs[n * hp] = sr[n];
       for (int kk = 0; kk < nk; ++kk) {
         const float dtx = sdt[kk] * sx[kk * hp + p], dec = sdec[kk];
         const float* bv = sbc + kk * 2 * NS;
 #pragma unroll
         for (int n = 0; n < NS; ++n) {
           sr[n] = dec * sr[n] + dtx * bv[n];
-          hs[(kk * NS + n) * hp] = sr[n];
+          hs[((kk + 1) * NS + n) * hp] = sr[n];
         }
       }
     }
@@ -773,8 +834,8 @@ __global__ void scan_backward_reg_kernel(ScanArgs a, ScanGradArgs o) {
       float sk[NS], sp[NS];  // s_k and s_{k-1} (zeros in idle threads)
 #pragma unroll
       for (int n = 0; n < NS; ++n) {
-        sk[n] = active ? hs[(kk * NS + n) * hp] : 0.0f;
-        sp[n] = !active ? 0.0f : kk > 0 ? hs[((kk - 1) * NS + n) * hp] : s_in[n];
+        sk[n] = active ? hs[((kk + 1) * NS + n) * hp] : 0.0f;
+        sp[n] = active ? hs[(kk * NS + n) * hp] : 0.0f;
       }
       const float dtk = sdt[kk], dec = sdec[kk];
       const float xp = active ? sx[kk * hp + p] : 0.0f;
@@ -826,6 +887,8 @@ __global__ void gated_norm_forward_kernel(const float* __restrict zx, int pd,
   const long long r = static_cast<long long>(blockIdx.x) * kNormWarps + (threadIdx.x >> 5);
   if (r >= rows) return;  // whole warps only; no block-level synchronisation below
   float ss = 0.0f;
+  // Unrolled: a row's loads are in flight together (the sums keep their order).
+#pragma unroll 8
   for (int c = lane; c < di; c += 32) {
     const float gv = silu_f(zx[r * pd + c]) * y[r * di + c];
     gated[r * di + c] = gv;
@@ -834,6 +897,7 @@ __global__ void gated_norm_forward_kernel(const float* __restrict zx, int pd,
   ss = warp_sum(ss);
   const float rs = 1.0f / sqrtf(ss / static_cast<float>(di) + kNormEps);
   if (lane == 0) rstd[r] = rs;
+#pragma unroll 8
   for (int c = lane; c < di; c += 32) normed[r * di + c] = gated[r * di + c] * rs * w[c];
 }
 
@@ -1138,10 +1202,10 @@ void mamba2_backward(const Context& ctx, const Mamba2GpuDims& d, const Mamba2Gpu
   FXT_CUDA_LAUNCH_CHECK();
   const dim3 conv_grid((cd + kConvCols - 1) / kConvCols, nb);
   const dim3 conv_block(kConvCols, kConvRowLanes);
-  const size_t conv_smem =
-      static_cast<size_t>(kConvRowLanes) * kConvCols * (dc + 1) * sizeof(float);
+  const int conv_tile = conv_weight_backward_tile(dc);
+  const size_t conv_smem = conv_weight_backward_floats(dc, conv_tile) * sizeof(float);
   conv_weight_backward_kernel<<<conv_grid, conv_block, conv_smem, st>>>(
-      ws->zxbcdt.data(), params + off.conv_w, ws->d_xbc.data(), seq, pd, di, cd, dc,
+      ws->zxbcdt.data(), params + off.conv_w, ws->d_xbc.data(), seq, pd, di, cd, dc, conv_tile,
       ws->d_zxbcdt.data(), ws->conv_w_part.data(), ws->conv_b_part.data());
   FXT_CUDA_LAUNCH_CHECK();
   column_sum(ctx, ws->conv_w_part.data(), nb, cd * dc, cd * dc, grads + off.conv_w, true);

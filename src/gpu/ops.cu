@@ -215,19 +215,28 @@ int layernorm_tiles(int rows) {
 }
 
 // ---- attention pool -----------------------------------------------------------------------------
-constexpr int kApThreads = 128;
+constexpr int kApThreads = 128;  // the backward kernel
 constexpr int kApWarps = kApThreads / kWarp;
 
-// Launch: one block per sequence; shared memory: nk scores (then weights).
-__global__ void __launch_bounds__(kApThreads)
+// Forward launch: one block per sequence, kApFwdThreads threads (16 warps: a lone block at B = 1
+// has enough loads in flight). Shared memory: nk scores (then weights) | kApFwdGroups partial
+// sums [groups][d]: thread (g, i) sums positions k = g, g + 4, ... of channel i; the groups are
+// then added in order.
+constexpr int kApFwdThreads = 512, kApFwdWarps = kApFwdThreads / kWarp, kApFwdGroups = 4;
+size_t attn_pool_forward_smem(int nk, int d) {
+  return sizeof(float) *
+         (static_cast<size_t>(padded_scores(nk)) + static_cast<size_t>(kApFwdGroups) * d);
+}
+__global__ void __launch_bounds__(kApFwdThreads)
     attn_pool_forward_kernel(const float* __restrict__ h, const float* __restrict__ q,
                              float* __restrict__ c, float* __restrict__ attn, int nk, int d,
                              float inv_sqrt_d) {
-  extern __shared__ float sa[];  // [nk]
+  extern __shared__ float sa[];  // [padded nk] | part [kApFwdGroups][d]
+  float* part = sa + padded_scores(nk);
   const int b = blockIdx.x;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const float* hb = h + static_cast<size_t>(b) * nk * d;
-  for (int k = warp; k < nk; k += kApWarps) {
+  for (int k = warp; k < nk; k += kApFwdWarps) {
     float s = 0.0f;
     for (int i = lane; i < d; i += kWarp) s += q[i] * hb[static_cast<size_t>(k) * d + i];
     s = warp_sum(s);
@@ -252,9 +261,17 @@ __global__ void __launch_bounds__(kApThreads)
     }
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < d; i += blockDim.x) {
+  constexpr int kLanes = kApFwdThreads / kApFwdGroups;
+  const int g = threadIdx.x / kLanes;
+  for (int i = threadIdx.x % kLanes; i < d; i += kLanes) {
     float acc = 0.0f;
-    for (int k = 0; k < nk; ++k) acc += sa[k] * hb[static_cast<size_t>(k) * d + i];
+    for (int k = g; k < nk; k += kApFwdGroups) acc += sa[k] * hb[static_cast<size_t>(k) * d + i];
+    part[g * d + i] = acc;
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < d; i += kApFwdThreads) {
+    float acc = part[i];
+    for (int gg = 1; gg < kApFwdGroups; ++gg) acc += part[gg * d + i];
     c[static_cast<size_t>(b) * d + i] = acc;
   }
 }
@@ -383,10 +400,10 @@ float inv_sqrt(int d) {
 void attn_pool_forward(const Context& ctx, const float* h, const float* q, float* c, float* attn,
                        int batch, int k, int d) {
   if (batch <= 0) return;
-  const size_t smem = sizeof(float) * static_cast<size_t>(padded_scores(k));
+  const size_t smem = attn_pool_forward_smem(k, d);
   allow_smem(attn_pool_forward_kernel, smem);
-  attn_pool_forward_kernel<<<batch, kApThreads, smem, ctx.stream()>>>(h, q, c, attn, k, d,
-                                                                      inv_sqrt(d));
+  attn_pool_forward_kernel<<<batch, kApFwdThreads, smem, ctx.stream()>>>(h, q, c, attn, k, d,
+                                                                         inv_sqrt(d));
   FXT_CUDA_LAUNCH_CHECK();
 }
 

@@ -278,6 +278,7 @@ struct RowSplit {
   int chunk_rows = 0;
 };
 constexpr int kMinChunkRows = 128, kTargetChunks = 64;
+constexpr int kColumnSumOnePass = 2048;
 RowSplit split_rows(int k, size_t chunk_floats, size_t scratch_floats) {
   RowSplit s{1, k};
   if (k < 2 * kMinChunkRows || chunk_floats == 0) return s;
@@ -362,7 +363,11 @@ void column_sum(const Context& ctx, const float* x, int rows, int cols, int ld, 
                 bool accumulate) {
   if (cols <= 0) return;
   const dim3 block(kColTile, kRowLanes);
-  const RowSplit s = split_rows(rows, static_cast<size_t>(cols), ctx.reduce_scratch_floats());
+  // Up to kColumnSumOnePass rows (per-sequence partials at B <= 2048) one block column sums
+  // them all: a second launch to add chunks would cost more than it saves.
+  const RowSplit s = rows <= kColumnSumOnePass
+                         ? RowSplit{1, rows}
+                         : split_rows(rows, static_cast<size_t>(cols), ctx.reduce_scratch_floats());
   if (s.chunks <= 1) {
     const dim3 grid((cols + kColTile - 1) / kColTile);
     column_sum_kernel<<<grid, block, 0, ctx.stream()>>>(x, rows, rows, cols, ld, out, accumulate);

@@ -209,6 +209,16 @@ TEST(GpuMamba2, SmallOddSizes) {
   run_parity({"B5_K9_P5_N3", small_cfg(3, 5, 5, 3, 2), 5, 9, 1.0f});
 }
 
+TEST(GpuMamba2, LongSequences) {
+  FXT_SKIP_WITHOUT_GPU();
+  // K = 150 > 64: three forward scan chunks, the conv backward's 64-position shared tiles with
+  // their halo across tile edges; 4 heads of 8 channels, N = 16 (the thread-per-channel scan).
+  run_parity({"B2_K150_N16_conv4", small_cfg(6, 16, 8, 16, 4), 2, 150, 1.0f});
+  // d_conv = 32: the conv backward's tile shrinks to 16 positions (shared-memory budget), so
+  // K = 70 spans five tiles, each with a 31-position halo.
+  run_parity({"B2_K70_N16_conv32", small_cfg(6, 16, 8, 16, 32), 2, 70, 2.0f});
+}
+
 TEST(GpuMamba2, BackwardIsDeterministic) {
   FXT_SKIP_WITHOUT_GPU();
   const model::Mamba2Config cfg = real_cfg(40);

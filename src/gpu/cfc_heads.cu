@@ -46,11 +46,12 @@ int grid_for(size_t n, int threads) {
 // W_rec never leaves the register file during the K steps), reads only slice l of the vector
 // from shared memory (S/32 float4 loads), and the 8 lanes of the group reduce their partial sums
 // so that lanes 2r and 2r + 1 both end with channel 4g + r's sum (identical bits); both run the
-// channel's cell update, the even lane stores. Why this shape: a step moves the state vector to
-// the threads that need it and runs D^2 FMAs; at B = 1 one block is alone on its SM and each
-// warp's instruction stream is the critical path (~3.7 cycles per instruction at one warp per
-// scheduler), so the FMAs and loads are spread over 8 warps (64 FMAs per thread at D = 128)
-// rather than a thread per channel walking all 128 entries (~1,100 cycles per step measured).
+// channel's cell update, the even lane stores. Why this shape: a step runs D^2 FMAs and moves
+// the state vector to the threads that need it; spreading them over 8 warps (64 FMAs and 4
+// loads per thread at D = 128) cut the instructions per warp ~2.5x against a thread per
+// channel walking all 128 entries, and the B = 256 loops by a third. At B = 1 the step still
+// takes ~930 cycles, as in every layout tried: its dependent chain, not issue, bounds it
+// (docs/GPU.md, "Latency floor of the K loop").
 // The vector is double-buffered in shared memory, one __syncthreads per step; slices sit at
 // stride S/8 + 4 floats, so the 8 distinct float4 addresses of a quarter-warp fall on distinct
 // banks (S >= 64). The per-position inputs (W_in h + b forward; d_s, tanh, s_prev backward) are

@@ -7,6 +7,7 @@ packages=(
   libzstd-dev zstd zlib1g-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libeigen3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libxgboost-dev  # the gradient-boosted-tree baseline (src/train/gbdt.h)
   chromium  # headless rendering of `fxt report` in tests/report (docs/REPORT.md)
 )
 # Optional extras: clang builds the libFuzzer targets (make fuzz).

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "core/file_util.h"
 #include "core/progress.h"
 #include "data/synth.h"
 
@@ -18,6 +19,7 @@ struct SynthArgs {
   double tick = 0.25;
   double start_price = 5000.0;
   bool json = false;
+  bool latent = false;
 };
 
 Status run_synth(SynthArgs a) {
@@ -28,7 +30,14 @@ Status run_synth(SynthArgs a) {
   Progress progress("synth", a.config.events, "ev");
   SynthStats s;
   auto t0 = std::chrono::steady_clock::now();
-  FXT_RETURN_IF_ERROR(synthesize_market(a.config, a.out, &s, &progress));
+  // --latent: OUT.latent (the latent state per event) and OUT.synth.json (the exact config, which
+  // `fxt eval --oracle` regenerates the market from).
+  FXT_RETURN_IF_ERROR(
+      synthesize_market(a.config, a.out, &s, &progress, a.latent ? a.out + ".latent" : ""));
+  if (a.latent) {
+    FXT_RETURN_IF_ERROR(
+        write_file_atomic(a.out + ".synth.json", synth_config_to_json(a.config).dump(2) + "\n"));
+  }
   progress.finish();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   nlohmann::json j = {{"out", a.out},
@@ -77,6 +86,9 @@ void register_synth(CLI::App& app) {
   cmd->add_option("--regime-tau", a->config.regime_tau_s, "mean life of a momentum regime, seconds")
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "print the run's statistics as JSON");
+  cmd->add_flag("--latent", a->latent,
+                "also write OUT.latent (latent state per event) and OUT.synth.json (the config "
+                "for `fxt eval --oracle`)");
 }
 
 }  // namespace fxt::cli

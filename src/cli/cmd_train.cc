@@ -46,6 +46,8 @@ struct EvalArgs {
   int threads = 1, bootstrap = 200;
   uint64_t bootstrap_seed = 1;
   std::string device = "auto";
+  std::string oracle;
+  int oracle_rows = 2000, oracle_paths = 64, oracle_max_horizon = 1000;
 };
 
 Status run_eval(const EvalArgs& a) {
@@ -60,6 +62,10 @@ Status run_eval(const EvalArgs& a) {
   if (a.bootstrap < 0) return UsageError("--bootstrap must be >= 0");
   o.bootstrap = a.bootstrap;
   o.bootstrap_seed = a.bootstrap_seed;
+  o.oracle_config = a.oracle;
+  o.oracle_rows = a.oracle_rows;
+  o.oracle_paths = a.oracle_paths;
+  o.oracle_max_horizon = a.oracle_max_horizon;
   RunRecord record("eval");
   FXT_ASSIGN_OR_RETURN(nlohmann::json j, evaluate(a.checkpoint, a.stores, o));
   const std::string text = j.dump(2) + "\n";
@@ -88,12 +94,20 @@ Status run_eval(const EvalArgs& a) {
     if (j.contains("device")) record.set_device(j["device"].get<std::string>());
     record.set("rows", j["rows"]);
     record.set("model_kind", j["model_kind"]);
-    // Headline metrics: mean and per-horizon AUC of the model and the logistic baseline.
+    // Headline metrics: mean and per-horizon AUC of the model and of each baseline, and
+    // model - best baseline per horizon.
     nlohmann::json metrics;
-    for (const char* who : {"model", "logreg"}) {
-      metrics[who]["mean_auc"] = j[who]["mean_auc"];
-      for (const auto& h : j[who]["horizons"]) {
+    auto add = [&](const std::string& who, const nlohmann::json& m) {
+      metrics[who]["mean_auc"] = m["mean_auc"];
+      for (const auto& h : m["horizons"]) {
         metrics[who][fmt::format("auc_h{}", h["horizon"].get<int>())] = h["auc"];
+      }
+    };
+    add("model", j["model"]);
+    for (const auto& [name, m] : j["baselines"].items()) add(name, m);
+    if (j["vs_best_baseline"].is_object()) {
+      for (const auto& h : j["vs_best_baseline"]["horizons"]) {
+        metrics["vs_best_baseline"][fmt::format("diff_h{}", h["horizon"].get<int>())] = h["diff"];
       }
     }
     record.set_metrics(std::move(metrics));
@@ -113,7 +127,7 @@ struct PredictArgs {
 void register_train(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
   CLI::App* cmd = add_command(app, "train",
-                              "train the perception model (or the logistic baseline) on the GPU "
+                              "train the perception model (or a baseline alone) on the GPU "
                               "or the CPU (DESIGN §5, docs/TRAINING.md, docs/GPU.md)",
                               [a] { return run_train(*a); });
   cmd->add_option("--store", a->stores, "snapshot store directories, in time order");
@@ -134,7 +148,7 @@ void register_eval(CLI::App& app) {
   auto a = std::make_shared<EvalArgs>();
   CLI::App* cmd = add_command(app, "eval",
                               "score every snapshot of a split with the window ending at it: "
-                              "model, logistic baseline, base rate (DESIGN §6)",
+                              "model, baselines, base rate (DESIGN §6)",
                               [a] { return run_eval(*a); });
   cmd->add_option("--checkpoint", a->checkpoint, "checkpoint file (best.ckpt)")->required();
   cmd->add_option("--store", a->stores, "stores (default: the training stores)");
@@ -147,6 +161,16 @@ void register_eval(CLI::App& app) {
                   "block-bootstrap replicates for confidence intervals (0: none)")
       ->capture_default_str();
   cmd->add_option("--bootstrap-seed", a->bootstrap_seed, "bootstrap seed")->capture_default_str();
+  cmd->add_option("--oracle", a->oracle,
+                  "OUT.synth.json of `fxt synth --latent`: add the synthetic market's oracle "
+                  "(the AUC ceiling) on a sample of the rows");
+  cmd->add_option("--oracle-rows", a->oracle_rows, "rows the oracle scores (evenly spaced)")
+      ->capture_default_str();
+  cmd->add_option("--oracle-paths", a->oracle_paths, "Monte Carlo continuations per row")
+      ->capture_default_str();
+  cmd->add_option("--oracle-max-horizon", a->oracle_max_horizon,
+                  "largest horizon the oracle covers (its cost grows with the horizon)")
+      ->capture_default_str();
   cmd->add_option("--threads", a->threads, "CPU threads")->capture_default_str();
   cmd->add_option("--device", a->device, "auto, cpu or cuda (as fxt train)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))

@@ -24,33 +24,48 @@ std::string interval(const nlohmann::json& boot, const char* who) {
 
 std::string format_eval_table(const nlohmann::json& eval) {
   const nlohmann::json& model = eval["model"];
-  const nlohmann::json& logreg = eval["logreg"];
   const nlohmann::json& base = eval["base_rate"];
+  const nlohmann::json baselines = eval.value("baselines", nlohmann::json::object());
   std::string out;
   auto it = std::back_inserter(out);
   fmt::format_to(it, "{} split: {} rows, window {} at stride {}\n",
                  eval.value("split", std::string("?")), eval.value("rows", 0),
                  eval.value("window", 0), eval.value("stride", 0));
-  fmt::format_to(it, "{:>8} {:>9} | {:>7} {:>7} {:>7} | {:>8} {:>8} {:>8} | {:>7} {:>7} {:>7}\n",
-                 "horizon", "labelled", "AUC", "", "", "log loss", "", "", "Brier", "", "");
-  fmt::format_to(it, "{:>8} {:>9} | {:>7} {:>7} {:>7} | {:>8} {:>8} {:>8} | {:>7} {:>7} {:>7}\n",
-                 "", "", "model", "logreg", "base", "model", "logreg", "base", "model", "logreg",
-                 "base");
+  // AUC of every predictor, then the model's and the base rate's log loss.
+  fmt::format_to(it, "{:>8} {:>9} | AUC {:>7}", "horizon", "labelled", "model");
+  for (const auto& [name, m] : baselines.items()) fmt::format_to(it, " {:>11}", name);
+  fmt::format_to(it, " {:>7} | log loss {:>7} {:>7}\n", "base", "model", "base");
   const size_t n = model["horizons"].size();
   for (size_t i = 0; i < n; ++i) {
-    fmt::format_to(it, "{:>8} {:>9} | {:>7} {:>7} {:>7} | {:>8} {:>8} {:>8} | {:>7} {:>7} {:>7}\n",
-                   model["horizons"][i]["horizon"].get<int>(),
-                   model["horizons"][i]["n_valid"].get<int64_t>(), cell(model, i, "auc"),
-                   cell(logreg, i, "auc"), cell(base, i, "auc"), cell(model, i, "log_loss"),
-                   cell(logreg, i, "log_loss"), cell(base, i, "log_loss"), cell(model, i, "brier"),
-                   cell(logreg, i, "brier"), cell(base, i, "brier"));
+    fmt::format_to(it, "{:>8} {:>9} |     {:>7}", model["horizons"][i]["horizon"].get<int>(),
+                   model["horizons"][i]["n_valid"].get<int64_t>(), cell(model, i, "auc"));
+    for (const auto& [name, m] : baselines.items())
+      fmt::format_to(it, " {:>11}", cell(m, i, "auc"));
+    fmt::format_to(it, " {:>7} |          {:>7} {:>7}\n", cell(base, i, "auc"),
+                   cell(model, i, "log_loss"), cell(base, i, "log_loss"));
   }
   auto mean = [](const nlohmann::json& p) {
     return p["mean_auc"].is_number() ? fmt::format("{:.4f}", p["mean_auc"].get<double>()) : "—";
   };
   const nlohmann::json boot = eval.value("bootstrap", nlohmann::json::object());
-  fmt::format_to(it, "mean AUC: model {}{}, logreg {}{}, base rate {}\n", mean(model),
-                 interval(boot, "model"), mean(logreg), interval(boot, "logreg"), mean(base));
+  fmt::format_to(it, "mean AUC: model {}{}", mean(model), interval(boot, "model"));
+  for (const auto& [name, m] : baselines.items()) {
+    fmt::format_to(it, ", {} {}{}", name, mean(m), interval(boot, name.c_str()));
+  }
+  fmt::format_to(it, ", base rate {}\n", mean(base));
+  const nlohmann::json vs = eval.value("vs_best_baseline", nlohmann::json());
+  if (vs.is_object()) {
+    for (const auto& h : vs["horizons"]) out += h["line"].get<std::string>() + "\n";
+  } else if (baselines.empty()) {
+    out += "no baseline was fit (--baselines none)\n";
+  }
+  const nlohmann::json oracle = eval.value("oracle", nlohmann::json());
+  if (oracle.is_object()) {
+    fmt::format_to(it,
+                   "oracle (the synthetic market's ceiling) on {} of these rows, {} paths each:\n",
+                   oracle["rows"].get<int64_t>(), oracle["paths"].get<int>());
+    for (const auto& h : oracle["horizons"]) out += "  " + h["line"].get<std::string>() + "\n";
+  }
   return out;
 }
 

@@ -53,7 +53,18 @@ void add_train_flags(CLI::App* cmd, TrainFlags* f, TrainFlagsFor who) {
       ->capture_default_str();
   cmd->add_option("--patience", c.patience, "epochs without improvement before stopping (0 off)")
       ->capture_default_str();
-  cmd->add_option("--model", f->model, "perception or logreg")->capture_default_str();
+  cmd->add_option("--model", f->model,
+                  "perception, or a baseline alone: logreg (exact L2 logistic) or gbdt (XGBoost)")
+      ->capture_default_str();
+  cmd->add_option("--baselines", f->baselines,
+                  "baseline families fit beside the model: logreg,gbdt, logreg, gbdt or none")
+      ->capture_default_str();
+  cmd->add_option("--baseline-lags", c.baselines.lags,
+                  "positions of the lagged baseline variants (1 = none)")
+      ->capture_default_str();
+  cmd->add_option("--baseline-max-rows", c.baselines.max_fit_rows,
+                  "training rows a baseline is fit on at most (thinned by a fixed stride above)")
+      ->capture_default_str();
   cmd->add_option("--d-model", c.perception.d_model, "width D")->capture_default_str();
   cmd->add_option("--d-state", c.perception.d_state, "Mamba2 state size N")->capture_default_str();
   cmd->add_option("--head-dim", c.perception.head_dim, "Mamba2 head size")->capture_default_str();
@@ -77,9 +88,12 @@ Result<TrainConfig> resolve_train_flags(const TrainFlags& f) {
     c.model = ModelKind::kPerception;
   } else if (f.model == "logreg") {
     c.model = ModelKind::kLogReg;
+  } else if (f.model == "gbdt") {
+    c.model = ModelKind::kGbdt;
   } else {
-    return UsageError("--model must be perception or logreg (got '{}')", f.model);
+    return UsageError("--model must be perception, logreg or gbdt (got '{}')", f.model);
   }
+  FXT_RETURN_IF_ERROR(parse_baseline_families(f.baselines, &c.baselines));
   c.lambda = !f.no_lambda;
   return c;
 }

@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "core/civil_date.h"
+#include "core/file_util.h"
 #include "data/book.h"
 
 namespace fxt {
@@ -615,8 +617,73 @@ const dbn::Mbp10Msg& SynthMarket::next() {
 
 // ---- file output ---------------------------------------------------------------------------
 
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SynthConfig, events, seed, tick_px, start_px, start_ts_ns,
+                                   symbol, dataset, instrument_id, publisher_id, window_levels,
+                                   active_levels, limit_size_mean, market_size_mean, sweep_prob,
+                                   refill_orders_mean, touch_add_rate, touch_add_half_lots,
+                                   touch_cancel_rate, deep_add_rate, deep_add_decay,
+                                   deep_cancel_rate, market_rate, market_imbalance_beta,
+                                   inside_add_rate, drift_tau_s, drift_sigma, drift_market_skew,
+                                   drift_book_skew, regime_tau_s, momentum_halflife_s,
+                                   momentum_skew, feed_latency_min_ns, feed_latency_extra_ns)
+
+nlohmann::json synth_config_to_json(const SynthConfig& c) {
+  return c;
+}
+
+Result<SynthConfig> synth_config_from_json(const nlohmann::json& j, const std::string& where) {
+  SynthConfig c;
+  try {
+    c = j.get<SynthConfig>();
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidInput("{}: not a synth config: {}", where, e.what());
+  }
+  if (Status s = SynthMarket::validate(c); !s.ok()) {
+    return InvalidInput("{}: {}", where, s.message());
+  }
+  return c;
+}
+
+namespace {
+constexpr char kLatentMagic[8] = {'F', 'X', 'T', 'L', 'A', 'T', 'N', 'T'};
+struct LatentRecord {
+  float drift;
+  float momentum_ticks;
+  int32_t regime;
+};
+static_assert(sizeof(LatentRecord) == 12);
+}  // namespace
+
+Result<std::vector<SynthLatent>> read_latent_sidecar(const std::string& path) {
+  FXT_ASSIGN_OR_RETURN(std::string in, read_file(path));
+  constexpr size_t kHead = 8 + 4 + 4 + 8;
+  if (in.size() < kHead || std::memcmp(in.data(), kLatentMagic, 8) != 0) {
+    return InvalidInput("{}: not a latent sidecar (expected magic FXTLATNT at offset 0)", path);
+  }
+  uint32_t version = 0, bytes = 0;
+  uint64_t n = 0;
+  std::memcpy(&version, in.data() + 8, 4);
+  std::memcpy(&bytes, in.data() + 12, 4);
+  std::memcpy(&n, in.data() + 16, 8);
+  if (version != 1 || bytes != sizeof(LatentRecord)) {
+    return InvalidInput("{}: offset 8: version {} with {}-byte records (expected 1 and 12)", path,
+                        version, bytes);
+  }
+  if (n > (uint64_t{1} << 36) || in.size() != kHead + n * sizeof(LatentRecord)) {
+    return InvalidInput("{}: {} bytes for {} events (expected {})", path, in.size(), n,
+                        kHead + n * sizeof(LatentRecord));
+  }
+  std::vector<SynthLatent> out(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    LatentRecord r;
+    std::memcpy(&r, in.data() + kHead + i * sizeof(r), sizeof(r));
+    out[i] = {r.drift, static_cast<int>(r.regime), r.momentum_ticks};
+  }
+  return out;
+}
+
 Status synthesize_market(const SynthConfig& config, const std::string& out_path, SynthStats* stats,
-                         Progress* progress) {
+                         Progress* progress, const std::string& latent_path) {
   FXT_RETURN_IF_ERROR(SynthMarket::validate(config));
   constexpr uint64_t kProgressEvery = 4096;
 
@@ -641,13 +708,28 @@ Status synthesize_market(const SynthConfig& config, const std::string& out_path,
                        dbn::Writer::create(out_path, market.metadata(last_ts + 1), options));
   FXT_RETURN_IF_ERROR(writer.write_definition(market.definition()));
   MarketStatsCollector collector(config.tick_px);
+  BufferedFileWriter latent;
+  if (!latent_path.empty()) {
+    FXT_ASSIGN_OR_RETURN(latent, BufferedFileWriter::create(latent_path));
+    const uint32_t head[2] = {1, sizeof(LatentRecord)};
+    FXT_RETURN_IF_ERROR(latent.write(kLatentMagic, 8));
+    FXT_RETURN_IF_ERROR(latent.write(head, sizeof(head)));
+    FXT_RETURN_IF_ERROR(latent.write(&config.events, sizeof(config.events)));
+  }
   for (uint64_t i = 0; i < config.events; ++i) {
     const dbn::Mbp10Msg& msg = market.next();
     FXT_RETURN_IF_ERROR(writer.write(&msg));
+    if (!latent_path.empty()) {
+      const SynthLatent l = market.latent();
+      const LatentRecord r{static_cast<float>(l.drift), static_cast<float>(l.momentum_ticks),
+                           l.regime};
+      FXT_RETURN_IF_ERROR(latent.write(&r, sizeof(r)));
+    }
     if (stats != nullptr) collector.observe(msg);
     if (progress != nullptr && i % kProgressEvery == 0) progress->set((config.events + i) / 2);
   }
   FXT_RETURN_IF_ERROR(writer.close());
+  if (!latent_path.empty()) FXT_RETURN_IF_ERROR(latent.commit());
   if (progress != nullptr) progress->set(config.events);
   if (stats != nullptr) *stats = collector.finish();
   return Status::Ok();

@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/progress.h"
 #include "core/random.h"
 #include "core/status.h"
@@ -143,8 +145,21 @@ class MarketStatsCollector {
   uint64_t n_pairs_ = 0, hits_ = 0, moves_ = 0;
 };
 
+// Every field of a SynthConfig, so a run can be regenerated exactly (the oracle,
+// data/synth_oracle.h). from_json checks the result with SynthMarket::validate.
+nlohmann::json synth_config_to_json(const SynthConfig& c);
+Result<SynthConfig> synth_config_from_json(const nlohmann::json& j, const std::string& where);
+
+// The latent state after an event: what no snapshot shows directly (docs/SYNTH.md).
+struct SynthLatent {
+  double drift = 0;           // the OU order-flow drift x
+  int regime = 1;             // the momentum regime r (+1 persist, -1 fade)
+  double momentum_ticks = 0;  // m, the mid's recent move the regime acts on
+};
+
 // The generator. next() advances the simulation by one event and returns its record, valid
-// until the next call. Allocates nothing per event.
+// until the next call. Allocates nothing per event. Copyable: a copy continues the same
+// stream, and reseed() then branches it (Monte Carlo continuations from an exact state).
 class SynthMarket {
  public:
   static constexpr int kMaxWindow = 64;
@@ -161,6 +176,11 @@ class SynthMarket {
   int64_t best_bid_ticks() const { return side_[kBid].best; }
   int64_t best_ask_ticks() const { return side_[kAsk].best; }
   double drift() const { return drift_x_; }
+  SynthLatent latent() const { return {drift_x_, regime_, momentum_ticks_}; }
+  // Twice the mid in ticks (best bid + best ask).
+  int64_t mid_2ticks() const { return side_[kBid].best + side_[kAsk].best; }
+  // Replaces the random stream (a branch of this state for Monte Carlo).
+  void reseed(uint64_t seed) { rng_ = Rng(seed); }
 
   // The instrument definition record written first, and the file metadata for a run whose
   // records span [start_ts_ns, end_ts_ns).
@@ -212,7 +232,13 @@ class SynthMarket {
 // one definition record, then the mbp-10 records. Runs the generator twice (the first pass
 // only finds the end timestamp for the metadata); `progress`, whose total should be
 // config.events, advances by half an event per event of each pass. `stats` may be null.
+// With latent_path, also writes the latent sidecar (write_latent_sidecar's format) there.
 Status synthesize_market(const SynthConfig& config, const std::string& out_path, SynthStats* stats,
-                         Progress* progress = nullptr);
+                         Progress* progress = nullptr, const std::string& latent_path = "");
+
+// The latent sidecar: magic "FXTLATNT", u32 version 1, u32 record bytes 12, u64 events, then per
+// event (in record order, event i = snapshot i of the ingested store) f32 drift, f32
+// momentum_ticks, i32 regime; little-endian. Written atomically.
+Result<std::vector<SynthLatent>> read_latent_sidecar(const std::string& path);
 
 }  // namespace fxt

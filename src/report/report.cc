@@ -202,12 +202,67 @@ std::pair<double, double> interval(const json& boot, size_t i, const char* key) 
   return {num(*iv, "lo"), num(*iv, "hi")};
 }
 
+// Every baseline's AUC per horizon (the families of train/baselines.h), with intervals.
+std::string baselines_html(const json& ev, const std::vector<int>& hs, const std::string& sid) {
+  const json& bs = field(ev, "baselines");
+  if (!bs.is_object() || bs.empty()) return "<p class=\"fxt-meta\">No baseline was fit.</p>\n";
+  Table t;
+  t.id = sid + "-baselines";
+  t.caption =
+      "AUC of every baseline on the same rows (fit to convergence on the training rows; "
+      "[block-bootstrap 95% intervals])";
+  t.header = {"horizon", "model"};
+  for (const auto& [name, m] : bs.items()) t.header.push_back(name);
+  const json& boot = field(ev, "bootstrap");
+  for (size_t i = 0; i < hs.size(); ++i) {
+    auto [mlo, mhi] = interval(field(boot, "model"), i, "auc");
+    std::vector<std::string> row = {
+        horizon_name(hs[i]),
+        format_with_interval(horizon_stat(field(ev, "model"), i, "auc"), mlo, mhi)};
+    for (const auto& [name, m] : bs.items()) {
+      auto [lo, hi] = interval(field(boot, name), i, "auc");
+      row.push_back(format_with_interval(horizon_stat(m, i, "auc"), lo, hi));
+    }
+    t.rows.push_back(std::move(row));
+  }
+  return render_table(t);
+}
+
+// One plain verdict line per horizon (train/comparison.h): "model beats the best baseline: ...".
+std::string verdict_html(const json& entries) {
+  if (!entries.is_array() || entries.empty()) return "";
+  std::string out = "<ul class=\"fxt-verdicts\">\n";
+  for (const json& e : entries) {
+    const json& line = field(e, "line");
+    if (!line.is_string()) continue;
+    const bool yes = scalar_text(field(e, "verdict")) == "yes";
+    out += fmt::format("<li class=\"fxt-verdict fxt-verdict-{}\">{}</li>\n", yes ? "yes" : "no",
+                       html_escape(line.get<std::string>()));
+  }
+  return out + "</ul>\n";
+}
+
 std::string eval_html(const json& ev, const std::string& sid, Headline* headline) {
   const std::vector<int> hs = horizons_of(ev);
-  const json &model = field(ev, "model"), &logreg = field(ev, "logreg"),
-             &base = field(ev, "base_rate");
-  const json &bm = field(field(ev, "bootstrap"), "model"),
-             &bl = field(field(ev, "bootstrap"), "logreg");
+  const json &model = field(ev, "model"), &base = field(ev, "base_rate");
+  const json& bm = field(field(ev, "bootstrap"), "model");
+  const json& vs = field(ev, "vs_best_baseline");
+  // The best baseline of each horizon (highest AUC on these rows, train/comparison.h) as one
+  // predictor: its metrics and intervals per horizon.
+  json best = {{"horizons", json::array()},
+               {"mean_auc", field(field(vs, "mean"), "best_baseline_auc")}};
+  json bl = {{"horizons", json::array()}};
+  for (size_t i = 0; i < hs.size(); ++i) {
+    const json& e = field(vs, "horizons").is_array() && i < field(vs, "horizons").size()
+                        ? field(vs, "horizons")[i]
+                        : json();
+    const std::string name = scalar_text(field(e, "best_baseline"));
+    const json& bh = field(field(field(ev, "baselines"), name), "horizons");
+    const json& ch = field(field(field(ev, "bootstrap"), name), "horizons");
+    best["horizons"].push_back(bh.is_array() && i < bh.size() ? bh[i] : json());
+    bl["horizons"].push_back(ch.is_array() && i < ch.size() ? ch[i] : json());
+  }
+  const json& logreg = best;
   std::string out;
   out += fmt::format(
       "<p class=\"fxt-meta\">{} split, {} rows scored, window {} at stride {}, model {}; "
@@ -221,12 +276,21 @@ std::string eval_html(const json& ev, const std::string& sid, Headline* headline
   Table t;
   t.id = sid + "-metrics";
   t.caption =
-      "Per-horizon metrics on the same rows (model, logistic baseline, base rate); "
+      "Per-horizon metrics on the same rows (model, best baseline of each horizon, base rate); "
       "[block-bootstrap 95% intervals]";
-  t.header = {"horizon",     "labelled",       "AUC model",         "AUC logistic",
-              "AUC base",    "log loss model", "log loss logistic", "log loss base",
-              "Brier model", "Brier logistic", "Brier base",        "ECE model",
-              "ECE logistic"};
+  t.header = {"horizon",
+              "labelled",
+              "AUC model",
+              "AUC best baseline",
+              "AUC base",
+              "log loss model",
+              "log loss best baseline",
+              "log loss base",
+              "Brier model",
+              "Brier best baseline",
+              "Brier base",
+              "ECE model",
+              "ECE best baseline"};
   for (size_t i = 0; i < hs.size(); ++i) {
     auto [mlo, mhi] = interval(bm, i, "auc");
     auto [llo, lhi] = interval(bl, i, "auc");
@@ -253,15 +317,17 @@ std::string eval_html(const json& ev, const std::string& sid, Headline* headline
                       format_fixed(num(base, "mean_auc"), 4), "", "", "", "", "", "", "", ""});
   }
   out += render_table(t);
+  out += baselines_html(ev, hs, sid);
+  out += verdict_html(field(vs, "horizons"));
 
   // Lift over the baselines.
   Table lift;
   lift.id = sid + "-lift";
   lift.caption = "Lift of the model: AUC difference and relative log-loss reduction";
   lift.header = {"horizon",
-                 "AUC − logistic",
+                 "AUC − best baseline",
                  "AUC − base rate",
-                 "log loss vs logistic",
+                 "log loss vs best baseline",
                  "log loss vs base rate",
                  "Brier skill vs base rate"};
   std::vector<double> x, lift_auc_l, lift_auc_b, ll_l, ll_b;
@@ -294,7 +360,7 @@ std::string eval_html(const json& ev, const std::string& sid, Headline* headline
     c.y_label = "ROC AUC";
     c.categories = cats;
     double lo_all = 0.5;
-    const char* names[] = {"model", "logistic", "base rate"};
+    const char* names[] = {"model", "best baseline", "base rate"};
     const json* metrics[] = {&model, &logreg, &base};
     const json* boots[] = {&bm, &bl, nullptr};
     for (int w = 0; w < 3; ++w) {
@@ -324,7 +390,7 @@ std::string eval_html(const json& ev, const std::string& sid, Headline* headline
     c.title = "Log-loss reduction of the model (%)";
     c.y_label = "% of the baseline's log loss";
     c.categories = cats;
-    c.series.push_back(make_series("vs logistic", x, ll_l, SeriesStyle::kBars));
+    c.series.push_back(make_series("vs best baseline", x, ll_l, SeriesStyle::kBars));
     c.series.push_back(make_series("vs base rate", x, ll_b, SeriesStyle::kBars));
     c.series[0].color = palette_color(1);
     c.series[1].color = palette_color(2);
@@ -352,9 +418,9 @@ std::string eval_html(const json& ev, const std::string& sid, Headline* headline
     c.series.push_back(diag);
     Table rt;
     rt.id = sid + "-reliability-table-" + h;
-    rt.header = {"bin", "n model", "pred", "obs", "n logistic", "pred", "obs"};
+    rt.header = {"bin", "n model", "pred", "obs", "n best baseline", "pred", "obs"};
     const json* who[] = {&model, &logreg};
-    const char* names[] = {"model", "logistic"};
+    const char* names[] = {"model", "best baseline"};
     std::vector<json> bins(2);
     for (int w = 0; w < 2; ++w) {
       const json& hsj = field(*who[w], "horizons");
@@ -398,7 +464,7 @@ std::string eval_html(const json& ev, const std::string& sid, Headline* headline
 
   headline->push_back({"rows scored", scalar_text(field(ev, "rows"))});
   headline->push_back({"mean AUC model", format_fixed(num(model, "mean_auc"), 4)});
-  headline->push_back({"mean AUC logistic", format_fixed(num(logreg, "mean_auc"), 4)});
+  headline->push_back({"mean AUC best baseline", format_fixed(num(logreg, "mean_auc"), 4)});
   return out;
 }
 
@@ -622,14 +688,15 @@ Result<std::string> cv_html(const std::string& dir, const std::string& sid, Head
       html_escape(scalar_text(field(cv, "embargo"))),
       html_escape(scalar_text(field(pooled, "rows"))));
 
-  const char* who[] = {"model", "logreg", "base_rate"};
-  const char* names[] = {"model", "logistic", "base rate"};
+  const char* who[] = {"model", "best_baseline", "base_rate"};
+  const char* names[] = {"model", "best baseline", "base rate"};
   Table t;
   t.id = sid + "-folds";
   t.caption = "Per-fold test AUC (each fold trained fresh, early-stopped on its validation block)";
-  t.header = {"fold", "test range", "rows", "mean AUC model", "mean AUC logistic", "mean AUC base"};
+  t.header = {"fold",         "test range", "rows", "mean AUC model", "mean AUC best baseline",
+              "mean AUC base"};
   for (int h : hs) t.header.push_back(horizon_name(h) + " model");
-  for (int h : hs) t.header.push_back(horizon_name(h) + " logistic");
+  for (int h : hs) t.header.push_back(horizon_name(h) + " best baseline");
   std::vector<Series> fold_series(3);
   for (size_t w = 0; w < 3; ++w) fold_series[w] = make_series(names[w]);
   fold_series[2].dashed = true;
@@ -662,8 +729,9 @@ Result<std::string> cv_html(const std::string& dir, const std::string& sid, Head
   Table p;
   p.id = sid + "-pooled";
   p.caption = "Pooled over the folds' test rows, with paired block-bootstrap 95% intervals";
-  p.header = {"horizon",       "labelled",         "AUC model", "AUC logistic",
-              "AUC base rate", "model − logistic", "folds won"};
+  p.header = {"horizon",           "labelled",      "AUC model",
+              "AUC best baseline", "AUC base rate", "model − best baseline",
+              "best baseline",     "folds won"};
   ChartSpec bars;
   bars.id = sid + "-pooled-chart";
   bars.title = "Pooled test AUC per horizon (95% intervals)";
@@ -680,17 +748,18 @@ Result<std::string> cv_html(const std::string& dir, const std::string& sid, Head
                       ? c["horizon"].get<int>()
                       : (i < hs.size() ? hs[i] : 0);
     auto [mlo, mhi] = interval_pair(field(c, "model_auc_ci"));
-    auto [llo, lhi] = interval_pair(field(c, "logreg_auc_ci"));
+    auto [llo, lhi] = interval_pair(field(c, "best_baseline_auc_ci"));
     auto [dlo, dhi] = interval_pair(field(c, "diff_ci"));
     p.rows.push_back({horizon_name(h), scalar_text(field(c, "n_valid")),
                       format_with_interval(num(c, "model_auc"), mlo, mhi),
-                      format_with_interval(num(c, "logreg_auc"), llo, lhi),
+                      format_with_interval(num(c, "best_baseline_auc"), llo, lhi),
                       format_fixed(num(c, "base_rate_auc"), 4),
                       format_with_interval(num(c, "diff"), dlo, dhi),
+                      scalar_text(field(c, "best_baseline")),
                       fmt::format("{}/{}", scalar_text(field(c, "folds_model_wins")),
                                   scalar_text(field(c, "folds_compared")))});
     bars.categories.push_back(horizon_name(h));
-    const double ys[] = {num(c, "model_auc"), num(c, "logreg_auc"), num(c, "base_rate_auc")};
+    const double ys[] = {num(c, "model_auc"), num(c, "best_baseline_auc"), num(c, "base_rate_auc")};
     const double los[] = {mlo, llo, kNaN}, his[] = {mhi, lhi, kNaN};
     for (size_t w = 0; w < 3; ++w) {
       bar_series[w].x.push_back(static_cast<double>(i));
@@ -705,9 +774,9 @@ Result<std::string> cv_html(const std::string& dir, const std::string& sid, Head
   if (mean.is_object()) {
     auto [dlo, dhi] = interval_pair(field(mean, "diff_ci"));
     p.rows.push_back({"mean", "", format_fixed(num(mean, "model_auc"), 4),
-                      format_fixed(num(mean, "logreg_auc"), 4),
+                      format_fixed(num(mean, "best_baseline_auc"), 4),
                       format_fixed(num(mean, "base_rate_auc"), 4),
-                      format_with_interval(num(mean, "diff"), dlo, dhi), ""});
+                      format_with_interval(num(mean, "diff"), dlo, dhi), "", ""});
   }
   bars.series = bar_series;
   bars.y_min = std::max(0.0, std::floor((lo_all - 0.05) * 20) / 20);
@@ -730,10 +799,11 @@ Result<std::string> cv_html(const std::string& dir, const std::string& sid, Head
          "</div>\n";
   out += render_table(t);
   out += render_table(p);
+  out += verdict_html(comparison);
 
   headline->push_back({"folds", std::to_string(n_folds)});
   headline->push_back({"mean AUC model", format_fixed(num(mean, "model_auc"), 4)});
-  headline->push_back({"mean AUC logistic", format_fixed(num(mean, "logreg_auc"), 4)});
+  headline->push_back({"mean AUC best baseline", format_fixed(num(mean, "best_baseline_auc"), 4)});
   return out;
 }
 

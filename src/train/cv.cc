@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/random.h"
 #include "data/store.h"
+#include "train/comparison.h"
 #include "train/run_record.h"
 
 namespace fxt {
@@ -22,7 +23,7 @@ namespace {
 
 constexpr double kNaN = HorizonMetrics::kNaN;
 constexpr int kCvFormat = 1;
-constexpr char kRowsMagic[8] = {'F', 'X', 'T', 'C', 'V', 'R', 'W', '1'};
+constexpr char kRowsMagic[8] = {'F', 'X', 'T', 'C', 'V', 'R', 'W', '2'};
 
 nlohmann::json num(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
@@ -85,10 +86,6 @@ double weighted_auc(const SortedRows& s, const uint32_t* w) {
          (2.0 * static_cast<double>(pos) * static_cast<double>(neg_below));
 }
 
-nlohmann::json interval_json(const Interval& iv) {
-  return nlohmann::json::array({num(iv.lo), num(iv.hi)});
-}
-
 // ---- rows.bin ---------------------------------------------------------------------------------
 
 template <typename T>
@@ -116,11 +113,14 @@ Result<nlohmann::json> pool_folds(const CvConfig& cfg, const FoldPlan& plan,
                                   const std::string& out_dir) {
   const std::vector<int>& hz = cfg.train.horizons;
   const size_t nh = hz.size();
-  std::vector<float> model, logreg;
+  std::vector<float> model;
+  std::vector<std::string> names;
+  std::vector<std::vector<float>> baselines;
   std::vector<double> base;
   std::vector<uint8_t> labels, mask;
   nlohmann::json per_fold = nlohmann::json::array();
   std::vector<int> wins(nh, 0), compared(nh, 0);
+  bool first = true;
   for (const Fold& f : plan.folds) {
     const std::string dir = fold_dir(out_dir, f.index);
     FXT_ASSIGN_OR_RETURN(std::string text, read_file(dir + "/eval.json"));
@@ -132,84 +132,109 @@ Result<nlohmann::json> pool_folds(const CvConfig& cfg, const FoldPlan& plan,
     if (r.horizons != hz) {
       return InvalidInput("{}/rows.bin: horizons differ from the CV's", dir);
     }
+    if (first) {
+      names = r.baseline_names;
+      baselines.resize(names.size());
+      first = false;
+    } else if (r.baseline_names != names) {
+      return InvalidInput("{}/rows.bin: its baselines differ from the first fold's", dir);
+    }
     model.insert(model.end(), r.model_logits.begin(), r.model_logits.end());
-    logreg.insert(logreg.end(), r.logreg_logits.begin(), r.logreg_logits.end());
+    for (size_t b = 0; b < names.size(); ++b) {
+      baselines[b].insert(baselines[b].end(), r.baseline_logits[b].begin(),
+                          r.baseline_logits[b].end());
+    }
     labels.insert(labels.end(), r.labels.begin(), r.labels.end());
     mask.insert(mask.end(), r.mask.begin(), r.mask.end());
     for (size_t i = 0; i < r.rows(); ++i)
       base.insert(base.end(), r.base_rates.begin(), r.base_rates.end());
     nlohmann::json auc = {{"model", nlohmann::json::array()},
-                          {"logreg", nlohmann::json::array()},
+                          {"best_baseline", nlohmann::json::array()},
+                          {"best_baseline_name", nlohmann::json::array()},
                           {"base_rate", nlohmann::json::array()}};
     try {
+      const nlohmann::json& vs = ev.at("vs_best_baseline");
       for (size_t h = 0; h < nh; ++h) {
         const double am = num_of(ev["model"]["horizons"][h]["auc"]);
-        const double al = num_of(ev["logreg"]["horizons"][h]["auc"]);
+        const double ab = vs.is_object() ? num_of(vs["horizons"][h]["best_baseline_auc"]) : kNaN;
         auc["model"].push_back(num(am));
-        auc["logreg"].push_back(num(al));
+        auc["best_baseline"].push_back(num(ab));
+        auc["best_baseline_name"].push_back(vs.is_object() ? vs["horizons"][h]["best_baseline"]
+                                                           : nlohmann::json());
         auc["base_rate"].push_back(ev["base_rate"]["horizons"][h]["auc"]);
-        if (std::isfinite(am) && std::isfinite(al)) {
+        if (std::isfinite(am) && std::isfinite(ab)) {
           ++compared[h];
-          if (am > al) ++wins[h];
+          if (am > ab) ++wins[h];
         }
       }
-      per_fold.push_back({{"fold", f.index},
-                          {"train", range_json(f.train)},
-                          {"validation", range_json(f.validation)},
-                          {"test", range_json(f.test)},
-                          {"rows", r.rows()},
-                          {"base_rates", r.base_rates},
-                          {"training", ev.at("training")},
-                          {"auc", auc},
-                          {"mean_auc",
-                           {{"model", ev["model"]["mean_auc"]},
-                            {"logreg", ev["logreg"]["mean_auc"]},
-                            {"base_rate", ev["base_rate"]["mean_auc"]}}}});
+      per_fold.push_back(
+          {{"fold", f.index},
+           {"train", range_json(f.train)},
+           {"validation", range_json(f.validation)},
+           {"test", range_json(f.test)},
+           {"rows", r.rows()},
+           {"base_rates", r.base_rates},
+           {"training", ev.at("training")},
+           {"auc", auc},
+           {"mean_auc",
+            {{"model", ev["model"]["mean_auc"]},
+             {"best_baseline", vs.is_object() ? vs["mean"]["best_baseline_auc"] : nlohmann::json()},
+             {"base_rate", ev["base_rate"]["mean_auc"]}}}});
     } catch (const nlohmann::json::exception& e) {
       return InvalidInput("{}/eval.json: {}", dir, e.what());
     }
   }
   FXT_ASSIGN_OR_RETURN(Metrics mm, compute_metrics(std::span<const float>(model), labels, mask, hz,
                                                    ScoreKind::kLogit));
-  FXT_ASSIGN_OR_RETURN(Metrics lm, compute_metrics(std::span<const float>(logreg), labels, mask, hz,
-                                                   ScoreKind::kLogit));
+  nlohmann::json pooled_baselines = nlohmann::json::object();
+  for (size_t b = 0; b < names.size(); ++b) {
+    FXT_ASSIGN_OR_RETURN(Metrics m, compute_metrics(std::span<const float>(baselines[b]), labels,
+                                                    mask, hz, ScoreKind::kLogit));
+    pooled_baselines[names[b]] = m.to_json();
+  }
   // The pooled base-rate predictor: each fold's own training positive rate on its rows.
   FXT_ASSIGN_OR_RETURN(Metrics bm, compute_metrics(std::span<const double>(base), labels, mask, hz,
                                                    ScoreKind::kProbability));
-  PairedAucResult paired;
   BootstrapOptions bo;
-  bo.replicates = cfg.bootstrap;
+  bo.replicates = std::max(cfg.bootstrap, 1);
   bo.seed = cfg.bootstrap_seed;
   bo.threads = cfg.train.threads;
-  if (cfg.bootstrap > 0) {
-    FXT_ASSIGN_OR_RETURN(paired, paired_auc_bootstrap(model, logreg, labels, mask, hz, bo));
+  nlohmann::json vs;
+  if (!names.empty()) {
+    FXT_ASSIGN_OR_RETURN(vs, compare_with_baselines(model, names, baselines, labels, mask, hz, bo));
   }
   nlohmann::json comparison = nlohmann::json::array();
   for (size_t h = 0; h < nh; ++h) {
-    const double am = mm.horizons[h].auc, al = lm.horizons[h].auc;
     nlohmann::json c = {
         {"horizon", hz[h]},
         {"n_valid", mm.horizons[h].n_valid},
-        {"model_auc", num(am)},
-        {"logreg_auc", num(al)},
+        {"model_auc", num(mm.horizons[h].auc)},
         {"base_rate_auc", num(bm.horizons[h].auc)},
-        {"diff", num(am - al)},
         {"folds_model_wins", wins[h]},
         {"folds_compared", compared[h]},
         {"win_fraction", compared[h] > 0 ? num(static_cast<double>(wins[h]) / compared[h])
                                          : nlohmann::json(nullptr)}};
-    if (cfg.bootstrap > 0) {
-      c["model_auc_ci"] = interval_json(paired.horizons[h].a);
-      c["logreg_auc_ci"] = interval_json(paired.horizons[h].b);
-      c["diff_ci"] = interval_json(paired.horizons[h].d);
+    if (vs.is_object()) {
+      const nlohmann::json& e = vs["horizons"][h];
+      c["best_baseline"] = e["best_baseline"];
+      c["best_baseline_auc"] = e["best_baseline_auc"];
+      c["diff"] = e["diff"];
+      if (cfg.bootstrap > 0) {
+        c["model_auc_ci"] = e["model_ci"];
+        c["best_baseline_auc_ci"] = e["best_baseline_ci"];
+        c["diff_ci"] = e["diff_ci"];
+        c["verdict"] = e["verdict"];
+        c["line"] = e["line"];
+      }
     }
     comparison.push_back(std::move(c));
   }
-  nlohmann::json mean = {{"model_auc", num(mm.mean_auc)},
-                         {"logreg_auc", num(lm.mean_auc)},
-                         {"base_rate_auc", num(bm.mean_auc)},
-                         {"diff", num(mm.mean_auc - lm.mean_auc)}};
-  if (cfg.bootstrap > 0) mean["diff_ci"] = interval_json(paired.mean_d);
+  nlohmann::json mean = {{"model_auc", num(mm.mean_auc)}, {"base_rate_auc", num(bm.mean_auc)}};
+  if (vs.is_object()) {
+    mean["best_baseline_auc"] = vs["mean"]["best_baseline_auc"];
+    mean["diff"] = vs["mean"]["diff"];
+    if (cfg.bootstrap > 0) mean["diff_ci"] = vs["mean"]["diff_ci"];
+  }
 
   nlohmann::json cv;
   cv["format"] = kCvFormat;
@@ -225,14 +250,15 @@ Result<nlohmann::json> pool_folds(const CvConfig& cfg, const FoldPlan& plan,
   cv["per_fold"] = per_fold;
   cv["pooled"] = {{"rows", labels.size() / nh},
                   {"model", mm.to_json()},
-                  {"logreg", lm.to_json()},
+                  {"baselines", pooled_baselines},
                   {"base_rate", bm.to_json()}};
-  cv["bootstrap"] = {{"method", "paired-circular-block-bootstrap"},
-                     {"replicates", cfg.bootstrap},
-                     {"block_rows", cfg.bootstrap > 0 ? paired.block_rows : 0},
-                     {"seed", cfg.bootstrap_seed},
-                     {"lo_percentile", bo.lo_percentile},
-                     {"hi_percentile", bo.hi_percentile}};
+  cv["bootstrap"] = {
+      {"method", "paired-circular-block-bootstrap"},
+      {"replicates", cfg.bootstrap},
+      {"block_rows", vs.is_object() && cfg.bootstrap > 0 ? vs["block_rows"] : nlohmann::json(0)},
+      {"seed", cfg.bootstrap_seed},
+      {"lo_percentile", bo.lo_percentile},
+      {"hi_percentile", bo.hi_percentile}};
   cv["comparison"] = comparison;
   cv["mean"] = mean;
   return cv;
@@ -244,12 +270,12 @@ nlohmann::json summary_metrics(const nlohmann::json& cv) {
   for (const auto& c : cv["comparison"]) {
     const std::string h = fmt::format("h{}", c["horizon"].get<int>());
     m["auc_model_" + h] = c["model_auc"];
-    m["auc_logreg_" + h] = c["logreg_auc"];
+    m["auc_best_baseline_" + h] = c.value("best_baseline_auc", nlohmann::json());
     m["auc_diff_" + h] = c["diff"];
     m["win_fraction_" + h] = c["win_fraction"];
   }
   m["mean_auc_model"] = cv["mean"]["model_auc"];
-  m["mean_auc_logreg"] = cv["mean"]["logreg_auc"];
+  m["mean_auc_best_baseline"] = cv["mean"].value("best_baseline_auc", nlohmann::json());
   m["pooled_rows"] = cv["pooled"]["rows"];
   return m;
 }
@@ -521,26 +547,32 @@ Result<PairedAucResult> paired_auc_bootstrap(std::span<const float> a, std::span
 }
 
 // ---- rows.bin -----------------------------------------------------------------------------------
-// magic "FXTCVRW1", u32 horizons H, u32 reserved 0, u64 rows N, i32 horizons[H],
-// f64 base_rates[H], f32 model_logits[N*H], f32 logreg_logits[N*H], u8 labels[N*H],
-// u8 mask[N*H]; host (little-endian) byte order.
+// magic "FXTCVRW2", u32 horizons H, u32 baselines B, u64 rows N, i32 horizons[H],
+// f64 base_rates[H], B x (u32 name length, name bytes), f32 model_logits[N*H],
+// B x f32 baseline_logits[N*H], u8 labels[N*H], u8 mask[N*H]; host (little-endian) byte order.
 
 Status write_eval_rows(const std::string& path, const EvalRows& r) {
   const size_t nh = r.horizons.size();
   const uint64_t n = r.rows();
-  if (nh == 0 || r.base_rates.size() != nh || r.labels.size() != n * nh ||
-      r.mask.size() != n * nh || r.model_logits.size() != n * nh ||
-      r.logreg_logits.size() != n * nh) {
-    return InternalError("write_eval_rows {}: inconsistent row arrays", path);
-  }
+  bool ok = nh > 0 && r.base_rates.size() == nh && r.labels.size() == n * nh &&
+            r.mask.size() == n * nh && r.model_logits.size() == n * nh &&
+            r.baseline_names.size() == r.baseline_logits.size();
+  for (const std::vector<float>& b : r.baseline_logits) ok = ok && b.size() == n * nh;
+  if (!ok) return InternalError("write_eval_rows {}: inconsistent row arrays", path);
   std::string out(kRowsMagic, sizeof(kRowsMagic));
-  const uint32_t head[2] = {static_cast<uint32_t>(nh), 0};
+  const uint32_t head[2] = {static_cast<uint32_t>(nh),
+                            static_cast<uint32_t>(r.baseline_names.size())};
   append_raw(out, head, 2);
   append_raw(out, &n, 1);
   append_raw(out, r.horizons.data(), nh);
   append_raw(out, r.base_rates.data(), nh);
+  for (const std::string& name : r.baseline_names) {
+    const auto len = static_cast<uint32_t>(name.size());
+    append_raw(out, &len, 1);
+    out += name;
+  }
   append_raw(out, r.model_logits.data(), n * nh);
-  append_raw(out, r.logreg_logits.data(), n * nh);
+  for (const std::vector<float>& b : r.baseline_logits) append_raw(out, b.data(), n * nh);
   append_raw(out, r.labels.data(), n * nh);
   append_raw(out, r.mask.data(), n * nh);
   return write_file_atomic(path, out);
@@ -550,41 +582,56 @@ Result<EvalRows> read_eval_rows(const std::string& path) {
   FXT_ASSIGN_OR_RETURN(std::string in, read_file(path));
   constexpr size_t kHead = sizeof(kRowsMagic) + 2 * sizeof(uint32_t) + sizeof(uint64_t);
   if (in.size() < kHead || std::memcmp(in.data(), kRowsMagic, sizeof(kRowsMagic)) != 0) {
-    return InvalidInput("{}: not a CV rows file (expected magic FXTCVRW1 at offset 0)", path);
+    return InvalidInput("{}: not a CV rows file (expected magic FXTCVRW2 at offset 0)", path);
   }
   uint32_t head[2];
   uint64_t n = 0;
   std::memcpy(head, in.data() + sizeof(kRowsMagic), sizeof(head));
   std::memcpy(&n, in.data() + sizeof(kRowsMagic) + sizeof(head), sizeof(n));
-  const size_t nh = head[0];
+  const size_t nh = head[0], nb = head[1];
   if (nh < 1 || nh > 8) {
     return InvalidInput("{}: offset 8: {} horizons (expected 1-8)", path, nh);
   }
-  const size_t cells = static_cast<size_t>(n) * nh;
-  const size_t want = kHead + nh * (sizeof(int32_t) + sizeof(double)) +
-                      cells * (2 * sizeof(float) + 2 * sizeof(uint8_t));
-  if (n > (uint64_t{1} << 40) || in.size() != want) {
-    return InvalidInput("{}: {} bytes, expected {} for {} rows of {} horizons", path, in.size(),
-                        want, n, nh);
-  }
-  EvalRows r;
-  r.horizons.resize(nh);
-  r.base_rates.resize(nh);
-  r.model_logits.resize(cells);
-  r.logreg_logits.resize(cells);
-  r.labels.resize(cells);
-  r.mask.resize(cells);
+  if (nb > 16) return InvalidInput("{}: offset 12: {} baselines (expected 0-16)", path, nb);
+  if (n > (uint64_t{1} << 40)) return InvalidInput("{}: offset 16: {} rows is too many", path, n);
   size_t at = kHead;
-  auto take = [&](void* dst, size_t bytes) {
+  auto take = [&](void* dst, size_t bytes) -> Status {
+    if (in.size() - at < bytes) {
+      return InvalidInput("{}: truncated at offset {} (expected {} more bytes)", path, at, bytes);
+    }
     std::memcpy(dst, in.data() + at, bytes);
     at += bytes;
+    return Status::Ok();
   };
-  take(r.horizons.data(), nh * sizeof(int32_t));
-  take(r.base_rates.data(), nh * sizeof(double));
-  take(r.model_logits.data(), cells * sizeof(float));
-  take(r.logreg_logits.data(), cells * sizeof(float));
-  take(r.labels.data(), cells);
-  take(r.mask.data(), cells);
+  EvalRows r;
+  const size_t cells = static_cast<size_t>(n) * nh;
+  r.horizons.resize(nh);
+  r.base_rates.resize(nh);
+  FXT_RETURN_IF_ERROR(take(r.horizons.data(), nh * sizeof(int32_t)));
+  FXT_RETURN_IF_ERROR(take(r.base_rates.data(), nh * sizeof(double)));
+  for (size_t b = 0; b < nb; ++b) {
+    uint32_t len = 0;
+    FXT_RETURN_IF_ERROR(take(&len, sizeof(len)));
+    if (len > 64) return InvalidInput("{}: offset {}: a baseline name of {} bytes", path, at, len);
+    std::string name(len, '\0');
+    FXT_RETURN_IF_ERROR(take(name.data(), len));
+    r.baseline_names.push_back(std::move(name));
+  }
+  const size_t want = at + cells * ((1 + nb) * sizeof(float) + 2 * sizeof(uint8_t));
+  if (in.size() != want) {
+    return InvalidInput("{}: {} bytes, expected {} for {} rows of {} horizons and {} baselines",
+                        path, in.size(), want, n, nh, nb);
+  }
+  r.model_logits.resize(cells);
+  r.baseline_logits.assign(nb, std::vector<float>(cells));
+  r.labels.resize(cells);
+  r.mask.resize(cells);
+  FXT_RETURN_IF_ERROR(take(r.model_logits.data(), cells * sizeof(float)));
+  for (std::vector<float>& b : r.baseline_logits) {
+    FXT_RETURN_IF_ERROR(take(b.data(), cells * sizeof(float)));
+  }
+  FXT_RETURN_IF_ERROR(take(r.labels.data(), cells));
+  FXT_RETURN_IF_ERROR(take(r.mask.data(), cells));
   return r;
 }
 
@@ -728,18 +775,21 @@ std::string format_cv_table(const nlohmann::json& cv) {
                  cv["scheme"].get<std::string>(), cv["unit"].get<std::string>(),
                  cv["folds"].get<int>(), cv["train_blocks"].get<int>(), cv["gap"].get<uint64_t>(),
                  cv["purge"].get<uint64_t>(), cv["embargo"].get<uint64_t>());
-  fmt::format_to(std::back_inserter(out), "{:<5} {:<19} {:>8} {:<8} {:>7} {:>7} {:>7}\n", "fold",
-                 "test range", "rows", "horizon", "model", "logreg", "base");
+  fmt::format_to(std::back_inserter(out), "{:<5} {:<19} {:>8} {:<8} {:>7} {:>7} {:<12} {:>7}\n",
+                 "fold", "test range", "rows", "horizon", "model", "best", "(baseline)", "base");
   for (const auto& f : cv["per_fold"]) {
     for (size_t h = 0; h < hz.size(); ++h) {
       const std::string range = h == 0 ? fmt::format("[{}, {})", f["test"][0].get<uint64_t>(),
                                                      f["test"][1].get<uint64_t>())
                                        : std::string();
-      fmt::format_to(std::back_inserter(out), "{:<5} {:<19} {:>8} {:<8} {:>7} {:>7} {:>7}\n",
+      const auto& bn = f["auc"]["best_baseline_name"][h];
+      fmt::format_to(std::back_inserter(out), "{:<5} {:<19} {:>8} {:<8} {:>7} {:>7} {:<12} {:>7}\n",
                      h == 0 ? std::to_string(f["fold"].get<int>()) : std::string(), range,
                      h == 0 ? std::to_string(f["rows"].get<uint64_t>()) : std::string(),
                      fmt::format("h{}", hz[h].get<int>()), f4(f["auc"]["model"][h]),
-                     f4(f["auc"]["logreg"][h]), f4(f["auc"]["base_rate"][h]));
+                     f4(f["auc"]["best_baseline"][h]),
+                     bn.is_string() ? bn.get<std::string>() : std::string("-"),
+                     f4(f["auc"]["base_rate"][h]));
     }
   }
   const auto& bs = cv["bootstrap"];
@@ -755,21 +805,27 @@ std::string format_cv_table(const nlohmann::json& cv) {
   }
   out += '\n';
   const int wide = reps > 0 ? 24 : 7, wide_d = reps > 0 ? 27 : 8;
-  fmt::format_to(std::back_inserter(out), "{:<8} {:<{}} {:<{}} {:>7}  {:<{}} {}\n", "horizon",
-                 "model AUC", wide, "logreg AUC", wide, "base", "model - logreg", wide_d,
-                 "folds won");
+  fmt::format_to(std::back_inserter(out), "{:<8} {:<{}} {:<{}} {:<12} {:>7}  {:<{}} {}\n",
+                 "horizon", "model AUC", wide, "best baseline AUC", wide, "(baseline)", "base",
+                 "model - best", wide_d, "folds won");
   for (const auto& c : cv["comparison"]) {
-    fmt::format_to(std::back_inserter(out), "{:<8} {:<{}} {:<{}} {:>7}  {:<{}} {}/{}\n",
-                   fmt::format("h{}", c["horizon"].get<int>()),
-                   f4(c["model_auc"]) + ci(c, "model_auc_ci", false), wide,
-                   f4(c["logreg_auc"]) + ci(c, "logreg_auc_ci", false), wide,
-                   f4(c["base_rate_auc"]), s4(c["diff"]) + ci(c, "diff_ci", true), wide_d,
-                   c["folds_model_wins"].get<int>(), c["folds_compared"].get<int>());
+    fmt::format_to(
+        std::back_inserter(out), "{:<8} {:<{}} {:<{}} {:<12} {:>7}  {:<{}} {}/{}\n",
+        fmt::format("h{}", c["horizon"].get<int>()),
+        f4(c["model_auc"]) + ci(c, "model_auc_ci", false), wide,
+        f4(c.value("best_baseline_auc", nlohmann::json())) + ci(c, "best_baseline_auc_ci", false),
+        wide, c.value("best_baseline", std::string("-")), f4(c["base_rate_auc"]),
+        s4(c.value("diff", nlohmann::json())) + ci(c, "diff_ci", true), wide_d,
+        c["folds_model_wins"].get<int>(), c["folds_compared"].get<int>());
   }
   const auto& m = cv["mean"];
-  fmt::format_to(std::back_inserter(out), "{:<8} {:<{}} {:<{}} {:>7}  {}\n", "mean",
-                 f4(m["model_auc"]), wide, f4(m["logreg_auc"]), wide, f4(m["base_rate_auc"]),
-                 s4(m["diff"]) + ci(m, "diff_ci", true));
+  fmt::format_to(std::back_inserter(out), "{:<8} {:<{}} {:<{}} {:<12} {:>7}  {}\n", "mean",
+                 f4(m["model_auc"]), wide, f4(m.value("best_baseline_auc", nlohmann::json())), wide,
+                 "", f4(m["base_rate_auc"]),
+                 s4(m.value("diff", nlohmann::json())) + ci(m, "diff_ci", true));
+  for (const auto& c : cv["comparison"]) {
+    if (c.contains("line")) out += c["line"].get<std::string>() + "\n";
+  }
   return out;
 }
 

@@ -12,17 +12,19 @@
 
 #include <fmt/format.h>
 
+#include "core/device_info.h"
 #include "core/file_util.h"
 #include "core/log.h"
+#include "core/progress.h"
 #include "core/random.h"
+#include "data/synth_oracle.h"
 #include "features/features.h"
 #include "features/labels.h"
-#include "model/logreg.h"
 #include "model/params.h"
+#include "train/comparison.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
 #include "train/run_record.h"
-#include "core/device_info.h"
 #if FXT_HAVE_CUDA
 #include "gpu/batch.h"
 #include "gpu/train_step.h"
@@ -39,7 +41,14 @@ using model::Out;
 using model::Shape;
 
 const char* model_kind_name(ModelKind k) {
-  return k == ModelKind::kPerception ? "perception" : "logreg";
+  switch (k) {
+    case ModelKind::kLogReg:
+      return "logreg";
+    case ModelKind::kGbdt:
+      return "gbdt";
+    default:
+      return "perception";
+  }
 }
 
 namespace {
@@ -47,7 +56,8 @@ namespace {
 Result<ModelKind> parse_model_kind(const std::string& s) {
   if (s == "perception") return ModelKind::kPerception;
   if (s == "logreg") return ModelKind::kLogReg;
-  return UsageError("--model must be perception or logreg (got '{}')", s);
+  if (s == "gbdt") return ModelKind::kGbdt;
+  return UsageError("--model must be perception, logreg or gbdt (got '{}')", s);
 }
 
 // Early-stopping metric: "val_loss" (lower is better), "mean_auc" or "auc_h<h>" (higher).
@@ -126,40 +136,25 @@ std::vector<int64_t> shape64(const std::vector<int>& s) {
   return {s.begin(), s.end()};
 }
 
-// The model behind one interface: a flat parameter buffer, forward to logits [B*K, H] and a
-// backward that overwrites the gradient buffer.
+// The perception model behind one interface: a flat parameter buffer, forward to logits
+// [B*K, H] and a backward that overwrites the gradient buffer. (A baseline-only run, --model
+// logreg|gbdt, has no Net parameters: its model is a fitted baseline, train/baselines.h.)
 class Net {
  public:
-  explicit Net(const TrainConfig& c) : kind_(c.model) {
+  explicit Net(const TrainConfig& c) {
     pc_ = c.perception;
     pc_.features = kFeatureDim;
     pc_.horizons = static_cast<int>(c.horizons.size());
-    lc_.features = kFeatureDim;
-    lc_.horizons = pc_.horizons;
-    if (kind_ == ModelKind::kPerception) {
+    if (c.model == ModelKind::kPerception) {
       specs_ = model::perception_param_specs(pc_);
       size_ = model::perception_layout(pc_).total;
-    } else {
-      for (const model::ParamSpec& p : model::logreg_param_specs(lc_)) {
-        model::ModelParamSpec m;
-        static_cast<model::ParamSpec&>(m) = p;
-        m.group = std::string(model::kGroupHeads);
-        specs_.push_back(m);
-      }
-      size_ = model::logreg_layout(lc_).total;
     }
   }
   size_t size() const { return size_; }
   const std::vector<model::ModelParamSpec>& specs() const { return specs_; }
   int horizons() const { return pc_.horizons; }
 
-  void init(float* p, uint64_t seed) const {
-    if (kind_ == ModelKind::kPerception) {
-      model::perception_init(pc_, p, seed);
-    } else {
-      model::logreg_init(lc_, p);
-    }
-  }
+  void init(float* p, uint64_t seed) const { model::perception_init(pc_, p, seed); }
 #if FXT_HAVE_CUDA
   // Forward passes then run on the GPU with the parameters at device_params (a TrainStep's, kept
   // current by the trainer) or, when null, a device copy of `host` (evaluation, prediction).
@@ -190,16 +185,9 @@ class Net {
       return logits_.data();
     }
 #endif
-    if (kind_ == ModelKind::kPerception) {
-      ws_.resize(pc_, b, k);
-      model::perception_forward(pc_, ctx, p, x, static_cast<float>(stride), dt, &ws_);
-      return ws_.logits.data();
-    }
-    const int64_t rows = static_cast<int64_t>(b) * k;
-    logits_.resize(static_cast<size_t>(rows * lc_.horizons));
-    model::logreg_forward<float>(ctx, lc_, p, In<float>(x, Shape{rows, kFeatureDim}),
-                                 Out<float>(logits_.data(), Shape{rows, lc_.horizons}));
-    return logits_.data();
+    ws_.resize(pc_, b, k);
+    model::perception_forward(pc_, ctx, p, x, static_cast<float>(stride), dt, &ws_);
+    return ws_.logits.data();
   }
   // Logits [B, H] at each sequence's last position only (scoring), valid until the next forward.
   const float* forward_last(CpuContext& ctx, const float* p, const float* x, const float* dt, int b,
@@ -210,44 +198,23 @@ class Net {
       return logits_.data();
     }
 #endif
-    if (kind_ == ModelKind::kPerception) {
-      ws_.resize(pc_, b, k);
-      model::perception_forward_last(pc_, ctx, p, x, static_cast<float>(stride), dt, &ws_);
-      return ws_.logits.data();
-    }
-    last_x_.resize(static_cast<size_t>(b) * kFeatureDim);
-    for (int i = 0; i < b; ++i) {
-      const float* row =
-          x + (static_cast<size_t>(i) * k + static_cast<size_t>(k - 1)) * kFeatureDim;
-      std::copy_n(row, kFeatureDim, last_x_.data() + static_cast<size_t>(i) * kFeatureDim);
-    }
-    logits_.resize(static_cast<size_t>(b * lc_.horizons));
-    model::logreg_forward<float>(ctx, lc_, p, In<float>(last_x_.data(), Shape{b, kFeatureDim}),
-                                 Out<float>(logits_.data(), Shape{b, lc_.horizons}));
-    return logits_.data();
+    ws_.resize(pc_, b, k);
+    model::perception_forward_last(pc_, ctx, p, x, static_cast<float>(stride), dt, &ws_);
+    return ws_.logits.data();
   }
-  void backward(CpuContext& ctx, const float* p, const float* x, const float* dt, int b, int k,
-                int stride, const float* dlogits, const float* lambda, float* grads) {
-    if (kind_ == ModelKind::kPerception) {
-      model::perception_backward(pc_, ctx, p, x, static_cast<float>(stride), dt, dlogits, lambda,
-                                 &ws_, grads, static_cast<float*>(nullptr));
-      return;
-    }
-    const int64_t rows = static_cast<int64_t>(b) * k;
-    std::fill(grads, grads + size_, 0.0f);
-    model::logreg_backward<float>(ctx, lc_, p, In<float>(x, Shape{rows, kFeatureDim}),
-                                  In<float>(dlogits, Shape{rows, lc_.horizons}), grads,
-                                  Out<float>());
+  // Backward of the last forward (its workspace holds the batch shape).
+  void backward(CpuContext& ctx, const float* p, const float* x, const float* dt, int stride,
+                const float* dlogits, const float* lambda, float* grads) {
+    model::perception_backward(pc_, ctx, p, x, static_cast<float>(stride), dt, dlogits, lambda,
+                               &ws_, grads, static_cast<float*>(nullptr));
   }
 
  private:
-  ModelKind kind_;
   model::PerceptionConfig pc_;
-  model::LogRegConfig lc_;
   std::vector<model::ModelParamSpec> specs_;
   size_t size_ = 0;
   model::PerceptionWorkspace<float> ws_;
-  std::vector<float> logits_, last_x_;
+  std::vector<float> logits_;
 #if FXT_HAVE_CUDA
   std::unique_ptr<gpu::InferenceGpu> gpu_;
 #endif
@@ -267,10 +234,7 @@ struct TrainState {
   std::vector<float> log_sigma, dlog_sigma;  // kendall only
   AdamW opt;
   ControllerState ctrl;
-  bool baseline = false;  // a separate logreg baseline (perception model only)
-  model::LogRegConfig blc;
-  std::vector<float> bparams, bgrads;
-  AdamW bopt;
+  Baselines baselines;  // fit once at the start of a run (train/baselines.h)
   // Loop position and early stopping.
   int epoch = 0;
   int64_t step = 0;
@@ -292,11 +256,17 @@ struct TrainState {
   }
 
   explicit TrainState(const TrainConfig& c)
-      : cfg(c),
-        net(c),
-        opt(adam_config(c, true)),
-        ctrl(static_cast<int>(c.horizons.size())),
-        bopt(adam_config(c, false)) {}
+      : cfg(c), net(c), opt(adam_config(c, true)), ctrl(static_cast<int>(c.horizons.size())) {}
+
+  bool perception() const { return cfg.model == ModelKind::kPerception; }
+  // The baseline that is the model of a --model logreg|gbdt run ("logreg" or "gbdt").
+  size_t model_baseline() const {
+    const std::string name = model_kind_name(cfg.model);
+    for (size_t i = 0; i < baselines.fitted().size(); ++i) {
+      if (baselines.fitted()[i].name == name) return i;
+    }
+    return 0;
+  }
 
   // Fresh parameters and registration with the optimizers.
   Status setup() {
@@ -304,6 +274,7 @@ struct TrainState {
     // The one reset mechanism of the controllers (sigma, lambda, EMAs): every fresh run, and so
     // every fxt cv fold, starts from the freshly constructed state; only load() restores one.
     ctrl.reset();
+    if (!perception()) return Status::Ok();  // a baseline-only run has no trained parameters
     params.assign(net.size(), 0.0f);
     grads.assign(net.size(), 0.0f);
     net.init(params.data(), cfg.seed);
@@ -324,15 +295,6 @@ struct TrainState {
       ls.shape = {nh};
       FXT_RETURN_IF_ERROR(opt.add_params(log_sigma, dlog_sigma, {ls}, {"loss"}));
     }
-    baseline = cfg.model == ModelKind::kPerception;
-    if (baseline) {
-      blc.features = kFeatureDim;
-      blc.horizons = nh;
-      bparams.assign(model::logreg_layout(blc).total, 0.0f);
-      bgrads.assign(bparams.size(), 0.0f);
-      model::logreg_init(blc, bparams.data());
-      FXT_RETURN_IF_ERROR(bopt.add_params(bparams, bgrads, model::logreg_param_specs(blc)));
-    }
     return Status::Ok();
   }
 
@@ -341,23 +303,14 @@ struct TrainState {
     ck.config = cfg.to_json();
     ck.feature_stats = stats_to_json(stats);
     ck.controller = ctrl.to_json();
-    opt.save_state(&ck);
+    if (perception()) opt.save_state(&ck);
     for (const model::ModelParamSpec& s : net.specs()) {
       ck.set_f32(s.name, shape64(s.shape),
                  std::span<const float>(params).subspan(s.offset, s.size));
     }
     if (kendall) ck.set_f32("loss.log_sigma", {static_cast<int64_t>(log_sigma.size())}, log_sigma);
     nlohmann::json meta;
-    if (baseline) {
-      Checkpoint b;
-      bopt.save_state(&b);
-      for (NamedTensor& t : b.tensors) ck.set_tensor(std::move(t));
-      for (const model::ParamSpec& s : model::logreg_param_specs(blc)) {
-        ck.set_f32(s.name, shape64(s.shape),
-                   std::span<const float>(bparams).subspan(s.offset, s.size));
-      }
-      meta["baseline_optimizer"] = b.optimizer;
-    }
+    baselines.save(&ck, &meta);
     meta["store_dirs"] = stores;
     meta["base_rates"] = base_rates;
     meta["cfc_time_unit_ns"] = cfc_time_unit_ns;
@@ -374,7 +327,14 @@ struct TrainState {
 
   // Restores from a checkpoint whose layout must equal this state's.
   Status load(const Checkpoint& ck) {
-    FXT_RETURN_IF_ERROR(check_compatible(to_checkpoint(), ck));
+    {
+      // The model's layout is fixed by the config; the baselines' tensors vary with their fit
+      // (tree counts) and are checked by Baselines::load.
+      Checkpoint model_part = ck;
+      std::erase_if(model_part.tensors,
+                    [](const NamedTensor& t) { return Baselines::is_baseline_tensor(t.name); });
+      FXT_RETURN_IF_ERROR(check_compatible(to_checkpoint(), model_part));
+    }
     for (const model::ModelParamSpec& s : net.specs()) {
       FXT_RETURN_IF_ERROR(ck.read_f32_into(s.name, shape64(s.shape),
                                            std::span<float>(params).subspan(s.offset, s.size)));
@@ -383,22 +343,14 @@ struct TrainState {
       const int64_t n = static_cast<int64_t>(log_sigma.size());
       FXT_RETURN_IF_ERROR(ck.read_f32_into("loss.log_sigma", std::vector<int64_t>{n}, log_sigma));
     }
-    FXT_RETURN_IF_ERROR(opt.load_state(ck));
+    if (perception()) FXT_RETURN_IF_ERROR(opt.load_state(ck));
     FXT_ASSIGN_OR_RETURN(
         ctrl, ControllerState::from_json(ck.controller, static_cast<int>(cfg.horizons.size())));
     FXT_ASSIGN_OR_RETURN(stats, stats_from_json(ck.feature_stats, ck.source));
     try {
       const nlohmann::json& m = ck.meta;
-      if (baseline) {
-        for (const model::ParamSpec& s : model::logreg_param_specs(blc)) {
-          FXT_RETURN_IF_ERROR(ck.read_f32_into(
-              s.name, shape64(s.shape), std::span<float>(bparams).subspan(s.offset, s.size)));
-        }
-        Checkpoint b;
-        b.optimizer = m.at("baseline_optimizer");
-        b.tensors = ck.tensors;
-        FXT_RETURN_IF_ERROR(bopt.load_state(b));
-      }
+      FXT_ASSIGN_OR_RETURN(baselines,
+                           Baselines::load(ck, m, static_cast<int>(cfg.horizons.size())));
       stores = m.at("store_dirs").get<std::vector<std::string>>();
       base_rates = m.at("base_rates").get<std::vector<double>>();
       cfc_time_unit_ns = m.value("cfc_time_unit_ns", 0.0);
@@ -452,12 +404,77 @@ size_t scoring_batch(const Net& net, const TrainConfig& c) {
   return net.on_gpu() ? std::max<size_t>(b, 1024) : b;
 }
 
+// A baseline-only run's validation: the model baseline at every position of the same windows.
+Status baseline_window_scores(TrainState& st, const Dataset& ds, const std::vector<Anchor>& anchors,
+                              std::vector<float>* scores, std::vector<float>* y,
+                              std::vector<float>* m) {
+  const TrainConfig& c = st.cfg;
+  const size_t nh = c.horizons.size(), k = static_cast<size_t>(c.window);
+  y->resize(anchors.size() * k * nh);
+  m->resize(y->size());
+  scores->resize(y->size());
+  std::vector<float> x(k * kFeatureDim);
+  for (size_t i = 0; i < anchors.size(); ++i) {
+    ds.gather(anchors[i], x.data(), y->data() + i * k * nh, m->data() + i * k * nh);
+  }
+  // One scoring call per store (XGBoost loads its model once per call).
+  for (size_t s = 0; s < ds.store_count(); ++s) {
+    std::vector<uint64_t> ends;
+    std::vector<size_t> at;
+    for (size_t i = 0; i < anchors.size(); ++i) {
+      if (anchors[i].store != s) continue;
+      for (size_t p = 0; p < k; ++p) {
+        ends.push_back(anchors[i].start + p * static_cast<uint64_t>(c.stride));
+        at.push_back(i * k + p);
+      }
+    }
+    if (ends.empty()) continue;
+    FXT_ASSIGN_OR_RETURN(std::vector<float> lg,
+                         st.baselines.score(st.model_baseline(), ds.store(s).features.data(), ends,
+                                            c.stride, c.threads));
+    for (size_t r = 0; r < at.size(); ++r) {
+      std::copy_n(lg.data() + r * nh, nh, scores->data() + at[r] * nh);
+    }
+  }
+  return Status::Ok();
+}
+
 Result<ValResult> validate_epoch(TrainState& st, const Dataset& ds, CpuContext& ctx) {
   const TrainConfig& c = st.cfg;
   const int nh = static_cast<int>(c.horizons.size());
   const int k = c.window;
   const std::vector<Anchor> anchors = ds.evaluation_anchors(Split::kValidation);
   if (anchors.empty()) return InvalidInput("the validation split has no clean window");
+  if (!st.perception()) {
+    std::vector<float> sc, yf, mf;
+    FXT_RETURN_IF_ERROR(baseline_window_scores(st, ds, anchors, &sc, &yf, &mf));
+    ValResult r;
+    r.rows = static_cast<int64_t>(sc.size() / static_cast<size_t>(nh));
+    std::vector<uint8_t> labels(yf.size()), mask(mf.size());
+    std::vector<double> sum(static_cast<size_t>(nh), 0.0), cnt(static_cast<size_t>(nh), 0.0);
+    for (size_t i = 0; i < yf.size(); ++i) {
+      labels[i] = yf[i] != 0.0f ? 1 : 0;
+      mask[i] = mf[i] != 0.0f ? 1 : 0;
+      if (mask[i] != 0) {
+        sum[i % static_cast<size_t>(nh)] += bce(sc[i], yf[i]);
+        cnt[i % static_cast<size_t>(nh)] += 1.0;
+      }
+    }
+    double total = 0.0;
+    int defined = 0;
+    for (size_t h = 0; h < static_cast<size_t>(nh); ++h) {
+      const double l = cnt[h] > 0 ? sum[h] / cnt[h] : std::numeric_limits<double>::quiet_NaN();
+      r.loss_h.push_back(l);
+      if (cnt[h] > 0) {
+        total += l;
+        ++defined;
+      }
+    }
+    if (defined > 0) r.loss = total / defined;
+    FXT_ASSIGN_OR_RETURN(r.metrics, compute_metrics(std::span<const float>(sc), labels, mask,
+                                                    c.horizons, ScoreKind::kLogit));
+    return r;
+  }
   const size_t rows_per = static_cast<size_t>(k);
   std::vector<float> x, y, m, dt, scores;
   std::vector<uint8_t> labels, mask;
@@ -559,12 +576,17 @@ Status append_line(const std::string& path, const std::string& line) {
 }
 
 // Scores snapshot `ends` (local indices of one store, features n x 40 standardised) with the
-// inference window ending at each: model logits [n_ends, H] at the last position and, when
-// `bl` is given, the baseline's logits on the snapshot's own features.
-void score_inference(TrainState& st, CpuContext& ctx, const StoreReader& store,
-                     const float* features, const std::vector<uint64_t>& ends,
-                     std::vector<float>* model_logits, std::vector<float>* base_logits) {
+// inference window ending at each: model logits [n_ends, H] at the last position (for a
+// baseline-only run, the model baseline's logits at those snapshots).
+Status score_inference(TrainState& st, CpuContext& ctx, const StoreReader& store,
+                       const float* features, const std::vector<uint64_t>& ends,
+                       std::vector<float>* model_logits) {
   const TrainConfig& c = st.cfg;
+  if (!st.perception()) {
+    FXT_ASSIGN_OR_RETURN(*model_logits, st.baselines.score(st.model_baseline(), features, ends,
+                                                           c.stride, c.threads));
+    return Status::Ok();
+  }
   const int nh = static_cast<int>(c.horizons.size());
   const int k = c.window;
   const size_t batch = scoring_batch(st.net, c);
@@ -592,17 +614,7 @@ void score_inference(TrainState& st, CpuContext& ctx, const StoreReader& store,
     std::copy_n(lg, nb * static_cast<size_t>(nh),
                 model_logits->data() + e0 * static_cast<size_t>(nh));
   }
-  if (base_logits != nullptr && st.baseline) {
-    base_logits->assign(ends.size() * static_cast<size_t>(nh), 0.0f);
-    x.resize(ends.size() * kFeatureDim);
-    for (size_t i = 0; i < ends.size(); ++i) {
-      std::copy_n(features + ends[i] * kFeatureDim, kFeatureDim, x.data() + i * kFeatureDim);
-    }
-    const auto rows = static_cast<int64_t>(ends.size());
-    model::logreg_forward<float>(ctx, st.blc, st.bparams.data(),
-                                 In<float>(x.data(), Shape{rows, kFeatureDim}),
-                                 Out<float>(base_logits->data(), Shape{rows, nh}));
-  }
+  return Status::Ok();
 }
 
 #if FXT_HAVE_CUDA
@@ -649,17 +661,13 @@ class CudaTrainer {
     return step_.take_sums();
   }
 
-  // Device state -> TrainState (parameters, moments, controllers, baseline).
+  // Device state -> TrainState (parameters, moments, controllers).
   Status download(TrainState& st) const {
     const gpu::TrainHostState h = step_.download_state();
     st.params = h.params;
     if (st.kendall) st.log_sigma = h.log_sigma;
     FXT_RETURN_IF_ERROR(st.opt.import_state(h.opt.step, h.opt.m, h.opt.v));
     st.ctrl = gpu::to_model_state(h.controller);
-    if (st.baseline) {
-      st.bparams = h.base_params;
-      FXT_RETURN_IF_ERROR(st.bopt.import_state(h.base_opt.step, h.base_opt.m, h.base_opt.v));
-    }
     return Status::Ok();
   }
 
@@ -689,7 +697,7 @@ class CudaTrainer {
     g.lr_mult_mamba = c.lr_mult_mamba;
     g.lr_mult_cfc = c.lr_mult_cfc;
     g.lr_mult_heads = c.lr_mult_heads;
-    g.baseline = true;
+    g.baseline = false;  // the baselines are fit exactly before training (train/baselines.h)
     g.tf32 = c.tf32;
     return g;
   }
@@ -702,9 +710,6 @@ class CudaTrainer {
     st.opt.export_state(&h.opt.step, &h.opt.m, &h.opt.v);
     h.opt.schedule_step = st.step;
     h.controller = gpu::to_controller_host(st.ctrl);
-    h.base_params = st.bparams;
-    st.bopt.export_state(&h.base_opt.step, &h.base_opt.m, &h.base_opt.v);
-    h.base_opt.schedule_step = st.step;
     step_.upload_state(h);
   }
 
@@ -755,6 +760,7 @@ Status TrainConfig::validate() const {
     return UsageError("--drop-features leaves no feature");
   }
   FXT_RETURN_IF_ERROR(parse_stop_metric(early_stop, horizons).status());
+  FXT_RETURN_IF_ERROR(baselines.validate());
   if (model == ModelKind::kPerception) {
     model::PerceptionConfig pc = perception;
     pc.features = kFeatureDim;
@@ -804,6 +810,7 @@ nlohmann::json TrainConfig::to_json() const {
   j["d_conv"] = perception.d_conv;
   j["head_mid"] = perception.head_mid;
   j["eval_batch"] = eval_batch;
+  j["baselines"] = baselines.to_json();
   return j;
 }
 
@@ -853,6 +860,7 @@ Result<TrainConfig> TrainConfig::from_json(const nlohmann::json& j) {
     c.perception.d_conv = j.at("d_conv").get<int>();
     c.perception.head_mid = j.at("head_mid").get<int>();
     c.eval_batch = j.at("eval_batch").get<int>();
+    FXT_ASSIGN_OR_RETURN(c.baselines, BaselineConfig::from_json(j.at("baselines")));
   } catch (const nlohmann::json::exception& e) {
     return InvalidInput("bad training config: {}", e.what());
   }
@@ -936,6 +944,13 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
     FXT_ASSIGN_OR_RETURN(st->base_rates, train_base_rates(ds, nh));
   }
   ds.standardise_features(st->stats);
+  if (!options.resume) {
+    // The baselines, fit once to convergence on the standardised training rows (a resumed run
+    // keeps those of its checkpoint).
+    const std::string only = st->perception() ? "" : model_kind_name(c.model);
+    FXT_ASSIGN_OR_RETURN(st->baselines,
+                         Baselines::fit(ds, c.horizons, c.baselines, c.threads, only));
+  }
   std::error_code ec;
   fs::create_directories(run_dir, ec);
   if (ec) return IoError("cannot create run directory {}: {}", run_dir, ec.message());
@@ -945,10 +960,6 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
   LossConfig lcfg;
   lcfg.weighting = c.weighting;
   lcfg.trunk_lambda = c.lambda;
-  LossConfig bcfg;
-  bcfg.weighting = model::HorizonWeighting::kUniform;
-  bcfg.trunk_lambda = false;
-  ControllerState bctrl(nh);
   LrSchedule sched;
   sched.peak_lr = c.lr;
   sched.total_steps = c.steps_per_epoch * c.epochs;
@@ -965,7 +976,7 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
   const int b = c.batch, k = c.window;
   const size_t rows = static_cast<size_t>(b) * static_cast<size_t>(k);
   std::vector<float> x(rows * kFeatureDim), y(rows * static_cast<size_t>(nh)), m(y.size());
-  std::vector<float> dlogits(y.size()), blogits(y.size()), lambda_f(static_cast<size_t>(nh));
+  std::vector<float> dlogits(y.size()), lambda_f(static_cast<size_t>(nh));
   std::vector<float> dt(rows);
   const float* dt_or_null = c.cfc_time_real ? dt.data() : nullptr;
   const auto R = static_cast<int64_t>(rows);
@@ -973,10 +984,13 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
 
   nlohmann::json epoch_seconds = nlohmann::json::array();
   int epochs_here = 0;
-  while (!st->stopped && st->epoch < c.epochs &&
+  // A baseline-only run (--model logreg|gbdt) has one "epoch": its fit, then validation.
+  const bool trains = st->perception();
+  const int epochs = trains ? c.epochs : 1;
+  while (!st->stopped && st->epoch < epochs &&
          (options.stop_after_epochs <= 0 || epochs_here < options.stop_after_epochs)) {
     const auto t_epoch = Clock::now();
-    double loss_sum = 0.0, base_loss_sum = 0.0, norm_sum = 0.0, lr = 0.0;
+    double loss_sum = 0.0, norm_sum = 0.0, lr = 0.0;
     std::vector<double> loss_h_sum(static_cast<size_t>(nh), 0.0);
     int64_t skipped = 0;
 #if FXT_HAVE_CUDA
@@ -985,15 +999,15 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
       const gpu::StepSums sums = cuda->run_epoch(c.steps_per_epoch);
       loss_sum = sums.loss;
       norm_sum = sums.grad_norm;
-      base_loss_sum = sums.base_loss;
       skipped = sums.skipped;
-      for (int h = 0; h < nh; ++h) loss_h_sum[static_cast<size_t>(h)] = sums.loss_h[static_cast<size_t>(h)];
+      for (int h = 0; h < nh; ++h)
+        loss_h_sum[static_cast<size_t>(h)] = sums.loss_h[static_cast<size_t>(h)];
       st->step += c.steps_per_epoch;
       lr = sched.lr_at(st->step - 1);
       FXT_RETURN_IF_ERROR(cuda->download(*st));
     }
 #endif
-    for (int64_t i = 0; !use_cuda && i < c.steps_per_epoch; ++i) {
+    for (int64_t i = 0; trains && !use_cuda && i < c.steps_per_epoch; ++i) {
       Rng rng(seed_for_step(c.seed, st->step));
       const std::vector<Anchor> anchors = ds.sample_train(rng, static_cast<size_t>(b));
       for (int j = 0; j < b; ++j) {
@@ -1015,7 +1029,7 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
           st->kendall ? Out<float>(st->dlog_sigma.data(), Shape{nh}) : Out<float>());
       for (int h = 0; h < nh; ++h)
         lambda_f[static_cast<size_t>(h)] = static_cast<float>(out.lambda[static_cast<size_t>(h)]);
-      st->net.backward(ctx, st->params.data(), x.data(), dt_or_null, b, k, c.stride, dlogits.data(),
+      st->net.backward(ctx, st->params.data(), x.data(), dt_or_null, c.stride, dlogits.data(),
                        lambda_f.data(), st->grads.data());
       lr = sched.lr_at(st->step);
       const StepStats ss = st->opt.step(lr);
@@ -1024,23 +1038,6 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
       norm_sum += ss.grad_norm;
       for (int h = 0; h < nh; ++h)
         loss_h_sum[static_cast<size_t>(h)] += out.loss_h[static_cast<size_t>(h)];
-      if (st->baseline) {
-        // The logistic baseline on exactly the same rows (every position of the batch).
-        model::logreg_forward<float>(ctx, st->blc, st->bparams.data(),
-                                     In<float>(x.data(), Shape{R, kFeatureDim}),
-                                     Out<float>(blogits.data(), rh));
-        std::fill(dlogits.begin(), dlogits.end(), 0.0f);
-        const model::LossStepOutputs bo = model::loss_step<float>(
-            bcfg, bctrl, In<float>(blogits.data(), rh), In<float>(y.data(), rh),
-            In<float>(m.data(), rh), In<float>(), Out<float>(dlogits.data(), rh), Out<float>(),
-            /*update_state=*/false);
-        std::fill(st->bgrads.begin(), st->bgrads.end(), 0.0f);
-        model::logreg_backward<float>(
-            ctx, st->blc, st->bparams.data(), In<float>(x.data(), Shape{R, kFeatureDim}),
-            In<float>(dlogits.data(), rh), st->bgrads.data(), Out<float>());
-        st->bopt.step(lr);
-        base_loss_sum += bo.total;
-      }
       ++st->step;
     }
     ++st->epoch;
@@ -1075,20 +1072,17 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
     nlohmann::json line;
     line["epoch"] = st->epoch;
     line["step"] = st->step;
-    line["train_loss"] = num(loss_sum / static_cast<double>(c.steps_per_epoch));
+    const double steps_run = trains ? static_cast<double>(c.steps_per_epoch) : 0.0;
+    line["train_loss"] = num(loss_sum / steps_run);
     nlohmann::json tl = nlohmann::json::array(), vl = nlohmann::json::array(),
                    auc = nlohmann::json::object();
     for (int h = 0; h < nh; ++h) {
-      tl.push_back(
-          num(loss_h_sum[static_cast<size_t>(h)] / static_cast<double>(c.steps_per_epoch)));
+      tl.push_back(num(loss_h_sum[static_cast<size_t>(h)] / steps_run));
       vl.push_back(num(val.loss_h[static_cast<size_t>(h)]));
       auc[fmt::format("h{}", c.horizons[static_cast<size_t>(h)])] =
           num(val.metrics.horizons[static_cast<size_t>(h)].auc);
     }
     line["train_loss_h"] = tl;
-    if (st->baseline) {
-      line["baseline_train_loss"] = num(base_loss_sum / static_cast<double>(c.steps_per_epoch));
-    }
     line["val_loss"] = num(val.loss);
     line["val_loss_h"] = vl;
     line["val_auc"] = auc;
@@ -1107,14 +1101,13 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
     line["controller"] = {
         {"ema", st->ctrl.ema}, {"zmax", st->ctrl.zmax}, {"lambda", lam}, {"sigma", sigma}};
     line["lr"] = lr;
-    line["grad_norm"] = num(norm_sum / static_cast<double>(c.steps_per_epoch));
+    line["grad_norm"] = num(norm_sum / steps_run);
     line["skipped_steps"] = skipped;
     line["improved"] = improved;
     line["seconds"] = secs;
     FXT_RETURN_IF_ERROR(append_line(metrics_path, line.dump()));
     log_info("epoch {} step {}: train {:.5f} val {:.5f} mean AUC {:.4f} ({:.1f} s)", st->epoch,
-             st->step, loss_sum / static_cast<double>(c.steps_per_epoch), val.loss,
-             val.metrics.mean_auc, secs);
+             st->step, loss_sum / steps_run, val.loss, val.metrics.mean_auc, secs);
   }
 
   // RUN_DIR/run.json through the run registry (train/run_record.h, docs/RUNS.md); rewritten by
@@ -1139,6 +1132,7 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
   record.set("steps_completed", st->step);
   record.set("best_epoch", st->best_epoch);
   record.set("stopped_early", st->stopped);
+  record.set("baselines", st->baselines.summary());
   record.set("timings",
              {{"total_seconds", std::chrono::duration<double>(Clock::now() - t_start).count()},
               {"epoch_seconds", epoch_seconds}});
@@ -1186,6 +1180,84 @@ Result<EvalSplit> parse_eval_split(const std::string& name) {
   return UsageError("--split must be test, validation or all (got '{}')", name);
 }
 
+namespace {
+
+// The synthetic market's oracle on evenly spaced rows of an evaluation (EvalOptions::oracle_*):
+// the store must be the one the config generated (one store, as many snapshots as events).
+Result<nlohmann::json> oracle_section(const EvalOptions& o, const Dataset& ds, GlobalRange g,
+                                      const TrainConfig& c, const std::vector<std::string>& names,
+                                      const std::vector<std::vector<float>>& base_scores,
+                                      const std::vector<float>& model_scores,
+                                      const std::vector<uint8_t>& labels,
+                                      const std::vector<uint8_t>& mask,
+                                      const nlohmann::json& comparison) {
+  FXT_ASSIGN_OR_RETURN(std::string text, read_file(o.oracle_config));
+  const auto cj = nlohmann::json::parse(text, nullptr, false);
+  if (cj.is_discarded()) return InvalidInput("{}: not JSON", o.oracle_config);
+  FXT_ASSIGN_OR_RETURN(SynthConfig sc, synth_config_from_json(cj, o.oracle_config));
+  if (ds.store_count() != 1 || ds.store(0).reader.size() != sc.events) {
+    return UsageError(
+        "--oracle {}: the evaluated data must be the one store generated from it ({} events; "
+        "got {} store(s), {} snapshots)",
+        o.oracle_config, sc.events, ds.store_count(), ds.total_snapshots());
+  }
+  if (o.oracle_rows < 1 || o.oracle_paths < 1 || o.oracle_max_horizon < 1) {
+    return UsageError("--oracle-rows, --oracle-paths and --oracle-max-horizon must be >= 1");
+  }
+  const size_t nh = c.horizons.size(), rows = model_scores.size() / nh;
+  const size_t n = std::min<size_t>(rows, static_cast<size_t>(o.oracle_rows));
+  std::vector<size_t> picked;
+  std::vector<uint64_t> events;
+  for (size_t k = 0; k < n; ++k) {
+    const size_t r = k * rows / n;
+    picked.push_back(r);
+    events.push_back(g.begin + r);  // one store: global index = local index
+  }
+  std::vector<int> covered;
+  for (int h : c.horizons) {
+    if (h <= o.oracle_max_horizon) covered.push_back(h);
+  }
+  if (covered.empty()) return UsageError("--oracle-max-horizon is below every horizon");
+  OracleOptions oo;
+  oo.paths = o.oracle_paths;
+  oo.threads = c.threads;
+  Progress progress("oracle", events.size(), "rows");
+  FXT_ASSIGN_OR_RETURN(std::vector<double> op, synth_oracle(sc, events, covered, oo, &progress));
+  progress.finish();
+  // The picked rows of every array, all horizons (NaN oracle where not covered).
+  std::vector<double> oracle(n * nh, std::nan(""));
+  std::vector<float> ms(n * nh), bs(n * nh);
+  std::vector<uint8_t> ys(n * nh), ks(n * nh);
+  std::vector<std::string> best_names(nh);
+  for (size_t h = 0; h < nh; ++h) {
+    best_names[h] = comparison["horizons"][h]["best_baseline"].get<std::string>();
+  }
+  for (size_t k = 0; k < n; ++k) {
+    size_t ci = 0;
+    for (size_t h = 0; h < nh; ++h) {
+      const size_t at = picked[k] * nh + h, to = k * nh + h;
+      const size_t b =
+          static_cast<size_t>(std::find(names.begin(), names.end(), best_names[h]) - names.begin());
+      ms[to] = model_scores[at];
+      bs[to] = base_scores[b][at];
+      ys[to] = labels[at];
+      ks[to] = mask[at];
+      if (c.horizons[h] <= o.oracle_max_horizon) oracle[to] = op[k * covered.size() + ci++];
+    }
+  }
+  BootstrapOptions bo;
+  bo.replicates = 200;
+  bo.threads = c.threads;
+  const auto spacing = static_cast<int64_t>(std::max<size_t>(1, rows / n));
+  FXT_ASSIGN_OR_RETURN(nlohmann::json out, compare_with_oracle(oracle, ms, bs, best_names, ys, ks,
+                                                               c.horizons, spacing, bo));
+  out["paths"] = o.oracle_paths;
+  out["config"] = o.oracle_config;
+  return out;
+}
+
+}  // namespace
+
 Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
                                 const std::vector<std::string>& store_dirs,
                                 const EvalOptions& options, EvalRows* rows) {
@@ -1212,7 +1284,9 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
   if (options.split == EvalSplit::kValidation) g = ds.range(Split::kValidation);
 
   CpuContext ctx(c.threads);
-  std::vector<float> model_scores, base_scores, ml, bl;
+  const std::vector<FittedBaseline>& fitted = st->baselines.fitted();
+  std::vector<float> model_scores, ml;
+  std::vector<std::vector<float>> base_scores(fitted.size());
   std::vector<uint8_t> labels, mask;
   for (size_t i = 0; i < ds.store_count(); ++i) {
     const Dataset::Store& s = ds.store(i);
@@ -1221,9 +1295,13 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
     if (lo >= hi) continue;
     std::vector<uint64_t> ends;
     for (uint64_t t = lo; t < hi; ++t) ends.push_back(t - s.offset);
-    score_inference(*st, ctx, s.reader, s.features.data(), ends, &ml, &bl);
+    FXT_RETURN_IF_ERROR(score_inference(*st, ctx, s.reader, s.features.data(), ends, &ml));
     model_scores.insert(model_scores.end(), ml.begin(), ml.end());
-    if (st->baseline) base_scores.insert(base_scores.end(), bl.begin(), bl.end());
+    for (size_t b = 0; b < fitted.size(); ++b) {
+      FXT_ASSIGN_OR_RETURN(std::vector<float> bl,
+                           st->baselines.score(b, s.features.data(), ends, c.stride, c.threads));
+      base_scores[b].insert(base_scores[b].end(), bl.begin(), bl.end());
+    }
     const size_t r0 = static_cast<size_t>(ends.front()) * static_cast<size_t>(nh);
     const size_t r1 = static_cast<size_t>(ends.back() + 1) * static_cast<size_t>(nh);
     labels.insert(labels.end(), s.labels.y.begin() + static_cast<std::ptrdiff_t>(r0),
@@ -1239,13 +1317,17 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
   }
   FXT_ASSIGN_OR_RETURN(Metrics mm, compute_metrics(std::span<const float>(model_scores), labels,
                                                    mask, c.horizons, ScoreKind::kLogit));
-  Metrics lm = mm;  // with --model logreg the model is the logistic baseline
-  if (st->baseline) {
-    FXT_ASSIGN_OR_RETURN(lm, compute_metrics(std::span<const float>(base_scores), labels, mask,
-                                             c.horizons, ScoreKind::kLogit));
+  nlohmann::json baseline_metrics = nlohmann::json::object();
+  std::vector<std::string> names;
+  for (size_t b = 0; b < fitted.size(); ++b) {
+    names.push_back(fitted[b].name);
+    FXT_ASSIGN_OR_RETURN(Metrics m, compute_metrics(std::span<const float>(base_scores[b]), labels,
+                                                    mask, c.horizons, ScoreKind::kLogit));
+    baseline_metrics[fitted[b].name] = m.to_json();
   }
   FXT_ASSIGN_OR_RETURN(Metrics bm, base_rate_metrics(st->base_rates, labels, mask, c.horizons));
   nlohmann::json ci = nlohmann::json::object();
+  nlohmann::json comparison;
   if (options.bootstrap > 0) {
     BootstrapOptions bo;
     bo.replicates = options.bootstrap;
@@ -1255,14 +1337,24 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
                          bootstrap_metrics(std::span<const float>(model_scores), labels, mask,
                                            c.horizons, ScoreKind::kLogit, bo));
     ci["model"] = mb.to_json();
-    if (st->baseline) {
+    for (size_t b = 0; b < fitted.size(); ++b) {
       FXT_ASSIGN_OR_RETURN(BootstrapResult lb,
-                           bootstrap_metrics(std::span<const float>(base_scores), labels, mask,
+                           bootstrap_metrics(std::span<const float>(base_scores[b]), labels, mask,
                                              c.horizons, ScoreKind::kLogit, bo));
-      ci["logreg"] = lb.to_json();
-    } else {
-      ci["logreg"] = ci["model"];
+      ci[fitted[b].name] = lb.to_json();
     }
+    if (!fitted.empty()) {
+      FXT_ASSIGN_OR_RETURN(comparison, compare_with_baselines(model_scores, names, base_scores,
+                                                              labels, mask, c.horizons, bo));
+    }
+  }
+  nlohmann::json oracle;
+  if (!options.oracle_config.empty()) {
+    if (!comparison.is_object()) {
+      return UsageError("--oracle needs the baselines and bootstrap intervals (--bootstrap > 0)");
+    }
+    FXT_ASSIGN_OR_RETURN(oracle, oracle_section(options, ds, g, c, names, base_scores, model_scores,
+                                                labels, mask, comparison));
   }
   nlohmann::json j;
   j["checkpoint"] = checkpoint_path;
@@ -1278,14 +1370,18 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
   j["device"] = backend_name(use_cuda);
   j["base_rates"] = st->base_rates;
   j["model"] = mm.to_json();
-  j["logreg"] = lm.to_json();
+  j["baselines"] = baseline_metrics;
+  j["baseline_fits"] = st->baselines.summary(/*with_timings=*/false);
   j["base_rate"] = bm.to_json();
   j["bootstrap"] = ci;
+  j["vs_best_baseline"] = comparison;
+  if (!oracle.is_null()) j["oracle"] = oracle;
   if (rows != nullptr) {
     rows->horizons = c.horizons;
     rows->base_rates = st->base_rates;
-    rows->logreg_logits = st->baseline ? std::move(base_scores) : model_scores;
     rows->model_logits = std::move(model_scores);
+    rows->baseline_names = std::move(names);
+    rows->baseline_logits = std::move(base_scores);
     rows->labels = std::move(labels);
     rows->mask = std::move(mask);
   }
@@ -1321,7 +1417,7 @@ Status predict(const std::string& checkpoint_path, const std::string& store_dir,
   for (uint64_t t0 = 0; t0 < n; t0 += kChunk) {
     ends.clear();
     for (uint64_t t = t0; t < std::min(n, t0 + kChunk); ++t) ends.push_back(t);
-    score_inference(*st, ctx, store, features.data(), ends, &logits, nullptr);
+    FXT_RETURN_IF_ERROR(score_inference(*st, ctx, store, features.data(), ends, &logits));
     for (size_t i = 0; i < ends.size(); ++i) {
       line.clear();
       fmt::format_to(std::back_inserter(line), "{}", store.ts_ns[ends[i]]);

@@ -8,9 +8,10 @@
 // JSON line to RUN_DIR/metrics.jsonl, writes last.ckpt (and best.ckpt when the early-stopping
 // metric improved) and stops early after `patience` epochs without improvement.
 //
-// With the perception model a logistic-regression baseline is trained alongside on exactly the
-// same rows (every position of every training batch, its own AdamW, uniform weighting) and saved
-// in the checkpoint as "logreg.*", so evaluate() scores it on the rows the model is scored on.
+// Before the first step the baselines (train/baselines.h: exact L2 logistic regression and XGBoost
+// trees, each on the snapshot's features and on lagged features) are fit to convergence on the
+// training rows, independently of the model, and saved in every checkpoint, so evaluate() scores
+// them on exactly the rows the model is scored on.
 //
 // Reproducibility: the anchors of global step s come from Rng(seed_for_step(seed, s)), so the
 // sampler has no state to save; everything else that the next step reads (parameters, moments,
@@ -33,12 +34,15 @@
 #include "features/sequences.h"
 #include "model/loss.h"
 #include "model/perception.h"
+#include "train/baselines.h"
 #include "train/checkpoint.h"
 
 namespace fxt {
 
-enum class ModelKind { kPerception, kLogReg };
-const char* model_kind_name(ModelKind k);  // "perception", "logreg"
+// kLogReg / kGbdt: a baseline-only run (`--model logreg|gbdt`): the baselines of that family are
+// fit (train/baselines.h) and the model is the one on the snapshot's own features.
+enum class ModelKind { kPerception, kLogReg, kGbdt };
+const char* model_kind_name(ModelKind k);  // "perception", "logreg", "gbdt"
 
 struct TrainConfig {
   uint64_t seed = 1;
@@ -66,6 +70,7 @@ struct TrainConfig {
   int patience = 5;                     // epochs without improvement; 0 = never stop early
   ModelKind model = ModelKind::kPerception;
   model::PerceptionConfig perception;  // features and horizons are set from the data config
+  BaselineConfig baselines;            // fit once before training (DESIGN §6)
   int eval_batch = 64;                 // windows per forward pass when scoring
   int threads = 1;                     // CPU threads (results do not depend on it)
   // Backend (not part of the saved config): "auto" = the CUDA backend when it is built and a GPU
@@ -109,23 +114,35 @@ struct EvalOptions {
   int bootstrap = 200;  // block-bootstrap replicates for confidence intervals; 0 = none
   uint64_t bootstrap_seed = 1;
   std::string device = "auto";  // as TrainConfig::device
+  // The synthetic market's oracle (data/synth_oracle.h): the OUT.synth.json that `fxt synth
+  // --latent` wrote for the evaluated store; empty = none. Computed on oracle_rows evenly spaced
+  // rows of the evaluated ones, for horizons <= oracle_max_horizon (Monte Carlo cost grows
+  // with the horizon), by oracle_paths continuations each.
+  std::string oracle_config;
+  int oracle_rows = 2000;
+  int oracle_paths = 64;
+  int oracle_max_horizon = 1000;
 };
 
-// The rows evaluate() scored, in time order, row-major [rows][H]: the model's and the logistic
-// baseline's logits (the same with --model logreg), labels and masks (0/1), and the training
-// base rate per horizon. fxt cv pools these over folds (src/train/cv.h).
+// The rows evaluate() scored, in time order, row-major [rows][H]: the model's and each
+// baseline's logits, labels and masks (0/1), and the training base rate per horizon. fxt cv
+// pools these over folds (src/train/cv.h).
 struct EvalRows {
   std::vector<int> horizons;
   std::vector<double> base_rates;
-  std::vector<float> model_logits, logreg_logits;
+  std::vector<float> model_logits;
+  std::vector<std::string> baseline_names;
+  std::vector<std::vector<float>> baseline_logits;  // one [rows][H] array per baseline
   std::vector<uint8_t> labels, mask;
   size_t rows() const { return horizons.empty() ? 0 : labels.size() / horizons.size(); }
 };
 
 // DESIGN §6: scores every snapshot of the chosen split (of the checkpoint's split config over
 // store_dirs; empty = the training stores) with the inference window ending at it; per-horizon
-// metrics for the model, the logistic baseline and the base-rate predictor on the same rows,
-// and block-bootstrap confidence intervals (block = the largest horizon) for model and baseline.
+// metrics for the model, every baseline and the base-rate predictor on the same rows,
+// block-bootstrap confidence intervals (block = the largest horizon), and per horizon the best
+// baseline (the highest AUC on these rows: conservative) with the paired interval of
+// model - best baseline and a verdict (baseline_comparison()).
 // When `rows` is given it also receives the scored rows (the JSON is the same either way).
 Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
                                 const std::vector<std::string>& store_dirs,

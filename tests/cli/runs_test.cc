@@ -19,7 +19,7 @@ using test::run_fxt;
 
 const char* kSmall =
     " --epochs 2 --steps-per-epoch 3 --batch 8 --seq 16 --horizons 10,30 --d-model 32"
-    " --d-state 8 --head-dim 32 --head-mid 16 --warmup 2 --eval-batch 32";
+    " --d-state 8 --head-dim 32 --head-mid 16 --warmup 2 --eval-batch 32 --baseline-max-rows 2000";
 
 nlohmann::json json_of(const std::string& path) {
   auto text = read_file(path);
@@ -100,10 +100,11 @@ TEST_F(RunsCliTest, EvalRunDirWritesEvalJsonAndMetrics) {
   EXPECT_EQ(j["config"]["checkpoint_checksum"],
             fmt::format("crc32:{:08x}", crc32_update(0, ck->data(), ck->size())));
   EXPECT_EQ(j["inputs"].size(), 1u);
-  for (const char* who : {"model", "logreg"}) {
-    EXPECT_EQ(j["metrics"][who]["mean_auc"], ev[who]["mean_auc"]) << who;
-    EXPECT_EQ(j["metrics"][who]["auc_h10"], ev[who]["horizons"][0]["auc"]) << who;
-    EXPECT_EQ(j["metrics"][who]["auc_h30"], ev[who]["horizons"][1]["auc"]) << who;
+  for (const std::string who : {"model", "logreg", "gbdt"}) {
+    const nlohmann::json& p = who == "model" ? ev[who] : ev["baselines"][who];
+    EXPECT_EQ(j["metrics"][who]["mean_auc"], p["mean_auc"]) << who;
+    EXPECT_EQ(j["metrics"][who]["auc_h10"], p["horizons"][0]["auc"]) << who;
+    EXPECT_EQ(j["metrics"][who]["auc_h30"], p["horizons"][1]["auc"]) << who;
   }
 }
 

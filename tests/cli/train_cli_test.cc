@@ -18,7 +18,7 @@ using test::run_fxt;
 
 const char* kSmall =
     " --epochs 2 --steps-per-epoch 3 --batch 8 --seq 16 --horizons 10,30 --d-model 32"
-    " --d-state 8 --head-dim 32 --head-mid 16 --warmup 2 --eval-batch 32";
+    " --d-state 8 --head-dim 32 --head-mid 16 --warmup 2 --eval-batch 32 --baseline-max-rows 2000";
 
 // One error line: "fxt: error: ..." and nothing else.
 void expect_one_line_error(const test::CommandResult& r) {
@@ -52,9 +52,11 @@ TEST_F(TrainCliTest, TrainEvalPredictEndToEnd) {
   ASSERT_TRUE(text.ok());
   const auto j = nlohmann::json::parse(*text);
   EXPECT_EQ(j["split"], "test");
-  for (const char* who : {"model", "logreg", "base_rate"}) {
-    EXPECT_EQ(j[who]["horizons"].size(), 2u) << who;
+  for (const char* who : {"model", "base_rate"}) EXPECT_EQ(j[who]["horizons"].size(), 2u) << who;
+  for (const char* who : {"logreg", "logreg_lags", "gbdt", "gbdt_lags"}) {
+    EXPECT_EQ(j["baselines"][who]["horizons"].size(), 2u) << who;
   }
+  EXPECT_EQ(j["vs_best_baseline"]["horizons"].size(), 2u);
   EXPECT_DOUBLE_EQ(j["base_rate"]["horizons"][0]["auc"].get<double>(), 0.5);
 
   auto p = run_fxt("predict -q --checkpoint " + run + "/best.ckpt --store " + dir_ +

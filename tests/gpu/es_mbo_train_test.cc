@@ -64,10 +64,12 @@ TEST(GpuEndToEnd, EsMboStoreMatchesTheCpuBackend) {
       EXPECT_NEAR(tg, tc, 1e-3 * std::abs(tc)) << mode << " epoch " << ep + 1;
     }
     EXPECT_EQ(eval[0]["rows"], eval[1]["rows"]);
-    for (const char* who : {"model", "logreg"}) {
+    for (const std::string who : {"model", "logreg"}) {
       for (size_t h = 0; h < 2; ++h) {
-        const auto& c = eval[0][who]["horizons"][h];
-        const auto& g = eval[1][who]["horizons"][h];
+        const auto& c = who == "model" ? eval[0][who]["horizons"][h]
+                                       : eval[0]["baselines"][who]["horizons"][h];
+        const auto& g = who == "model" ? eval[1][who]["horizons"][h]
+                                       : eval[1]["baselines"][who]["horizons"][h];
         EXPECT_NEAR(g["auc"].get<double>(), c["auc"].get<double>(), 2e-3) << mode << " " << who;
         EXPECT_NEAR(g["log_loss"].get<double>(), c["log_loss"].get<double>(),
                     1e-3 * c["log_loss"].get<double>())

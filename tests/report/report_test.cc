@@ -133,7 +133,8 @@ TEST(ReportHtml, EscapingAndNumbers) {
 
 const char* kSmallModel =
     " --epochs 3 --steps-per-epoch 4 --batch 8 --seq 16 --horizons 30,100 --d-model 32"
-    " --d-state 8 --head-dim 32 --head-mid 16 --warmup 2 --eval-batch 64 --threads 2";
+    " --d-state 8 --head-dim 32 --head-mid 16 --warmup 2 --eval-batch 64 --threads 2"
+    " --baseline-max-rows 2000";
 
 std::string read_text(const std::string& path) {
   auto text = read_file(path);
@@ -183,7 +184,7 @@ std::vector<std::string> expected_ids() {
   for (const char* n : {"loss", "val-auc", "sigma", "lambda", "epochs", "config"}) {
     ids.push_back(std::string("sec1-") + n);
   }
-  for (const char* n : {"metrics", "lift", "auc", "lift-chart", "reliability-h30",
+  for (const char* n : {"metrics", "baselines", "lift", "auc", "lift-chart", "reliability-h30",
                         "reliability-h100", "reliability-table-h30", "reliability-table-h100"}) {
     ids.push_back(std::string("sec2-") + n);
   }
@@ -506,6 +507,11 @@ void check_in_chromium(const std::string& chromium, const std::string& html_path
   EXPECT_EQ(count_of(dom, "<table class=\"fxt-table\""),
             count_of(html, "<table class=\"fxt-table\""));
   EXPECT_EQ(dom_ids, chart_and_table_ids(html));
+  // The verdict lines (docs/BASELINES.md) are in the rendered page, one per horizon.
+  EXPECT_EQ(count_of(dom, "<li class=\"fxt-verdict fxt-verdict-"),
+            count_of(html, "<li class=\"fxt-verdict fxt-verdict-"));
+  EXPECT_EQ(count_of(dom, "model beats the best baseline ("),
+            count_of(html, "<li class=\"fxt-verdict fxt-verdict-"));
 }
 
 TEST(ReportChromium, RendersEveryChartAndTable) {
@@ -519,6 +525,8 @@ TEST(ReportChromium, RendersEveryChartAndTable) {
                    f.cv + " --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   check_in_chromium(chromium, out, expected_ids());
+  // Two horizons in the evaluation and two in the CV: four verdict lines.
+  EXPECT_EQ(count_of(read_text(out), "<li class=\"fxt-verdict fxt-verdict-"), 4u);
 }
 
 // ---- the real ES MBO store --------------------------------------------------------------------

@@ -412,7 +412,8 @@ TEST(CvRows, RoundTripAndCorruption) {
   r.horizons = {10, 30};
   r.base_rates = {0.25, 0.5};
   r.model_logits = {0.5f, -1.0f, std::nanf(""), 2.0f, 1e-30f, -0.0f};
-  r.logreg_logits = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
+  r.baseline_names = {"logreg", "gbdt_lags"};
+  r.baseline_logits = {{0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f}, {1, 2, 3, 4, 5, 6}};
   r.labels = {1, 0, 1, 1, 0, 0};
   r.mask = {1, 1, 0, 1, 1, 0};
   const std::string path = test::scratch_dir() + "/rows.bin";
@@ -424,7 +425,8 @@ TEST(CvRows, RoundTripAndCorruption) {
   EXPECT_EQ(back->base_rates, r.base_rates);
   EXPECT_EQ(back->labels, r.labels);
   EXPECT_EQ(back->mask, r.mask);
-  EXPECT_EQ(back->logreg_logits, r.logreg_logits);
+  EXPECT_EQ(back->baseline_names, r.baseline_names);
+  EXPECT_EQ(back->baseline_logits, r.baseline_logits);
   for (size_t i = 0; i < 6; ++i) {
     EXPECT_EQ(std::memcmp(&back->model_logits[i], &r.model_logits[i], sizeof(float)), 0) << i;
   }
@@ -487,6 +489,8 @@ class CvRun : public ::testing::Test {
     t.perception.head_mid = 16;
     t.eval_batch = 64;
     t.threads = 2;
+    t.baselines.max_fit_rows = 1000;
+    t.baselines.gbdt_params.max_rounds = 30;
     c.plan.folds = 2;
     c.bootstrap = 20;
     return c;
@@ -550,8 +554,15 @@ TEST_F(CvRun, WritesPlanFoldsPooledResultsAndRunRecord) {
   }
   EXPECT_EQ(cv["pooled"]["rows"].get<uint64_t>(), rows);
   ASSERT_EQ(cv["comparison"].size(), 2u);
-  for (const auto& c : cv["comparison"]) {
-    const double am = c["model_auc"].get<double>(), al = c["logreg_auc"].get<double>();
+  for (size_t h = 0; h < 2; ++h) {
+    const auto& c = cv["comparison"][h];
+    const double am = c["model_auc"].get<double>(), al = c["best_baseline_auc"].get<double>();
+    // The best baseline is the pooled AUC's best of the four.
+    const std::string best = c["best_baseline"];
+    EXPECT_DOUBLE_EQ(al, cv["pooled"]["baselines"][best]["horizons"][h]["auc"].get<double>());
+    for (const auto& [name, m] : cv["pooled"]["baselines"].items()) {
+      EXPECT_LE(m["horizons"][h]["auc"].get<double>(), al) << name;
+    }
     EXPECT_NEAR(c["diff"].get<double>(), am - al, 1e-15);
     EXPECT_LE(c["model_auc_ci"][0].get<double>(), c["model_auc_ci"][1].get<double>());
     EXPECT_LE(c["diff_ci"][0].get<double>(), c["diff_ci"][1].get<double>());
@@ -563,7 +574,7 @@ TEST_F(CvRun, WritesPlanFoldsPooledResultsAndRunRecord) {
   for (size_t h = 0; h < 2; ++h) {
     int wins = 0;
     for (const auto& f : cv["per_fold"]) {
-      wins += f["auc"]["model"][h].get<double>() > f["auc"]["logreg"][h].get<double>() ? 1 : 0;
+      wins += f["auc"]["model"][h].get<double>() > f["auc"]["best_baseline"][h].get<double>();
     }
     EXPECT_EQ(cv["comparison"][h]["folds_model_wins"], wins);
   }
@@ -671,7 +682,8 @@ TEST_F(CvRun, CommandLinePrintsTheTableAndRejectsImpossiblePlans) {
   for (const auto& s : *stores_) stores += " --store " + s;
   const std::string flags =
       " --seed 3 --epochs 1 --steps-per-epoch 2 --batch 8 --seq 16 --horizons 10,30 --warmup 1"
-      " --d-model 32 --d-state 8 --head-dim 32 --head-mid 16 --bootstrap 10 --threads 2";
+      " --d-model 32 --d-state 8 --head-dim 32 --head-mid 16 --bootstrap 10 --threads 2"
+      " --baseline-max-rows 2000";
   const std::string out = test::scratch_dir() + "/cv";
   auto r = test::run_fxt("cv" + stores + " --folds 1 --scheme expanding --embargo 4" + flags +
                          " --out " + out);
@@ -680,7 +692,8 @@ TEST_F(CvRun, CommandLinePrintsTheTableAndRejectsImpossiblePlans) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("pooled over 1 folds"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("model - logreg"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("model - best"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("h10: model beats the best baseline ("), std::string::npos) << r.output;
   for (const char* f : {"/plan.json", "/cv.json", "/run.json", "/fold_0/eval.json"}) {
     EXPECT_TRUE(fs::exists(out + f)) << f;
   }

@@ -55,6 +55,8 @@ class TrainerTest : public ::testing::Test {
     c.perception.head_dim = 32;
     c.perception.head_mid = 16;
     c.eval_batch = 32;
+    c.baselines.max_fit_rows = 2000;  // quick fits on the small store
+    c.baselines.gbdt_params.max_rounds = 40;
     return c;
   }
 
@@ -124,7 +126,8 @@ TEST_F(TrainerTest, WritesMetricsCheckpointsAndRunJson) {
     auto ck = read_checkpoint(run + name);
     ASSERT_TRUE(ck.ok()) << ck.status().message();
     for (const char* t :
-         {"varsel.weight", "adam.m/varsel.weight", "logreg.weight", "adam.v/logreg.bias"}) {
+         {"varsel.weight", "adam.m/varsel.weight", "baseline.logreg.weight",
+          "baseline.logreg_lags.bias"}) {
       EXPECT_NE(ck->find(t), nullptr) << t;
     }
     EXPECT_EQ(ck->config, small_config().to_json());
@@ -225,8 +228,9 @@ TEST_F(TrainerTest, EvaluateScoresModelBaselineAndBaseRateOnTheSameRows) {
   EXPECT_EQ((*j)["split"], "test");
   const int64_t rows = (*j)["rows"];
   EXPECT_GT(rows, 2000);  // every snapshot of the test split (about 15% of 20000)
-  for (const char* who : {"model", "logreg", "base_rate"}) {
-    const auto& hs = (*j)[who]["horizons"];
+  for (const std::string who : {"model", "logreg", "logreg_lags", "base_rate"}) {
+    const auto& hs = who.starts_with("logreg") ? (*j)["baselines"][who]["horizons"]
+                                               : (*j)[who]["horizons"];
     ASSERT_EQ(hs.size(), 2u) << who;
     EXPECT_EQ(hs[0]["horizon"], 10);
     EXPECT_EQ(hs[1]["horizon"], 30);
@@ -240,6 +244,13 @@ TEST_F(TrainerTest, EvaluateScoresModelBaselineAndBaseRateOnTheSameRows) {
   }
   EXPECT_DOUBLE_EQ((*j)["base_rate"]["horizons"][0]["auc"].get<double>(), 0.5);
   EXPECT_DOUBLE_EQ((*j)["base_rate"]["horizons"][1]["auc"].get<double>(), 0.5);
+  // The comparison with the best baseline: one verdict line per horizon.
+  ASSERT_EQ((*j)["vs_best_baseline"]["horizons"].size(), 2u);
+  for (const auto& e : (*j)["vs_best_baseline"]["horizons"]) {
+    EXPECT_TRUE(e["diff_ci"][0].is_number()) << e.dump();
+    EXPECT_NE(e["line"].get<std::string>().find("model beats the best baseline"),
+              std::string::npos);
+  }
   // Block-bootstrap intervals (blocks of the largest horizon) for model and baseline.
   for (const char* who : {"model", "logreg"}) {
     const auto& b = (*j)["bootstrap"][who];
@@ -247,7 +258,10 @@ TEST_F(TrainerTest, EvaluateScoresModelBaselineAndBaseRateOnTheSameRows) {
     EXPECT_EQ(b["block_rows"], 30);
     EXPECT_EQ(b["replicates"], 200);
   }
-  auto all = evaluate(run + "/best.ckpt", {store()}, EvalOptions{EvalSplit::kAll, {}, 1, 0, 1});
+  EvalOptions all_rows;
+  all_rows.split = EvalSplit::kAll;
+  all_rows.bootstrap = 0;
+  auto all = evaluate(run + "/best.ckpt", {store()}, all_rows);
   ASSERT_TRUE(all.ok());
   EXPECT_EQ((*all)["rows"], 20000);
   EvalOptions bad;
@@ -262,11 +276,12 @@ TEST_F(TrainerTest, LogRegModelTrainsAndEvaluates) {
   ASSERT_TRUE(train(c, {store()}, run).ok());
   auto ck = read_checkpoint(run + "/last.ckpt");
   ASSERT_TRUE(ck.ok());
-  EXPECT_NE(ck->find("logreg.weight"), nullptr);
+  EXPECT_NE(ck->find("baseline.logreg.weight"), nullptr);
+  EXPECT_EQ(ck->find("baseline.gbdt.h0"), nullptr);  // only the logistic family is fit
   EXPECT_EQ(ck->find("varsel.weight"), nullptr);
   auto j = evaluate(run + "/best.ckpt", {});
   ASSERT_TRUE(j.ok()) << j.status().message();
-  EXPECT_EQ((*j)["model"], (*j)["logreg"]);  // the model is the baseline
+  EXPECT_EQ((*j)["model"], (*j)["baselines"]["logreg"]);  // the model is the baseline
 }
 
 TEST_F(TrainerTest, PredictWritesOneRowPerSnapshot) {

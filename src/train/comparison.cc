@@ -1,0 +1,149 @@
+#include "train/comparison.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "train/cv.h"
+
+namespace fxt {
+namespace {
+
+nlohmann::json num(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+nlohmann::json interval(const Interval& i) {
+  return nlohmann::json::array({num(i.lo), num(i.hi)});
+}
+double get(const nlohmann::json& j) {
+  return j.is_number() ? j.get<double>() : std::nan("");
+}
+
+}  // namespace
+
+std::string verdict_line(const nlohmann::json& e) {
+  const double d = get(e.value("diff", nlohmann::json())), lo = get(e["diff_ci"][0]),
+               hi = get(e["diff_ci"][1]);
+  std::string tail;
+  if (e.value("verdict", "") != "yes") {
+    tail = hi < 0 ? " (the baseline is better)" : " (within noise)";
+  }
+  return fmt::format(
+      "h{}: model beats the best baseline ({} {:.4f}): {}, {:+.4f} [{:+.4f}, {:+.4f}]{}",
+      e.value("horizon", 0), e.value("best_baseline", std::string("?")),
+      get(e.value("best_baseline_auc", nlohmann::json())), e.value("verdict", std::string("no")), d,
+      lo, hi, tail);
+}
+
+Result<nlohmann::json> compare_with_baselines(
+    std::span<const float> model, const std::vector<std::string>& names,
+    const std::vector<std::vector<float>>& baselines, std::span<const uint8_t> labels,
+    std::span<const uint8_t> mask, std::span<const int> horizons, const BootstrapOptions& options) {
+  const size_t nh = horizons.size();
+  if (baselines.empty() || names.size() != baselines.size()) {
+    return InvalidInput("compare_with_baselines: {} names for {} baselines", names.size(),
+                        baselines.size());
+  }
+  for (const std::vector<float>& b : baselines) {
+    if (b.size() != model.size()) {
+      return InvalidInput("compare_with_baselines: {} baseline scores for {} model scores",
+                          b.size(), model.size());
+    }
+  }
+  // AUC of every baseline per horizon; the best one's scores form one composite array.
+  std::vector<size_t> best(nh, 0);
+  std::vector<double> best_auc(nh, -1.0);
+  for (size_t i = 0; i < baselines.size(); ++i) {
+    FXT_ASSIGN_OR_RETURN(Metrics m, compute_metrics(std::span<const float>(baselines[i]), labels,
+                                                    mask, horizons, ScoreKind::kLogit));
+    for (size_t h = 0; h < nh; ++h) {
+      const double a = m.horizons[h].auc;
+      if (std::isfinite(a) && a > best_auc[h]) {
+        best_auc[h] = a;
+        best[h] = i;
+      }
+    }
+  }
+  std::vector<float> composite(model.size());
+  for (size_t r = 0; r < model.size() / nh; ++r) {
+    for (size_t h = 0; h < nh; ++h) composite[r * nh + h] = baselines[best[h]][r * nh + h];
+  }
+  FXT_ASSIGN_OR_RETURN(PairedAucResult p,
+                       paired_auc_bootstrap(model, composite, labels, mask, horizons, options));
+  nlohmann::json out;
+  nlohmann::json hs = nlohmann::json::array();
+  double sum_m = 0, sum_b = 0;
+  int defined = 0;
+  for (size_t h = 0; h < nh; ++h) {
+    const PairedAucHorizon& ph = p.horizons[h];
+    nlohmann::json e = {{"horizon", horizons[h]},
+                        {"model_auc", num(ph.auc_a)},
+                        {"best_baseline", names[best[h]]},
+                        {"best_baseline_auc", num(ph.auc_b)},
+                        {"diff", num(ph.diff)},
+                        {"diff_ci", interval(ph.d)},
+                        {"model_ci", interval(ph.a)},
+                        {"best_baseline_ci", interval(ph.b)},
+                        {"verdict", std::isfinite(ph.d.lo) && ph.d.lo > 0 ? "yes" : "no"}};
+    e["line"] = verdict_line(e);
+    hs.push_back(e);
+    if (std::isfinite(ph.diff)) {
+      sum_m += ph.auc_a;
+      sum_b += ph.auc_b;
+      ++defined;
+    }
+  }
+  out["horizons"] = hs;
+  out["mean"] = {{"model_auc", num(defined > 0 ? sum_m / defined : std::nan(""))},
+                 {"best_baseline_auc", num(defined > 0 ? sum_b / defined : std::nan(""))},
+                 {"diff", num(p.mean_diff)},
+                 {"diff_ci", interval(p.mean_d)}};
+  out["block_rows"] = p.block_rows;
+  out["replicates"] = p.replicates;
+  return out;
+}
+
+Result<nlohmann::json> compare_with_oracle(
+    std::span<const double> oracle, std::span<const float> model,
+    std::span<const float> best_baseline, const std::vector<std::string>& best_names,
+    std::span<const uint8_t> labels, std::span<const uint8_t> mask, std::span<const int> horizons,
+    int64_t row_spacing, const BootstrapOptions& options) {
+  const size_t nh = horizons.size();
+  std::vector<int> block_horizons;
+  for (int h : horizons) {
+    block_horizons.push_back(static_cast<int>(std::max<int64_t>(
+        1, (h + std::max<int64_t>(row_spacing, 1) - 1) / std::max<int64_t>(row_spacing, 1))));
+  }
+  // The oracle as logits (clamped so a unanimous 0 or 1 stays finite and keeps its rank).
+  std::vector<float> ol(oracle.size());
+  for (size_t i = 0; i < oracle.size(); ++i) {
+    const double p = std::clamp(oracle[i], 1e-6, 1 - 1e-6);
+    ol[i] = std::isnan(oracle[i]) ? std::nanf("") : static_cast<float>(std::log(p / (1 - p)));
+  }
+  FXT_ASSIGN_OR_RETURN(PairedAucResult om,
+                       paired_auc_bootstrap(ol, model, labels, mask, block_horizons, options));
+  FXT_ASSIGN_OR_RETURN(Metrics bm,
+                       compute_metrics(best_baseline, labels, mask, horizons, ScoreKind::kLogit));
+  nlohmann::json hs = nlohmann::json::array();
+  for (size_t h = 0; h < nh; ++h) {
+    const PairedAucHorizon& p = om.horizons[h];
+    if (std::isnan(p.auc_a)) continue;  // a horizon the oracle did not cover
+    const double b = bm.horizons[h].auc;
+    const double gap = p.auc_a - b;
+    const double recovered = gap > 0 ? (p.auc_b - b) / gap : std::nan("");
+    nlohmann::json e = {{"horizon", horizons[h]},      {"oracle_auc", num(p.auc_a)},
+                        {"oracle_ci", interval(p.a)},  {"model_auc", num(p.auc_b)},
+                        {"model_ci", interval(p.b)},   {"best_baseline", best_names[h]},
+                        {"best_baseline_auc", num(b)}, {"gap_recovered", num(recovered)}};
+    e["line"] = fmt::format(
+        "h{}: oracle {:.4f} [{:.4f}, {:.4f}] | model {:.4f} | best baseline ({}) {:.4f} | the "
+        "model recovers {} of the gap",
+        horizons[h], p.auc_a, p.a.lo, p.a.hi, p.auc_b, best_names[h], b,
+        std::isfinite(recovered) ? fmt::format("{:.0f}%", 100 * recovered) : std::string("n/a"));
+    hs.push_back(e);
+  }
+  return nlohmann::json{{"rows", labels.size() / nh}, {"horizons", hs}};
+}
+
+}  // namespace fxt

@@ -1,0 +1,49 @@
+// Model against its baselines on the same rows (DESIGN §6): which baseline is best at each
+// horizon, model - best baseline with a paired block-bootstrap interval, and a plain verdict.
+//
+// The best baseline of a horizon is the one with the highest AUC on the rows compared. Choosing
+// it on those same rows favours the baseline, never the model: a "yes" means the model beats
+// every baseline, not the one picked beforehand. Verdict per horizon: "yes" when the 95 %
+// interval of model - best baseline lies above 0, "no" otherwise (the line says whether the
+// baseline is significantly better, or the difference is within noise). Used by fxt eval
+// (evaluate()), fxt cv (pooled folds), the report and the quickstart.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "train/metrics.h"
+
+namespace fxt {
+
+// scores: [rows][H] logits each; names[i] goes with baselines[i]. options.replicates > 0.
+// JSON: {"horizons": [{horizon, model_auc, best_baseline, best_baseline_auc, diff, diff_ci
+// [lo, hi], model_ci, verdict, line}], "mean": {model_auc, best_baseline_auc, diff, diff_ci},
+// "block_rows", "replicates"}.
+Result<nlohmann::json> compare_with_baselines(
+    std::span<const float> model, const std::vector<std::string>& names,
+    const std::vector<std::vector<float>>& baselines, std::span<const uint8_t> labels,
+    std::span<const uint8_t> mask, std::span<const int> horizons, const BootstrapOptions& options);
+
+// "h30: model beats the best baseline (gbdt_lags 0.9012): yes, +0.0120 [+0.0040, +0.0200]"
+std::string verdict_line(const nlohmann::json& horizon_entry);
+
+// The oracle against the model and the best baseline on the oracle's rows (a subset of the
+// compared rows): oracle probabilities [rows][H] (NaN columns for horizons it did not cover),
+// the model's and the best baseline's (composite) logits, labels and mask of those rows.
+// JSON: {"rows", "horizons": [{horizon, oracle_auc, oracle_ci, model_auc, model_ci,
+// best_baseline, best_baseline_auc, gap_recovered, line}]}; gap_recovered =
+// (model - best baseline) / (oracle - best baseline). row_spacing: snapshots between consecutive
+// rows, so the bootstrap blocks still span a horizon of snapshots (ceil(h / spacing) rows).
+Result<nlohmann::json> compare_with_oracle(
+    std::span<const double> oracle, std::span<const float> model,
+    std::span<const float> best_baseline, const std::vector<std::string>& best_names,
+    std::span<const uint8_t> labels, std::span<const uint8_t> mask, std::span<const int> horizons,
+    int64_t row_spacing, const BootstrapOptions& options);
+
+}  // namespace fxt

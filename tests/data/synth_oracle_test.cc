@@ -1,0 +1,118 @@
+// The synthetic market's latent sidecar and oracle (src/data/synth.h, synth_oracle.h): the
+// sidecar holds the generator's latent state per event, a copied generator continues the same
+// stream, and the oracle's probabilities follow the latent regime as they must.
+#include "data/synth_oracle.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/file_util.h"
+#include "test_util.h"
+
+namespace fxt {
+namespace {
+
+SynthConfig small(uint64_t events) {
+  SynthConfig c;
+  c.events = events;
+  c.seed = 11;
+  return c;
+}
+
+TEST(SynthLatent, SidecarHoldsTheLatentStateOfEveryEvent) {
+  const SynthConfig c = small(3000);
+  const std::string dir = test::scratch_dir();
+  ASSERT_TRUE(synthesize_market(c, dir + "/m.dbn", nullptr, nullptr, dir + "/m.latent").ok());
+  auto lat = read_latent_sidecar(dir + "/m.latent");
+  ASSERT_TRUE(lat.ok()) << lat.status().message();
+  ASSERT_EQ(lat->size(), 3000u);
+  SynthMarket m(c);
+  int flips = 0;
+  for (size_t i = 0; i < 3000; ++i) {
+    m.next();
+    const SynthLatent l = m.latent();
+    EXPECT_EQ((*lat)[i].regime, l.regime) << i;
+    EXPECT_EQ((*lat)[i].drift, static_cast<double>(static_cast<float>(l.drift))) << i;
+    if (i > 0 && (*lat)[i].regime != (*lat)[i - 1].regime) ++flips;
+  }
+  EXPECT_GE(flips, 0);
+  // The config round-trips through JSON and regenerates the same stream.
+  auto back = synth_config_from_json(synth_config_to_json(c), "test");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  SynthMarket a(c), b(*back);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(a.next().ts_recv, b.next().ts_recv);
+  // Bad files: one line naming the problem.
+  ASSERT_TRUE(write_file_atomic(dir + "/bad.latent", "FXTLATNT").ok());
+  EXPECT_FALSE(read_latent_sidecar(dir + "/bad.latent").ok());
+  nlohmann::json j = synth_config_to_json(c);
+  j["window_levels"] = 3;
+  EXPECT_NE(synth_config_from_json(j, "cfg.json").status().message().find("cfg.json"),
+            std::string::npos);
+}
+
+TEST(SynthOracle, ACopyContinuesTheStreamAndTheOracleIsDeterministic) {
+  const SynthConfig c = small(2000);
+  SynthMarket m(c);
+  for (int i = 0; i < 500; ++i) m.next();
+  SynthMarket copy = m;
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(copy.next().price, m.next().price) << i;
+
+  const std::vector<uint64_t> events = {100, 400, 900, 1500};
+  const std::vector<int> hz = {10, 50};
+  OracleOptions o;
+  o.paths = 32;
+  o.threads = 2;
+  auto p1 = synth_oracle(c, events, hz, o);
+  auto p2 = synth_oracle(c, events, hz, o);
+  ASSERT_TRUE(p1.ok()) << p1.status().message();
+  EXPECT_EQ(*p1, *p2);
+  for (double p : *p1) EXPECT_TRUE(p >= 0.0 && p <= 1.0) << p;
+  o.threads = 1;
+  EXPECT_EQ(*synth_oracle(c, events, hz, o), *p1);  // thread count does not matter
+  const std::vector<uint64_t> unordered = {5, 3};
+  EXPECT_FALSE(synth_oracle(c, unordered, hz, o).ok());
+  const std::vector<uint64_t> past = {2000};
+  EXPECT_FALSE(synth_oracle(c, past, hz, o).ok());
+}
+
+TEST(SynthOracle, FollowsTheMomentumRegime) {
+  // With a strong momentum regime and nothing else, after an up move the oracle expects more
+  // up moves in the persisting regime (r = +1) than in the fading one (r = -1).
+  SynthConfig c = small(40000);
+  c.momentum_skew = 2.0;
+  c.regime_tau_s = 60;
+  SynthMarket m(c);
+  std::vector<uint64_t> events;
+  std::vector<int> regime;
+  std::vector<double> mom;
+  for (uint64_t i = 0; i < c.events; ++i) {
+    m.next();
+    if (i % 400 == 399) {
+      events.push_back(i);
+      regime.push_back(m.latent().regime);
+      mom.push_back(m.latent().momentum_ticks);
+    }
+  }
+  OracleOptions o;
+  o.paths = 64;
+  o.threads = 2;
+  const std::vector<int> hz = {50};
+  auto p = synth_oracle(c, events, hz, o);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  // Direction agreement of (p - 1/2) with r * sign(m): the regime's prediction.
+  double agree = 0, n = 0;
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (std::abs(mom[i]) < 0.5 || std::abs((*p)[i] - 0.5) < 0.05) continue;
+    const double expect = regime[i] * (mom[i] > 0 ? 1 : -1);
+    agree += ((*p)[i] - 0.5) * expect > 0 ? 1 : 0;
+    n += 1;
+  }
+  ASSERT_GT(n, 10);
+  EXPECT_GT(agree / n, 0.7) << agree << " of " << n;
+}
+
+}  // namespace
+}  // namespace fxt

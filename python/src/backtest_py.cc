@@ -8,6 +8,7 @@
 // the hooks are created once and refilled per call; outside a call they refuse access (their
 // pointers into the engine are cleared), so a strategy that keeps them cannot read freed memory.
 #include <chrono>
+#include <cmath>
 #include <optional>
 
 #include "bindings.h"
@@ -349,9 +350,8 @@ void bind_backtest(py::module_& m) {
       st = sim::write_backtest_results(out, res, stats);
     }
     check(st);
-    return to_python({{"runs", {{{"name", sim::queue_model_name(c.queue)},
-                                 {"dir", out},
-                                 {"stats", stats}}}},
+    nlohmann::json run = {{"name", sim::queue_model_name(c.queue)}, {"dir", out}, {"stats", stats}};
+    return to_python({{"runs", nlohmann::json::array({run})},
                       {"band", nullptr},
                       {"events", res.events},
                       {"wall_seconds", secs}});

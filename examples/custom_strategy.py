@@ -20,30 +20,25 @@ class Imbalance(foxhunt.Strategy):
     def __init__(self, threshold: float = 0.6, max_position: float = 2, every: int = 50):
         self.threshold, self.max_position, self.every = threshold, max_position, every
         self.n = 0
-        self.pending = 0  # orders sent and not yet final
         self.rejects = 0
 
     def on_event(self, ctx, event):
         self.n += 1
-        if event.kind != "snapshot" or self.n % self.every or self.pending:
-            return
+        if event.kind != "snapshot" or self.n % self.every or ctx.open_orders:
+            return  # one order at a time: wait until the last one is final
         b, a = event.best_bid_sz, event.best_ask_sz
         if b + a <= 0:
             return
         imbalance = (b - a) / (b + a)
         if imbalance > self.threshold and ctx.position < self.max_position:
             ctx.submit("buy", 1, type="market")
-            self.pending += 1
         elif imbalance < -self.threshold and ctx.position > -self.max_position:
             ctx.submit("sell", 1, type="market")
-            self.pending += 1
 
     def on_fill(self, ctx, fill):
         pass  # position and cash are tracked by the context
 
     def on_ack(self, ctx, ack):
-        if ack.kind in ("done", "rejected", "canceled"):
-            self.pending = max(0, self.pending - 1)
         self.rejects += ack.kind == "rejected"
 
 

@@ -58,9 +58,9 @@ def work(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def synth_store(work) -> str:
-    """A synthetic market: 30,000 events through synth and ingest (both from Python)."""
+    """A synthetic market: 20,000 events through synth and ingest (both from Python)."""
     dbn = str(work / "syn.dbn.zst")
-    foxhunt.synth(dbn, events=30000, seed=7)
+    foxhunt.synth(dbn, events=20000, seed=7)
     foxhunt.ingest([dbn], str(work / "syn"))
     return str(work / "syn")
 

@@ -16,10 +16,10 @@ def run_example(name, *args):
 
 
 def test_research_example(tmp_path):
-    out = run_example("research.py", "--events", "20000", "--steps", "3", "--work", str(tmp_path))
+    out = run_example("research.py", "--events", "12000", "--steps", "2", "--work", str(tmp_path))
     assert "AUC" in out and "foxhunt checkpoint" in out
 
 
 def test_custom_strategy_example(tmp_path):
-    out = run_example("custom_strategy.py", "--events", "20000", "--work", str(tmp_path))
+    out = run_example("custom_strategy.py", "--events", "12000", "--work", str(tmp_path))
     assert "events/s" in out and "built-in mm" in out

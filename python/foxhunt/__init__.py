@@ -253,6 +253,9 @@ def _hooks(strategy) -> tuple:
             raise InputError(f"strategy {type(strategy).__name__}.{name} is not callable")
         else:
             out.append(getattr(strategy, name))
+    if not isinstance(strategy, Strategy) and all(h is None for h in out):
+        raise InputError(f"strategy {strategy!r}: expected a built-in name (signal, mm, twap, ac) "
+                         "or an object with on_event/on_fill/on_ack hooks")
     return tuple(out)
 
 

@@ -336,6 +336,11 @@ void bind_backtest(py::module_& m) {
       }
       c.instrument.tick_px = r.tick_px() > 0 ? r.tick_px() : 1;
     }
+    // Named as run_backtest_spec names its runs: exact FIFO queues on MBO stores (unless l2).
+    bool exact_queues = c.use_l3;
+    for (const std::string& dir : stores) {
+      exact_queues = exact_queues && unwrap(StoreReader::open(dir, false)).event_count() > 0;
+    }
     PyStrategy strategy(hooks[0], hooks[1], hooks[2], hooks[3], hooks[4]);
     const auto t0 = std::chrono::steady_clock::now();
     Result<sim::BacktestResult> result = sim::run_backtest(stores, c, &strategy);
@@ -350,7 +355,9 @@ void bind_backtest(py::module_& m) {
       st = sim::write_backtest_results(out, res, stats);
     }
     check(st);
-    nlohmann::json run = {{"name", sim::queue_model_name(c.queue)}, {"dir", out}, {"stats", stats}};
+    nlohmann::json run = {{"name", exact_queues ? "l3-fifo" : sim::queue_model_name(c.queue)},
+                          {"dir", out},
+                          {"stats", stats}};
     return to_python({{"runs", nlohmann::json::array({run})},
                       {"band", nullptr},
                       {"events", res.events},

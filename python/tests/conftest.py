@@ -74,6 +74,14 @@ def mbp10_store(work) -> str:
 
 
 @pytest.fixture(scope="session")
+def es_mbo_store(work) -> str:
+    """Real CME ES MBO (2023-12-24, 8,725 records) as an L3 store."""
+    src = shared_file("nautilus_trader/tests/test_data/databento/esh4-glbx-mdp3-20231224.mbo.dbn.zst")
+    foxhunt.ingest([src], str(work / "es-mbo"))
+    return str(work / "es-mbo")
+
+
+@pytest.fixture(scope="session")
 def checkpoint(synth_store, work) -> str:
     """A small perception model trained for one short epoch (seconds on a CPU)."""
     run = str(work / "run")

@@ -134,3 +134,19 @@ def test_bad_order_raises(mbp10_store):
 
     with pytest.raises(foxhunt.InputError, match="expected a finite number > 0"):
         foxhunt.backtest(mbp10_store, Neg())
+
+
+def test_real_mbo_store_builtin_and_python(es_mbo_store, tmp_path):
+    store = es_mbo_store
+    cli_dir = str(tmp_path / "cli")
+    fxt("backtest", "--store", store, "--strategy", "mm", "--out", cli_dir)
+    r = foxhunt.backtest(store, "mm")
+    assert r.runs[0]["name"] == "l3-fifo"
+    assert r.stats == json.load(open(os.path.join(cli_dir, "stats.json")))
+    idle = foxhunt.backtest(store, foxhunt.Strategy())
+    assert idle.runs[0]["name"] == "l3-fifo" and idle.events == r.events
+
+
+def test_not_a_strategy(mbp10_store):
+    with pytest.raises(foxhunt.InputError, match="expected a built-in name"):
+        foxhunt.backtest(mbp10_store, 123)

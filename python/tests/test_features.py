@@ -43,12 +43,8 @@ def test_standardised_stride_equal_cli(synth_store, tmp_path):
     assert np.isfinite(x).all() and np.abs(x).max() <= 10
 
 
-def test_real_mbo_store_equal_cli(work, tmp_path):
-    from conftest import shared_file
-    src = shared_file("nautilus_trader/tests/test_data/databento/esh4-glbx-mdp3-20231224.mbo.dbn.zst")
-    store = str(work / "es-mbo")
-    foxhunt.ingest([src], store)
-    compare(store, tmp_path, 1, False, [30, 100])
+def test_real_mbo_store_equal_cli(es_mbo_store, tmp_path):
+    compare(es_mbo_store, tmp_path, 1, False, [30, 100])
 
 
 def test_hand_computed_row(mbp10_store):

@@ -78,3 +78,9 @@ def test_to_pandas(mbp10_store):
     assert len(store.to_pandas("trades")) == store.trade_rows
     with pytest.raises(foxhunt.InputError, match="expected snapshots, trades or events"):
         store.to_pandas("nope")
+
+
+def test_inspect_real_dbn_equals_cli():
+    from conftest import shared_file
+    path = shared_file("nautilus_trader/tests/test_data/databento/esh4-glbx-mdp3-20231224.mbo.dbn.zst")
+    assert foxhunt.inspect(path) == fxt_json("inspect", "--json", path)

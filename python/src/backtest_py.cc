@@ -275,8 +275,8 @@ void bind_strategy_types(py::module_& m) {
       .def_property_readonly("kind", [](const sim::Ack& a) { return ack_kind_name(a.kind); })
       .def_readonly("reason", &sim::Ack::reason)
       .def("__repr__", [](const sim::Ack& a) {
-        return fmt::format("Ack(ts_ns={}, order_id={}, kind={}, reason='{}')", a.ts_ns,
-                           a.order_id, ack_kind_name(a.kind), a.reason);
+        return fmt::format("Ack(ts_ns={}, order_id={}, kind={}, reason='{}')", a.ts_ns, a.order_id,
+                           ack_kind_name(a.kind), a.reason);
       });
 }
 
@@ -285,84 +285,82 @@ void bind_strategy_types(py::module_& m) {
 void bind_backtest(py::module_& m) {
   bind_strategy_types(m);
 
-  m.def(
-      "_backtest_builtin",
-      [](const std::vector<std::string>& stores, const std::string& strategy,
-         const std::vector<std::string>& params, const std::string& checkpoint,
-         const std::vector<std::string>& predictions, int horizon, const SimArgs& a,
-         const std::string& queue_models, int threads, const std::string& out) {
-        sim::BacktestSpec spec;
-        spec.stores = stores;
-        spec.strategy = strategy;
-        spec.params = params;
-        spec.checkpoint = checkpoint;
-        spec.predictions = predictions;
-        spec.horizon = horizon;
-        spec.sim = sim_config(a);
-        spec.multiplier_given = a.multiplier > 0;
-        if (!queue_models.empty()) spec.queue_models = unwrap(sim::parse_queue_models(queue_models));
-        spec.out_dir = out;
-        spec.threads = threads;
-        Result<sim::BacktestOutcome> r = InternalError("not run");
-        {
-          py::gil_scoped_release release;
-          r = sim::run_backtest_spec(spec, "");
-        }
-        const sim::BacktestOutcome o = unwrap(std::move(r));
-        nlohmann::json runs = nlohmann::json::array();
-        for (const auto& run : o.runs) {
-          runs.push_back({{"name", run.name}, {"dir", run.dir}, {"stats", run.stats}});
-        }
-        return to_python({{"runs", runs},
-                          {"band", o.band},
-                          {"events", o.events},
-                          {"wall_seconds", o.wall_seconds}});
-      });
-
-  m.def("_backtest_python", [](const std::vector<std::string>& stores, const py::tuple& hooks,
-                               const SimArgs& a, const std::string& queue_model,
-                               const std::string& out) {
-    if (stores.empty()) raise(UsageError("--store: give at least one store directory"));
-    if (hooks.size() != 5) raise(InternalError("five hooks expected"));
-    sim::SimConfig c = sim_config(a);
-    if (!queue_model.empty()) c.queue = unwrap(sim::parse_queue_model(queue_model));
-    {
-      // The instrument from the first store, as run_backtest_spec does.
-      const StoreReader r = unwrap(StoreReader::open(stores.front(), false));
-      if (a.multiplier <= 0) {
-        const auto& inst = r.meta().value("instrument", nlohmann::json::object());
-        const double mult = inst.value("contract_multiplier", 1.0);
-        c.instrument.multiplier = mult > 0 ? mult : 1.0;
-      }
-      c.instrument.tick_px = r.tick_px() > 0 ? r.tick_px() : 1;
-    }
-    // Named as run_backtest_spec names its runs: exact FIFO queues on MBO stores (unless l2).
-    bool exact_queues = c.use_l3;
-    for (const std::string& dir : stores) {
-      exact_queues = exact_queues && unwrap(StoreReader::open(dir, false)).event_count() > 0;
-    }
-    PyStrategy strategy(hooks[0], hooks[1], hooks[2], hooks[3], hooks[4]);
-    const auto t0 = std::chrono::steady_clock::now();
-    Result<sim::BacktestResult> result = sim::run_backtest(stores, c, &strategy);
-    const double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    strategy.rethrow();
-    const sim::BacktestResult res = unwrap(std::move(result));
-    const nlohmann::json stats = sim::compute_stats(res);
-    Status st;
+  m.def("_backtest_builtin", [](const std::vector<std::string>& stores, const std::string& strategy,
+                                const std::vector<std::string>& params,
+                                const std::string& checkpoint,
+                                const std::vector<std::string>& predictions, int horizon,
+                                const SimArgs& a, const std::string& queue_models, int threads,
+                                const std::string& out) {
+    sim::BacktestSpec spec;
+    spec.stores = stores;
+    spec.strategy = strategy;
+    spec.params = params;
+    spec.checkpoint = checkpoint;
+    spec.predictions = predictions;
+    spec.horizon = horizon;
+    spec.sim = sim_config(a);
+    spec.multiplier_given = a.multiplier > 0;
+    if (!queue_models.empty()) spec.queue_models = unwrap(sim::parse_queue_models(queue_models));
+    spec.out_dir = out;
+    spec.threads = threads;
+    Result<sim::BacktestOutcome> r = InternalError("not run");
     {
       py::gil_scoped_release release;
-      st = sim::write_backtest_results(out, res, stats);
+      r = sim::run_backtest_spec(spec, "");
     }
-    check(st);
-    nlohmann::json run = {{"name", exact_queues ? "l3-fifo" : sim::queue_model_name(c.queue)},
-                          {"dir", out},
-                          {"stats", stats}};
-    return to_python({{"runs", nlohmann::json::array({run})},
-                      {"band", nullptr},
-                      {"events", res.events},
-                      {"wall_seconds", secs}});
+    const sim::BacktestOutcome o = unwrap(std::move(r));
+    nlohmann::json runs = nlohmann::json::array();
+    for (const auto& run : o.runs) {
+      runs.push_back({{"name", run.name}, {"dir", run.dir}, {"stats", run.stats}});
+    }
+    return to_python(
+        {{"runs", runs}, {"band", o.band}, {"events", o.events}, {"wall_seconds", o.wall_seconds}});
   });
+
+  m.def("_backtest_python",
+        [](const std::vector<std::string>& stores, const py::tuple& hooks, const SimArgs& a,
+           const std::string& queue_model, const std::string& out) {
+          if (stores.empty()) raise(UsageError("--store: give at least one store directory"));
+          if (hooks.size() != 5) raise(InternalError("five hooks expected"));
+          sim::SimConfig c = sim_config(a);
+          if (!queue_model.empty()) c.queue = unwrap(sim::parse_queue_model(queue_model));
+          {
+            // The instrument from the first store, as run_backtest_spec does.
+            const StoreReader r = unwrap(StoreReader::open(stores.front(), false));
+            if (a.multiplier <= 0) {
+              const auto& inst = r.meta().value("instrument", nlohmann::json::object());
+              const double mult = inst.value("contract_multiplier", 1.0);
+              c.instrument.multiplier = mult > 0 ? mult : 1.0;
+            }
+            c.instrument.tick_px = r.tick_px() > 0 ? r.tick_px() : 1;
+          }
+          // Named as run_backtest_spec names its runs: exact FIFO queues on MBO stores (unless l2).
+          bool exact_queues = c.use_l3;
+          for (const std::string& dir : stores) {
+            exact_queues = exact_queues && unwrap(StoreReader::open(dir, false)).event_count() > 0;
+          }
+          PyStrategy strategy(hooks[0], hooks[1], hooks[2], hooks[3], hooks[4]);
+          const auto t0 = std::chrono::steady_clock::now();
+          Result<sim::BacktestResult> result = sim::run_backtest(stores, c, &strategy);
+          const double secs =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          strategy.rethrow();
+          const sim::BacktestResult res = unwrap(std::move(result));
+          const nlohmann::json stats = sim::compute_stats(res);
+          Status st;
+          {
+            py::gil_scoped_release release;
+            st = sim::write_backtest_results(out, res, stats);
+          }
+          check(st);
+          nlohmann::json run = {{"name", exact_queues ? "l3-fifo" : sim::queue_model_name(c.queue)},
+                                {"dir", out},
+                                {"stats", stats}};
+          return to_python({{"runs", nlohmann::json::array({run})},
+                            {"band", nullptr},
+                            {"events", res.events},
+                            {"wall_seconds", secs}});
+        });
 
   py::class_<SimArgs>(m, "_SimArgs")
       .def(py::init<>())

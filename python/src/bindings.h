@@ -14,10 +14,10 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <nlohmann/json.hpp>
 
 #include "core/status.h"
 
@@ -35,7 +35,9 @@ class StatusError : public std::exception {
   Status status_;
 };
 
-[[noreturn]] inline void raise(const Status& status) { throw StatusError(status); }
+[[noreturn]] inline void raise(const Status& status) {
+  throw StatusError(status);
+}
 inline void check(const Status& status) {
   if (!status.ok()) raise(status);
 }

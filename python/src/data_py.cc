@@ -88,8 +88,8 @@ void bind_data(py::module_& m) {
         if (fragment_version < 0 || fragment_version > 3) {
           raise(UsageError("--dbn-version {}: expected 1, 2 or 3", fragment_version));
         }
-        std::map<int, std::vector<uint8_t>> bytes;     // rtype -> packed fixed-size records
-        std::map<int, uint64_t> other;                 // rtype -> count of records not returned
+        std::map<int, std::vector<uint8_t>> bytes;  // rtype -> packed fixed-size records
+        std::map<int, uint64_t> other;              // rtype -> count of records not returned
         nlohmann::json definitions = nlohmann::json::array();
         nlohmann::json metadata;
         Status st;
@@ -159,9 +159,8 @@ void bind_data(py::module_& m) {
 
   m.def(
       "ingest",
-      [](const std::vector<std::string>& sources, const std::string& out,
-         const std::string& format, int dbn_version, const std::string& binance_market,
-         const std::string& lobster_date) {
+      [](const std::vector<std::string>& sources, const std::string& out, const std::string& format,
+         int dbn_version, const std::string& binance_market, const std::string& lobster_date) {
         IngestOptions options;
         options.format = unwrap(parse_source_format(format));
         if (dbn_version < 0 || dbn_version > 3) {
@@ -184,8 +183,7 @@ void bind_data(py::module_& m) {
   m.def(
       "synth",
       [](const std::string& out, uint64_t events, uint64_t seed, double tick, double start_price,
-         const std::string& symbol, double drift_skew, double momentum_skew,
-         double regime_tau_s) {
+         const std::string& symbol, double drift_skew, double momentum_skew, double regime_tau_s) {
         SynthConfig c;
         if (events == 0) raise(UsageError("--events must be at least 1"));
         if (!(tick > 0)) raise(UsageError("--tick {}: expected a positive price increment", tick));

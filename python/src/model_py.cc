@@ -12,9 +12,9 @@ void bind_model(py::module_& m) {
 
   m.def(
       "_train",
-      [](const py::dict& config, const std::vector<std::string>& stores,
-         const std::string& run_dir, bool resume, bool horizons_given, int stop_after,
-         int threads, const std::string& device, bool tf32) {
+      [](const py::dict& config, const std::vector<std::string>& stores, const std::string& run_dir,
+         bool resume, bool horizons_given, int stop_after, int threads, const std::string& device,
+         bool tf32) {
         TrainConfig c = unwrap(TrainConfig::from_json(from_python(config)));
         c.threads = threads;
         c.device = device;
@@ -66,9 +66,8 @@ void bind_model(py::module_& m) {
         return to_python(unwrap(std::move(j)));
       },
       py::arg("checkpoint"), py::arg("stores") = std::vector<std::string>{},
-      py::arg("split") = "test", py::arg("horizons") = std::vector<int>{},
-      py::arg("threads") = 1, py::arg("bootstrap") = 200, py::arg("bootstrap_seed") = 1,
-      py::arg("device") = "auto",
+      py::arg("split") = "test", py::arg("horizons") = std::vector<int>{}, py::arg("threads") = 1,
+      py::arg("bootstrap") = 200, py::arg("bootstrap_seed") = 1, py::arg("device") = "auto",
       "`fxt eval` as a dict: the same JSON `fxt eval --out` writes");
 
   m.def(

@@ -41,8 +41,7 @@ Status run_ingest(const IngestArgs& a) {
         c["trades"].get<uint64_t>(), c["order_events"].get<uint64_t>(),
         c["crossed"].get<uint64_t>(), c["locked"].get<uint64_t>(),
         meta["time"]["first_utc"].get<std::string>(), meta["time"]["last_utc"].get<std::string>(),
-        meta["source"]["format"].get<std::string>(),
-        meta["instrument"]["tick_size"].get<double>());
+        meta["source"]["format"].get<std::string>(), meta["instrument"]["tick_size"].get<double>());
   }
   if (a.json) fmt::print("{}\n", summary.dump(2));
   return Status::Ok();

@@ -9,6 +9,7 @@ plot both when matplotlib is present.
 
 import argparse
 import os
+import shutil
 import tempfile
 
 import numpy as np
@@ -71,9 +72,15 @@ def main() -> None:
           float(np.mean((store.ask_px[:, 0] - store.bid_px[:, 0]) / store.tick_px)))
 
     h = args.horizon
-    ts, x, y, mask = foxhunt.features(store, standardised=True, horizons=[h])
+    ts, x, y, mask = foxhunt.features(store, horizons=[h])  # raw: NaN where undefined
     n = len(ts)
     cut = int(n * 0.6)
+    # Standardise with the training rows' statistics only (as the trainer does), clip to +-10,
+    # undefined -> 0 (the training mean).
+    mean = np.nanmean(x[:cut], axis=0)
+    std = np.nanstd(x[:cut], axis=0)
+    std[~(std > 0)] = 1
+    x = np.nan_to_num(np.clip((x - np.nan_to_num(mean)) / std, -10, 10), nan=0.0)
     train_rows = np.flatnonzero(mask[:cut, 0])
     test_rows = cut + np.flatnonzero(mask[cut:, 0])
     predict, name = fit_logistic(x[train_rows], y[train_rows, 0].astype(float))
@@ -81,6 +88,7 @@ def main() -> None:
     auc_lr = auc(p_lr, y[test_rows, 0])
 
     run = os.path.join(work, "run")
+    shutil.rmtree(run, ignore_errors=True)  # this script's own run directory: start afresh
     foxhunt.train([store_dir], run, device="cpu", config={
         "horizons": [h], "epochs": 1, "steps_per_epoch": args.steps, "batch": 16, "window": 32,
         "d_model": 32, "head_dim": 32, "head_mid": 32, "split_train": 0.6, "split_validation": 0.2})

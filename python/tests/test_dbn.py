@@ -75,3 +75,22 @@ def test_mbo_real_file():
     assert total == 8725  # the README's record count
     assert set(np.unique(mbo["action"])) <= {b"A", b"C", b"M", b"R", b"T", b"F", b"N"}
     assert np.all(np.diff(mbo["ts_recv"].astype(np.int64)) >= 0)
+
+
+@pytest.mark.parametrize("name,key", [("test_data.mbp-10.v2.dbn.zst", "mbp-10"),
+                                      ("test_data.trades.v3.dbn.zst", "trades")])
+def test_first_and_last_records_equal_inspect(name, key):
+    from conftest import fxt_json
+    path = shared_file(FIX + name)
+    j = fxt_json("inspect", "--json", path)
+    r = foxhunt.read_dbn(path)[key]
+    assert len(r) == j["counts"][key]
+    for rec, want in ((r[0], j["first_record"]), (r[-1], j["last_record"])):
+        assert rec["ts_event"] == want["ts_event"] and rec["ts_recv"] == want["ts_recv"]
+        assert rec["price"] == round(want["price"] * 1e9)
+        assert rec["size"] == want["size"] and rec["sequence"] == want["sequence"]
+        assert rec["action"].decode() == want["action"] and rec["side"].decode() == want["side"]
+        assert rec["flags"] == want["flags"] and rec["instrument_id"] == want["instrument_id"]
+        if "level0" in want:
+            assert rec["bid_px_00"] == round(want["level0"]["bid_px"] * 1e9)
+            assert rec["ask_sz_00"] == want["level0"]["ask_sz"]

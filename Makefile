@@ -36,6 +36,13 @@ test-sanitize: setup
 	cmake --build $(BUILD)-asan -j $(JOBS)
 	cd $(BUILD)-asan && ctest --output-on-failure -j $(JOBS)
 
+# The Python module: PYTHONPATH=$(BUILD)/python python3 -c "import foxhunt" (docs/PYTHON.md).
+.PHONY: python
+PYTHON ?= /usr/bin/python3
+python: setup configure
+	cmake --build $(BUILD) -j $(JOBS) --target python
+	PYTHONPATH=$(BUILD)/python $(PYTHON) -c "import foxhunt; print('import foxhunt: ok, from', foxhunt.__file__)"
+
 demo: build
 	bash scripts/demo.sh $(BUILD)/bin/fxt
 

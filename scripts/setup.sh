@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libxgboost-dev  # the gradient-boosted-tree baseline (src/train/gbdt.h)
   chromium  # headless rendering of `fxt report` in tests/report (docs/REPORT.md)
+  pybind11-dev python3-dev python3-numpy python3-pandas python3-pytest  # import foxhunt (docs/PYTHON.md)
 )
 # Optional extras: clang builds the libFuzzer targets (make fuzz).
 if [[ "${FXT_SETUP_FUZZ:-0}" == 1 ]]; then packages+=(clang); fi

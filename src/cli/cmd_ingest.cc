@@ -1,5 +1,4 @@
 // fxt ingest SRC... --out DIR: source files → snapshot stores.
-#include <filesystem>
 #include <memory>
 
 #include <fmt/format.h>
@@ -9,8 +8,6 @@
 #include "data/ingest.h"
 
 namespace fxt::cli {
-namespace fs = std::filesystem;
-
 namespace {
 struct IngestArgs {
   std::vector<std::string> sources;
@@ -32,26 +29,19 @@ Status run_ingest(const IngestArgs& a) {
   options.binance_market = a.binance_market;
   options.lobster_date = a.lobster_date;
 
-  std::vector<std::string> definitions;
-  FXT_ASSIGN_OR_RETURN(auto jobs, plan_ingest(a.sources, options, &definitions));
-  // One source: --out is the store. Several: --out is a dataset folder, a store per source.
-  const bool single = jobs.size() == 1;
-  nlohmann::json summary = nlohmann::json::array();
-  for (const auto& job : jobs) {
-    std::string dir = single ? a.out : (fs::path(a.out) / job.name).string();
-    FXT_ASSIGN_OR_RETURN(nlohmann::json meta, ingest_to_store(job, definitions, options, dir));
+  FXT_ASSIGN_OR_RETURN(nlohmann::json summary, ingest_sources(a.sources, options, a.out));
+  for (const auto& entry : summary) {
+    if (a.json) continue;  // printed below as one JSON document
+    const auto& meta = entry["meta"];
     const auto& c = meta["counts"];
-    if (!a.json) {
-      fmt::print(
-          "{}: {} snapshots, {} trades, {} order events, {} crossed, {} locked, {} .. {} "
-          "({}, tick {})\n",
-          dir, c["snapshots"].get<uint64_t>(), c["trades"].get<uint64_t>(),
-          c["order_events"].get<uint64_t>(), c["crossed"].get<uint64_t>(),
-          c["locked"].get<uint64_t>(), meta["time"]["first_utc"].get<std::string>(),
-          meta["time"]["last_utc"].get<std::string>(), meta["source"]["format"].get<std::string>(),
-          meta["instrument"]["tick_size"].get<double>());
-    }
-    summary.push_back({{"store", dir}, {"meta", meta}});
+    fmt::print(
+        "{}: {} snapshots, {} trades, {} order events, {} crossed, {} locked, {} .. {} "
+        "({}, tick {})\n",
+        entry["store"].get<std::string>(), c["snapshots"].get<uint64_t>(),
+        c["trades"].get<uint64_t>(), c["order_events"].get<uint64_t>(),
+        c["crossed"].get<uint64_t>(), c["locked"].get<uint64_t>(),
+        meta["time"]["first_utc"].get<std::string>(), meta["time"]["last_utc"].get<std::string>(),
+        meta["source"]["format"].get<std::string>(), meta["instrument"]["tick_size"].get<double>());
   }
   if (a.json) fmt::print("{}\n", summary.dump(2));
   return Status::Ok();

@@ -472,4 +472,18 @@ Result<nlohmann::json> ingest_to_store(const IngestJob& job,
   }
 }
 
+Result<nlohmann::json> ingest_sources(const std::vector<std::string>& sources,
+                                      const IngestOptions& options, const std::string& out) {
+  std::vector<std::string> definitions;
+  FXT_ASSIGN_OR_RETURN(auto jobs, plan_ingest(sources, options, &definitions));
+  const bool single = jobs.size() == 1;
+  nlohmann::json summary = nlohmann::json::array();
+  for (const auto& job : jobs) {
+    std::string dir = single ? out : (fs::path(out) / job.name).string();
+    FXT_ASSIGN_OR_RETURN(nlohmann::json meta, ingest_to_store(job, definitions, options, dir));
+    summary.push_back({{"store", dir}, {"meta", meta}});
+  }
+  return summary;
+}
+
 }  // namespace fxt

@@ -45,6 +45,12 @@ Result<nlohmann::json> ingest_to_store(const IngestJob& job,
                                        const std::vector<std::string>& definitions,
                                        const IngestOptions& options, const std::string& store_dir);
 
+// plan_ingest + ingest_to_store for every job, as `fxt ingest` and foxhunt.ingest run it: with
+// one job `out` is the store, with several `out` is a dataset folder holding one store per job.
+// Returns [{"store": dir, "meta": summary}, ...] in job order.
+Result<nlohmann::json> ingest_sources(const std::vector<std::string>& sources,
+                                      const IngestOptions& options, const std::string& out);
+
 // The file name without directories and without the .dbn/.zst/.gz/.csv/.frag suffixes.
 std::string source_stem(const std::string& path);
 

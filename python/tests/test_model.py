@@ -1,0 +1,75 @@
+"""Training, prediction and evaluation: the same outputs as fxt predict / fxt eval."""
+
+import json
+import logging
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import foxhunt
+from conftest import fxt, fxt_error
+
+
+def test_train_summary_and_files(checkpoint):
+    run = os.path.dirname(checkpoint)
+    assert os.path.exists(os.path.join(run, "last.ckpt"))
+    lines = open(os.path.join(run, "metrics.jsonl")).read().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["epoch"] == 1
+
+
+def test_train_reports_epochs(synth_store, tmp_path, caplog):
+    seen = []
+    with caplog.at_level(logging.INFO, logger="foxhunt"):
+        s = foxhunt.train([synth_store], tmp_path / "run", callback=seen.append, device="cpu",
+                          config={"model": "logreg", "epochs": 2, "steps_per_epoch": 2,
+                                  "batch": 2, "window": 8, "horizons": [10]})
+    assert s["epochs_run"] == 2 and s["steps"] == 4
+    assert [r["epoch"] for r in seen] == [1, 2]
+    assert sum("epoch 1:" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_checkpoint_predict_equals_cli(checkpoint, synth_store, tmp_path):
+    ck = foxhunt.Checkpoint(checkpoint)
+    assert ck.horizons == [10, 50]
+    df = ck.predict(synth_store, device="cpu")
+    out = str(tmp_path / "p.csv")
+    fxt("predict", "--checkpoint", checkpoint, "--store", synth_store, "--out", out,
+        "--device", "cpu")
+    cli = pd.read_csv(out, float_precision="round_trip")
+    assert list(df.columns) == ["ts_ns", "p_h10", "p_h50"]
+    pd.testing.assert_frame_equal(df, cli)
+    p = df["p_h10"].to_numpy()
+    assert len(df) == len(foxhunt.open_store(synth_store))
+    assert np.nanmin(p) > 0 and np.nanmax(p) < 1
+
+
+def test_evaluate_equals_cli(checkpoint, synth_store, tmp_path):
+    out = str(tmp_path / "eval.json")
+    fxt("eval", "--checkpoint", checkpoint, "--store", synth_store, "--out", out,
+        "--bootstrap", "20", "--device", "cpu")
+    cli = json.load(open(out))
+    py = foxhunt.Checkpoint(checkpoint).evaluate([synth_store], bootstrap=20, device="cpu")
+    for j in (cli, py):
+        j.pop("seconds", None)
+        j.pop("timing", None)
+    assert py == cli
+    assert py["horizons"] == [10, 50]
+
+
+def test_bad_checkpoint_raises_cli_message(tmp_path, synth_store):
+    bad = tmp_path / "bad.ckpt"
+    bad.write_bytes(b"not a checkpoint at all")
+    msg = fxt_error("predict", "--checkpoint", str(bad), "--store", synth_store, "--out",
+                    str(tmp_path / "x.csv"))
+    with pytest.raises(foxhunt.Error) as e:
+        foxhunt.Checkpoint(bad).predict(synth_store)
+    assert str(e.value) == msg
+
+
+def test_train_config_errors(synth_store, tmp_path):
+    with pytest.raises(foxhunt.InputError, match="unknown key 'epochz'"):
+        foxhunt.train([synth_store], tmp_path / "r", config={"epochz": 1})
+    with pytest.raises(foxhunt.InputError):
+        foxhunt.train([synth_store], tmp_path / "r2", config={"batch": 0})

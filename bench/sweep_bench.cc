@@ -105,6 +105,8 @@ BENCHMARK(BM_CpuLanes)
     ->Args({2, 2})
     ->Args({8, 2})
     ->Args({32, 2})
+    ->Args({16, 16})  // the wider hosts (the GPU machine: 16 cores)
+    ->Args({64, 16})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

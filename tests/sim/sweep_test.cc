@@ -66,7 +66,7 @@ std::string slurp(const std::string& path) {
 }
 
 TEST(Sweep, TableRowsAndTopLanesEqualSingleRuns) {
-  const std::string dir = test::scratch_dir();
+  const std::string dir = fxt::test::scratch_dir();
   const std::string store = market_store();
   ASSERT_TRUE(write_file_atomic(dir + "/mm.toml", R"(strategy = "mm"
 [fixed]
@@ -138,17 +138,17 @@ fees = "maker=-0.2bps,taker=0.5bps"
 }
 
 TEST(Sweep, CommandRejectsBadGridsWithOneLine) {
-  const std::string dir = test::scratch_dir();
+  const std::string dir = fxt::test::scratch_dir();
   const std::string store = market_store();
   ASSERT_TRUE(write_file_atomic(dir + "/bad.toml", "[grid]\ngamma = [0.1]\nwobble = [1]\n").ok());
-  auto r = test::run_fxt("backtest -q --store " + store + " --strategy mm --sweep " + dir +
+  auto r = fxt::test::run_fxt("backtest -q --store " + store + " --strategy mm --sweep " + dir +
                          "/bad.toml --out " + dir + "/o");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_EQ(r.output, "fxt: error: " + dir +
                           "/bad.toml:3: lane 0: --param wobble: not a parameter of strategy mm "
                           "(see docs/BACKTEST.md)\n");
   ASSERT_TRUE(write_file_atomic(dir + "/ok.toml", "[grid]\ngamma = [0.1]\n").ok());
-  r = test::run_fxt("backtest -q --store " + store + " --strategy mm --sweep " + dir +
+  r = fxt::test::run_fxt("backtest -q --store " + store + " --strategy mm --sweep " + dir +
                     "/ok.toml --device cuda --out " + dir + "/o");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--device cuda"), std::string::npos) << r.output;

@@ -12,6 +12,7 @@
 
 #include "data/ingest.h"
 #include "data/synth.h"
+#include "sim/engine.h"
 #include "sim/lanes.h"
 
 namespace {

@@ -288,7 +288,7 @@ namespace {
 
 bool is_sim_key(const std::string& k) {
   static const std::set<std::string> kKeys = {
-      "queue",     "latency",   "feed",           "entry",          "response",   "fees",
+      "queue",     "latency",   "feed_latency",   "entry_latency",  "response_latency", "fees",
       "maker_bps", "taker_bps", "maker_per_unit", "taker_per_unit", "multiplier", "l2"};
   return kKeys.count(k) > 0;
 }
@@ -309,11 +309,12 @@ Status apply_sim_key(const std::string& key, const GridValue& v, SimConfig* c) {
     c->latency.feed_ns = l.feed_ns;
     c->latency.entry_ns = l.entry_ns;
     c->latency.response_ns = l.response_ns;
-  } else if (key == "feed" || key == "entry" || key == "response") {
+  } else if (key == "feed_latency" || key == "entry_latency" || key == "response_latency") {
     if (v.kind == GridValue::kBool) return UsageError("{}: expected a duration such as \"1ms\"", key);
     FXT_ASSIGN_OR_RETURN(int64_t ns, parse_duration_ns(v.text));
-    (key == "feed" ? c->latency.feed_ns : key == "entry" ? c->latency.entry_ns
-                                                         : c->latency.response_ns) = ns;
+    (key == "feed_latency"    ? c->latency.feed_ns
+     : key == "entry_latency" ? c->latency.entry_ns
+                              : c->latency.response_ns) = ns;
   } else if (key == "fees") {
     FXT_RETURN_IF_ERROR(want(GridValue::kString, "a string such as \"maker=-0.2bps,taker=0.5bps\""));
     FXT_ASSIGN_OR_RETURN(c->fees, parse_fees(v.text));
@@ -352,11 +353,12 @@ Result<std::vector<Lane>> grid_lanes(const SweepGrid& grid, const std::string& s
     Lane lane;
     lane.strategy = name;
     lane.sim = base;
-    const bool split_latency = g.values.count("feed") || g.values.count("entry") ||
-                               g.values.count("response");
+    const bool split_latency = g.values.count("feed_latency") ||
+                               g.values.count("entry_latency") ||
+                               g.values.count("response_latency");
     if (g.values.count("latency") && split_latency)
       return at(g.values.at("latency").line, i,
-                UsageError("give latency or feed/entry/response, not both"));
+                UsageError("give latency or feed_latency/entry_latency/response_latency, not both"));
     const bool split_fees = g.values.count("maker_bps") || g.values.count("taker_bps") ||
                             g.values.count("maker_per_unit") || g.values.count("taker_per_unit");
     if (g.values.count("fees") && split_fees)

@@ -12,8 +12,9 @@
 // A small TOML subset (strings, numbers, booleans, one-level arrays, [table] and [[lane]]),
 // read by this file rather than by CLI11's config reader because a grid's errors must name
 // the line, and value types (a string vs a number) matter. Keys: the simulator's (queue,
-// latency, feed, entry, response, fees, maker_bps, taker_bps, maker_per_unit, taker_per_unit,
-// multiplier, l2) and otherwise the strategy's --param keys. Errors: "file:line: ...".
+// latency, feed_latency, entry_latency, response_latency, fees, maker_bps, taker_bps,
+// maker_per_unit, taker_per_unit, multiplier, l2) and otherwise the strategy's --param keys.
+// Errors: "file:line: ...".
 #pragma once
 
 #include <map>

@@ -142,12 +142,13 @@ TEST(SweepGrid, BadGridsNameFileAndLine) {
             "with n > 0 (e.g. power:2) or 'log'");
   EXPECT_EQ(grid_error("[grid]\nmaker_bps = [\"1bps\"]\n"),
             "g.toml:2: lane 0: maker_bps: expected a number, got \"1bps\"");
-  EXPECT_EQ(grid_error("[grid]\nentry = [\"5\"]\n"),
+  EXPECT_EQ(grid_error("[grid]\nentry_latency = [\"5\"]\n"),
             "g.toml:2: lane 0: bad duration '5' (expected a number >= 0 with ns, us, ms or s, "
             "e.g. 2ms)");
   EXPECT_EQ(grid_error("[grid]\nl2 = [1]\n"), "g.toml:2: lane 0: l2: expected true or false, got 1");
-  EXPECT_EQ(grid_error("[fixed]\nlatency = \"entry=1ms\"\n[grid]\nentry = [\"2ms\"]\n"),
-            "g.toml:2: lane 0: give latency or feed/entry/response, not both");
+  EXPECT_EQ(grid_error("[fixed]\nlatency = \"entry=1ms\"\n[grid]\nentry_latency = [\"2ms\"]\n"),
+            "g.toml:2: lane 0: give latency or feed_latency/entry_latency/response_latency, not "
+            "both");
   EXPECT_EQ(grid_error("[[lane]]\nqty = 5\n", "wobble"),
             "g.toml:1: lane 0: --strategy must be signal, mm, twap or ac (got 'wobble')");
   EXPECT_EQ(grid_error("[[lane]]\nqty = 5\n", "twap"), "ok");

@@ -213,6 +213,7 @@ Result<SweepOutcome> run_sweep(const SweepSpec& spec, const std::string& command
       {"wall_seconds", out.wall_seconds},
       {"lane_events_per_second", out.wall_seconds > 0 ? lane_events / out.wall_seconds : 0.0},
       {"keys", grid.keys},
+      {"grid_axes", grid.axes},
       {"pareto_objectives", {"sharpe_daily_annualised max", "max_drawdown min", "turnover min"}},
       {"pareto_front", out.pareto},
       {"top", out.top},

@@ -240,6 +240,7 @@ Result<SweepGrid> parse_sweep_grid(const std::string& path, const std::string& t
         if (items.empty())
           return reader.error(line, "{}: empty list: the product would have no lanes", key);
         axes.emplace_back(key, std::move(items));
+        grid.axes.push_back(key);
         note_key(key);
         break;
       }

@@ -44,6 +44,7 @@ struct SweepGrid {
   std::string path;
   std::string strategy;           // "" when the file names none
   std::vector<std::string> keys;  // every key in file order: the results table's columns
+  std::vector<std::string> axes;  // the [grid] keys, in file order
   std::vector<GridLane> lanes;    // product first (last key varying fastest), then [[lane]]s
 };
 

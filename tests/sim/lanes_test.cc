@@ -194,6 +194,52 @@ TEST(Lanes, ThreadsAndBatchesDoNotChangeResults) {
   }
 }
 
+TEST(Lanes, RealEsMboStoreEachLaneEqualsItsSingleRun) {
+  FXT_SKIP_WITHOUT_SHARED_DATA();
+  const std::string nt = "nautilus_trader/tests/test_data/databento/";
+  const std::string dir = fxt::test::scratch_dir();
+  const auto ingest = fxt::test::run_fxt(
+      "-q ingest " + fxt::test::shared_file(nt + "esh4-glbx-mdp3-20231225.mbo.dbn.zst") + " " +
+      fxt::test::shared_file(nt + "definition-glbx-es-fut.dbn.zst") + " --out " + dir + "/es");
+  ASSERT_EQ(ingest.exit_code, 0) << ingest.output;
+  const LaneMarket market = market_of(dir + "/es");
+  EXPECT_TRUE(market.exact_queues);
+  EXPECT_EQ(market.events, 47023u + 2973u);
+  // L3 FIFO lanes and an L2-estimate lane (use_l3 = false).
+  std::vector<Lane> lanes = {
+      lane("mm", {"warmup=50", "gamma=0.01"}, "risk-averse", 2 * kMs, 0.5, -0.2),
+      lane("mm", {"warmup=50", "requote_ticks=3"}, "power:2", 0, 0, 0),
+      lane("twap", {"qty=20", "slices=10", "order=limit"}, "risk-averse", 1 * kMs, 0.5, 0),
+      lane("signal", {"entry=passive"}, "log", 1 * kMs, 0.5, -0.2),
+  };
+  lanes.push_back(lanes[1]);
+  lanes.back().sim.use_l3 = false;
+  EXPECT_EQ(market.instrument.tick_px, 250'000'000);
+  for (Lane& l : lanes) {
+    l.sim.instrument = market.instrument;
+    l.sim.instrument.multiplier = 50;  // as --multiplier 50 (the store's meta says 1)
+  }
+  std::vector<BacktestResult> from_lanes(lanes.size());
+  LaneOptions options;
+  options.threads = 2;
+  auto outcomes = run_lanes(market, lanes, options, [&](size_t i, const BacktestResult& r) {
+    from_lanes[i] = r;
+    return Status::Ok();
+  });
+  ASSERT_TRUE(outcomes.ok()) << outcomes.status().message();
+  EXPECT_EQ(from_lanes[0].instrument.multiplier, 50);
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    auto factory = make_strategy_factory(lanes[i].strategy, *StrategyParams::parse(lanes[i].params),
+                                         market.inputs);
+    ASSERT_TRUE(factory.ok()) << factory.status().message();
+    std::unique_ptr<Strategy> strategy = factory->make();
+    auto single = run_backtest({dir + "/es"}, lanes[i].sim, strategy.get());
+    ASSERT_TRUE(single.ok()) << single.status().message();
+    expect_same(from_lanes[i], *single, "ES lane " + std::to_string(i));
+    EXPECT_FALSE(single->fills.empty()) << "ES lane " << i;
+  }
+}
+
 TEST(Lanes, ABadLaneFailsBeforeAnyRuns) {
   const LaneMarket market = market_of(write_store(busy_market(50)));
   std::vector<Lane> lanes = mixed_lanes();

@@ -117,13 +117,15 @@ Result<std::string> sweep_html(const std::string& dir, const std::string& sid,
         std::find(varying.begin(), varying.end(), k.get<std::string>()) != varying.end())
       chosen.push_back(k.get<std::string>());
   for (const std::string& k : varying)
-    if (chosen.size() < 2 && axes.empty() && std::find(chosen.begin(), chosen.end(), k) == chosen.end())
+    if (chosen.size() < 2 && axes.empty() &&
+        std::find(chosen.begin(), chosen.end(), k) == chosen.end())
       chosen.push_back(k);
   if (chosen.size() == 2) out += heatmap(results, sid, chosen[0], chosen[1]);
 
   // The Pareto front in the drawdown / Sharpe (or PnL) plane.
   bool any_sharpe = false;
-  for (const json& lane : results) any_sharpe = any_sharpe || std::isfinite(stat(lane, "sharpe_daily_annualised"));
+  for (const json& lane : results)
+    any_sharpe = any_sharpe || std::isfinite(stat(lane, "sharpe_daily_annualised"));
   const char* y_key = any_sharpe ? "sharpe_daily_annualised" : "total_pnl";
   Series all = make_series("lanes", {}, {}, SeriesStyle::kMarkers);
   all.color = "#bbbbbb";
@@ -135,8 +137,8 @@ Result<std::string> sweep_html(const std::string& dir, const std::string& sid,
   }
   ChartSpec chart;
   chart.id = sid + "-pareto";
-  chart.title = fmt::format("Pareto front of Sharpe, max drawdown and turnover ({} lanes)",
-                            results.size());
+  chart.title =
+      fmt::format("Pareto front of Sharpe, max drawdown and turnover ({} lanes)", results.size());
   chart.x_label = "max drawdown";
   chart.y_label = any_sharpe ? "Sharpe (daily, annualised)" : "total PnL (every Sharpe is null)";
   chart.series = {all, front};
@@ -155,12 +157,14 @@ Result<std::string> sweep_html(const std::string& dir, const std::string& sid,
                                                           : "Lanes on the Pareto front";
   bt.header = {"lane"};
   bt.header.insert(bt.header.end(), keys.begin(), keys.end());
-  for (const char* c : {"total PnL", "Sharpe", "max drawdown", "turnover", "fills"}) bt.header.push_back(c);
+  for (const char* c : {"total PnL", "Sharpe", "max drawdown", "turnover", "fills"})
+    bt.header.push_back(c);
   for (size_t k = 0; k < best.size() && k < 25; ++k) {
     const json& lane = results[best[k]];
     std::vector<std::string> row = {std::to_string(best[k])};
     for (const std::string& key : keys) row.push_back(param_text(lane, key));
-    for (const char* s : {"total_pnl", "sharpe_daily_annualised", "max_drawdown", "turnover", "trades"})
+    for (const char* s :
+         {"total_pnl", "sharpe_daily_annualised", "max_drawdown", "turnover", "trades"})
       row.push_back(format_number(stat(lane, s), 6));
     bt.rows.push_back(std::move(row));
   }
@@ -191,15 +195,18 @@ Result<std::string> sweep_html(const std::string& dir, const std::string& sid,
         lo = std::min(lo, v);
         hi = std::max(hi, v);
       }
-      band.rows.push_back({id.empty() ? "(all)" : id.substr(0, id.size() - 1), std::to_string(g.size()),
-                           format_number(lo, 6), format_number(hi, 6), format_number(hi - lo, 6)});
+      band.rows.push_back({id.empty() ? "(all)" : id.substr(0, id.size() - 1),
+                           std::to_string(g.size()), format_number(lo, 6), format_number(hi, 6),
+                           format_number(hi - lo, 6)});
     }
     if (!band.rows.empty()) out += render_table(band);
   }
 
   headline->push_back({"lanes", std::to_string(results.size())});
-  headline->push_back({"Pareto lanes", std::to_string(doc.value("pareto_front", json::array()).size())});
-  if (!best.empty()) headline->push_back({"best lane PnL", format_number(stat(results[best[0]], "total_pnl"), 6)});
+  headline->push_back(
+      {"Pareto lanes", std::to_string(doc.value("pareto_front", json::array()).size())});
+  if (!best.empty())
+    headline->push_back({"best lane PnL", format_number(stat(results[best[0]], "total_pnl"), 6)});
   return out;
 }
 

@@ -49,9 +49,15 @@ struct QueueModel {
 constexpr double kQtyEps = 1e-9;
 
 // std::max / std::min, same argument order and NaN behaviour, for device code.
-FXT_HD inline double max_of(double a, double b) { return a < b ? b : a; }
-FXT_HD inline double min_of(double a, double b) { return b < a ? b : a; }
-FXT_HD inline int64_t max_of(int64_t a, int64_t b) { return a < b ? b : a; }
+FXT_HD inline double max_of(double a, double b) {
+  return a < b ? b : a;
+}
+FXT_HD inline double min_of(double a, double b) {
+  return b < a ? b : a;
+}
+FXT_HD inline int64_t max_of(int64_t a, int64_t b) {
+  return a < b ? b : a;
+}
 
 // ---- money -------------------------------------------------------------------------------
 
@@ -114,7 +120,9 @@ FXT_HD inline bool beyond_limit(int side, int64_t level_px, int64_t limit) {
 }
 
 // Size still takeable at a level showing `displayed` of which we took `taken`.
-FXT_HD inline double level_left(double displayed, double taken) { return displayed - taken; }
+FXT_HD inline double level_left(double displayed, double taken) {
+  return displayed - taken;
+}
 
 // One step of the level walk: what an order wanting `want` takes from a level with `left`;
 // 0 when the level is used up (the walk then moves on).

@@ -16,7 +16,7 @@ namespace fxt::sim {
 // the L3 FIFO arithmetic and a latency lookup on a 4-sample curve.
 struct FillRuleCase {
   QueueModel model;
-  L2Queue queue;         // before the events
+  L2Queue queue;          // before the events
   double trade_size = 0;  // a trade at our price
   double level_size = 0;  // then the next snapshot shows this at our price
   bool level_known = true;

@@ -37,8 +37,7 @@ Result<std::shared_ptr<const SignalSeries>> load_signal_series(
 }
 
 Result<LaneMarket> open_lane_market(const std::vector<std::string>& store_dirs,
-                                    const std::vector<std::string>& prediction_files,
-                                    int horizon) {
+                                    const std::vector<std::string>& prediction_files, int horizon) {
   LaneMarket m;
   m.store_dirs = store_dirs;
   FXT_ASSIGN_OR_RETURN(m.stores, open_backtest_stores(store_dirs));
@@ -53,8 +52,7 @@ Result<LaneMarket> open_lane_market(const std::vector<std::string>& store_dirs,
   m.instrument.multiplier = multiplier > 0 ? multiplier : 1.0;
   if (m.stores.front().tick_px() > 0) m.instrument.tick_px = m.stores.front().tick_px();
   if (!prediction_files.empty()) {
-    FXT_ASSIGN_OR_RETURN(m.inputs.signal,
-                         load_signal_series(prediction_files, horizon, m.stores));
+    FXT_ASSIGN_OR_RETURN(m.inputs.signal, load_signal_series(prediction_files, horizon, m.stores));
   }
   return m;
 }
@@ -68,10 +66,11 @@ Result<std::vector<LaneOutcome>> run_lanes(const LaneMarket& market, const std::
   for (size_t i = 0; i < lanes.size(); ++i) {
     Result<StrategyParams> params = StrategyParams::parse(lanes[i].params);
     Result<StrategyFactory> f =
-        params.ok() ? make_strategy_factory(lanes[i].strategy, std::move(params).value(),
-                                            market.inputs)
-                    : Result<StrategyFactory>(params.status());
-    if (!f.ok()) return Status(f.status().code(), fmt::format("lane {}: {}", i, f.status().message()));
+        params.ok()
+            ? make_strategy_factory(lanes[i].strategy, std::move(params).value(), market.inputs)
+            : Result<StrategyFactory>(params.status());
+    if (!f.ok())
+      return Status(f.status().code(), fmt::format("lane {}: {}", i, f.status().message()));
     factories.push_back(std::move(f).value());
   }
 
@@ -83,7 +82,8 @@ Result<std::vector<LaneOutcome>> run_lanes(const LaneMarket& market, const std::
       std::unique_ptr<Strategy> strategy = factories[i].make();
       Result<BacktestResult> r = run_backtest_on(market.stores, lanes[i].sim, strategy.get());
       if (!r.ok()) {
-        statuses[i] = Status(r.status().code(), fmt::format("lane {}: {}", i, r.status().message()));
+        statuses[i] =
+            Status(r.status().code(), fmt::format("lane {}: {}", i, r.status().message()));
         return;
       }
       LaneOutcome& o = outcomes[i];

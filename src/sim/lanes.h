@@ -44,17 +44,16 @@ struct Lane {
 struct LaneMarket {
   std::vector<std::string> store_dirs;
   std::vector<StoreReader> stores;
-  StrategyInputs inputs;    // sessions, and the predictions when given
-  Instrument instrument;    // tick from the store; multiplier from its meta (1 when unknown)
+  StrategyInputs inputs;      // sessions, and the predictions when given
+  Instrument instrument;      // tick from the store; multiplier from its meta (1 when unknown)
   bool exact_queues = false;  // every store carries MBO order events (L3 FIFO unless --l2)
-  uint64_t events = 0;      // market events one lane replays (snapshots + trades)
+  uint64_t events = 0;        // market events one lane replays (snapshots + trades)
 };
 
 // Opens the stores (checked as run_backtest does) and reads one predictions CSV per store
 // (empty: none; horizon 0 = the first p_h column).
 Result<LaneMarket> open_lane_market(const std::vector<std::string>& store_dirs,
-                                    const std::vector<std::string>& prediction_files,
-                                    int horizon);
+                                    const std::vector<std::string>& prediction_files, int horizon);
 
 // Reads one predictions CSV per store into one series; every file must resolve to the same
 // horizon column.
@@ -75,7 +74,7 @@ struct LaneOutcome {
 
 struct LaneOptions {
   int threads = 1;
-  size_t batch = 0;  // lanes per batch (0: all at once); bounds the lanes in flight
+  size_t batch = 0;              // lanes per batch (0: all at once); bounds the lanes in flight
   Progress* progress = nullptr;  // advanced by each finished lane's events (any thread)
 };
 

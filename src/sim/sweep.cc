@@ -15,10 +15,15 @@ namespace fxt::sim {
 namespace {
 
 // The stats.json figures of the results table, in column order.
-constexpr const char* kColumns[] = {
-    "total_pnl",   "sharpe_daily_annualised", "sharpe_per_trade", "sortino",  "max_drawdown",
-    "return_over_drawdown", "trades", "round_trips", "turnover", "volume",   "fill_ratio",
-    "maker_share", "taker_share", "fees", "mean_holding_ns", "orders", "final_position"};
+constexpr const char* kColumns[] = {"total_pnl",        "sharpe_daily_annualised",
+                                    "sharpe_per_trade", "sortino",
+                                    "max_drawdown",     "return_over_drawdown",
+                                    "trades",           "round_trips",
+                                    "turnover",         "volume",
+                                    "fill_ratio",       "maker_share",
+                                    "taker_share",      "fees",
+                                    "mean_holding_ns",  "orders",
+                                    "final_position"};
 
 // A stats figure for ranking: null or absent gives `worst`.
 double figure(const nlohmann::json& stats, const char* key, double worst) {
@@ -36,7 +41,8 @@ Objectives objectives(const nlohmann::json& s) {
           figure(s, "turnover", kInf)};
 }
 bool dominates(const Objectives& a, const Objectives& b) {
-  const bool no_worse = a.sharpe >= b.sharpe && a.drawdown <= b.drawdown && a.turnover <= b.turnover;
+  const bool no_worse =
+      a.sharpe >= b.sharpe && a.drawdown <= b.drawdown && a.turnover <= b.turnover;
   const bool better = a.sharpe > b.sharpe || a.drawdown < b.drawdown || a.turnover < b.turnover;
   return no_worse && better;
 }
@@ -101,9 +107,8 @@ std::vector<size_t> best_lanes(const std::vector<nlohmann::json>& stats, size_t 
 
 Result<SweepOutcome> run_sweep(const SweepSpec& spec, const std::string& command_line) {
   if (spec.device != "cpu") {
-    return UsageError(
-        "--device {}: only the CPU lanes are built (docs/SWEEP.md); use --device cpu",
-        spec.device);
+    return UsageError("--device {}: only the CPU lanes are built (docs/SWEEP.md); use --device cpu",
+                      spec.device);
   }
   if (spec.out_dir.empty()) return UsageError("--out: give the sweep directory");
   if (spec.top < 0) return UsageError("--top must be >= 0");

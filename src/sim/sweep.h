@@ -23,9 +23,9 @@ struct SweepSpec {
   std::string strategy = "signal";       // when the grid names none
   std::vector<std::string> predictions;  // one CSV per store (signal, mm skew)
   int horizon = 0;
-  SimConfig sim;                 // the command's flags: every lane starts from these
+  SimConfig sim;                  // the command's flags: every lane starts from these
   bool multiplier_given = false;  // false: the store's contract multiplier
-  std::string device = "cpu";    // "cpu" (the GPU lanes are not built yet: an error)
+  std::string device = "cpu";     // "cpu" (the GPU lanes are not built yet: an error)
   int threads = 1;
   size_t batch = 0;  // lanes per batch (0: all)
   int top = 0;       // write the full results of the best `top` lanes by Sharpe
@@ -35,9 +35,9 @@ struct SweepSpec {
 struct SweepOutcome {
   size_t lanes = 0;
   uint64_t events_per_lane = 0;
-  double wall_seconds = 0;          // the lanes alone (not the grid, the market or --top)
-  std::vector<size_t> pareto;       // lane indices on the front, by descending Sharpe
-  std::vector<size_t> top;          // the best lanes by Sharpe, best first
+  double wall_seconds = 0;     // the lanes alone (not the grid, the market or --top)
+  std::vector<size_t> pareto;  // lane indices on the front, by descending Sharpe
+  std::vector<size_t> top;     // the best lanes by Sharpe, best first
   std::vector<LaneOutcome> outcomes;
 };
 

@@ -13,7 +13,8 @@ namespace {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -23,8 +24,10 @@ std::string_view strip_comment(std::string_view line) {
   for (size_t i = 0; i < line.size(); ++i) {
     const char c = line[i];
     if (quote != 0) {
-      if (c == '\\' && quote == '"') ++i;
-      else if (c == quote) quote = 0;
+      if (c == '\\' && quote == '"')
+        ++i;
+      else if (c == quote)
+        quote = 0;
     } else if (c == '"' || c == '\'') {
       quote = c;
     } else if (c == '#') {
@@ -103,8 +106,10 @@ class GridReader {
     for (size_t i = 0; i <= body.size(); ++i) {
       const char c = i < body.size() ? body[i] : ',';
       if (quote != 0) {
-        if (c == '\\' && quote == '"') ++i;
-        else if (c == quote) quote = 0;
+        if (c == '\\' && quote == '"')
+          ++i;
+        else if (c == quote)
+          quote = 0;
         continue;
       }
       if (c == '"' || c == '\'') {
@@ -132,8 +137,10 @@ bool array_closed(std::string_view text) {
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (quote != 0) {
-      if (c == '\\' && quote == '"') ++i;
-      else if (c == quote) quote = 0;
+      if (c == '\\' && quote == '"')
+        ++i;
+      else if (c == quote)
+        quote = 0;
     } else if (c == '"' || c == '\'') {
       quote = c;
     } else if (c == '[') {
@@ -231,8 +238,9 @@ Result<SweepGrid> parse_sweep_grid(const std::string& path, const std::string& t
       }
       case Table::kGrid: {
         if (!is_array)
-          return reader.error(line, "{}: expected a list such as [1, 2] in [grid] (one value: "
-                                    "put it in [fixed])",
+          return reader.error(line,
+                              "{}: expected a list such as [1, 2] in [grid] (one value: "
+                              "put it in [fixed])",
                               key);
         if (fixed.count(key))
           return reader.error(line, "{} is already fixed at line {}", key, fixed[key].line);
@@ -290,7 +298,7 @@ namespace {
 bool is_sim_key(const std::string& k) {
   static const std::set<std::string> kKeys = {
       "queue",     "latency",   "feed_latency",   "entry_latency",  "response_latency", "fees",
-      "maker_bps", "taker_bps", "maker_per_unit", "taker_per_unit", "multiplier", "l2"};
+      "maker_bps", "taker_bps", "maker_per_unit", "taker_per_unit", "multiplier",       "l2"};
   return kKeys.count(k) > 0;
 }
 
@@ -311,13 +319,15 @@ Status apply_sim_key(const std::string& key, const GridValue& v, SimConfig* c) {
     c->latency.entry_ns = l.entry_ns;
     c->latency.response_ns = l.response_ns;
   } else if (key == "feed_latency" || key == "entry_latency" || key == "response_latency") {
-    if (v.kind == GridValue::kBool) return UsageError("{}: expected a duration such as \"1ms\"", key);
+    if (v.kind == GridValue::kBool)
+      return UsageError("{}: expected a duration such as \"1ms\"", key);
     FXT_ASSIGN_OR_RETURN(int64_t ns, parse_duration_ns(v.text));
     (key == "feed_latency"    ? c->latency.feed_ns
      : key == "entry_latency" ? c->latency.entry_ns
                               : c->latency.response_ns) = ns;
   } else if (key == "fees") {
-    FXT_RETURN_IF_ERROR(want(GridValue::kString, "a string such as \"maker=-0.2bps,taker=0.5bps\""));
+    FXT_RETURN_IF_ERROR(
+        want(GridValue::kString, "a string such as \"maker=-0.2bps,taker=0.5bps\""));
     FXT_ASSIGN_OR_RETURN(c->fees, parse_fees(v.text));
   } else if (key == "l2") {
     FXT_RETURN_IF_ERROR(want(GridValue::kBool, "true or false"));
@@ -354,12 +364,12 @@ Result<std::vector<Lane>> grid_lanes(const SweepGrid& grid, const std::string& s
     Lane lane;
     lane.strategy = name;
     lane.sim = base;
-    const bool split_latency = g.values.count("feed_latency") ||
-                               g.values.count("entry_latency") ||
+    const bool split_latency = g.values.count("feed_latency") || g.values.count("entry_latency") ||
                                g.values.count("response_latency");
     if (g.values.count("latency") && split_latency)
-      return at(g.values.at("latency").line, i,
-                UsageError("give latency or feed_latency/entry_latency/response_latency, not both"));
+      return at(
+          g.values.at("latency").line, i,
+          UsageError("give latency or feed_latency/entry_latency/response_latency, not both"));
     const bool split_fees = g.values.count("maker_bps") || g.values.count("taker_bps") ||
                             g.values.count("maker_per_unit") || g.values.count("taker_per_unit");
     if (g.values.count("fees") && split_fees)

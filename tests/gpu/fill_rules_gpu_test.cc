@@ -22,7 +22,7 @@ std::vector<FillRuleCase> random_cases(size_t n) {
   for (size_t i = 0; i < n; ++i) {
     FillRuleCase& c = cases[i];
     const uint64_t kind = rng.uniform(3);
-    c.model.kind = kind == 0 ? QueueModelKind::kRiskAverse
+    c.model.kind = kind == 0   ? QueueModelKind::kRiskAverse
                    : kind == 1 ? QueueModelKind::kPower
                                : QueueModelKind::kLog;
     c.model.power = 0.5 + 3 * rng.unit();
@@ -51,13 +51,16 @@ std::vector<FillRuleCase> random_cases(size_t n) {
       c.latency_ts[k] = t;
       c.latency_values[k] = static_cast<int64_t>(rng.uniform(3'000'000));
     }
-    c.latency_at_ns = c.latency_ts[0] - 1000 +
-                      static_cast<int64_t>(rng.uniform(static_cast<uint64_t>(t - c.latency_ts[0] + 2000)));
+    c.latency_at_ns =
+        c.latency_ts[0] - 1000 +
+        static_cast<int64_t>(rng.uniform(static_cast<uint64_t>(t - c.latency_ts[0] + 2000)));
   }
   return cases;
 }
 
-bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool same_bits(double a, double b) {
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
 
 TEST(FillRulesGpu, DeviceEqualsHost) {
   FXT_SKIP_WITHOUT_GPU();
@@ -74,8 +77,8 @@ TEST(FillRulesGpu, DeviceEqualsHost) {
     EXPECT_TRUE(same_bits(d.take, host.take)) << d.take << " vs " << host.take;
     EXPECT_TRUE(same_bits(d.fee, host.fee)) << d.fee << " vs " << host.fee;
     EXPECT_TRUE(same_bits(d.holdings.position, host.holdings.position));
-    EXPECT_TRUE(same_bits(d.holdings.cash, host.holdings.cash)) << d.holdings.cash << " vs "
-                                                                << host.holdings.cash;
+    EXPECT_TRUE(same_bits(d.holdings.cash, host.holdings.cash))
+        << d.holdings.cash << " vs " << host.holdings.cash;
     EXPECT_TRUE(same_bits(d.holdings.fees, host.holdings.fees));
     EXPECT_TRUE(same_bits(d.beyond, host.beyond));
     EXPECT_TRUE(same_bits(d.fifo_beyond, host.fifo_beyond));

@@ -67,8 +67,8 @@ TEST(SweepReport, HeatmapFrontBestAndBand) {
   auto r = render_report({dir}, bad);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().exit_code(), 2);
-  EXPECT_EQ(r.status().message(), "--sweep-axes: 'kappa' is not a key of " + dir +
-                                      "/sweep.json (keys: gamma, queue)");
+  EXPECT_EQ(r.status().message(),
+            "--sweep-axes: 'kappa' is not a key of " + dir + "/sweep.json (keys: gamma, queue)");
 }
 
 }  // namespace

@@ -21,7 +21,8 @@ StrategyInputs mm_inputs() {
 
 std::string values(const GridLane& l) {
   std::string out;
-  for (const auto& [k, v] : l.values) out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, v.text);
+  for (const auto& [k, v] : l.values)
+    out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, v.text);
   return out;
 }
 
@@ -145,7 +146,8 @@ TEST(SweepGrid, BadGridsNameFileAndLine) {
   EXPECT_EQ(grid_error("[grid]\nentry_latency = [\"5\"]\n"),
             "g.toml:2: lane 0: bad duration '5' (expected a number >= 0 with ns, us, ms or s, "
             "e.g. 2ms)");
-  EXPECT_EQ(grid_error("[grid]\nl2 = [1]\n"), "g.toml:2: lane 0: l2: expected true or false, got 1");
+  EXPECT_EQ(grid_error("[grid]\nl2 = [1]\n"),
+            "g.toml:2: lane 0: l2: expected true or false, got 1");
   EXPECT_EQ(grid_error("[fixed]\nlatency = \"entry=1ms\"\n[grid]\nentry_latency = [\"2ms\"]\n"),
             "g.toml:2: lane 0: give latency or feed_latency/entry_latency/response_latency, not "
             "both");

@@ -34,13 +34,13 @@ nlohmann::json figures(nlohmann::json sharpe, double drawdown, double turnover, 
 
 TEST(Sweep, ParetoFrontOfSharpeDrawdownTurnover) {
   const std::vector<nlohmann::json> stats = {
-      figures(1.0, 10, 100),      // 0: front (best drawdown among Sharpe 1)
-      figures(2.0, 20, 100),      // 1: front (best Sharpe)
-      figures(1.0, 20, 100),      // 2: dominated by 0
-      figures(0.5, 5, 300),       // 3: front (lowest drawdown)
-      figures(0.5, 5, 300),       // 4: equal to 3: not dominated, on the front too
-      figures(nullptr, 1, 1),     // 5: null Sharpe = worst, but lowest drawdown and turnover
-      figures(0.1, 30, 400),      // 6: dominated by 0
+      figures(1.0, 10, 100),   // 0: front (best drawdown among Sharpe 1)
+      figures(2.0, 20, 100),   // 1: front (best Sharpe)
+      figures(1.0, 20, 100),   // 2: dominated by 0
+      figures(0.5, 5, 300),    // 3: front (lowest drawdown)
+      figures(0.5, 5, 300),    // 4: equal to 3: not dominated, on the front too
+      figures(nullptr, 1, 1),  // 5: null Sharpe = worst, but lowest drawdown and turnover
+      figures(0.1, 30, 400),   // 6: dominated by 0
   };
   EXPECT_EQ(pareto_front(stats), (std::vector<size_t>{1, 0, 3, 4, 5}));
   EXPECT_EQ(best_lanes(stats, 3), (std::vector<size_t>{1, 0, 2}));
@@ -54,7 +54,8 @@ std::string market_store() {
     const int64_t ts = (i + 1) * 40 * kMs;
     const int64_t bid = 100 + (i / 30) % 3;
     if (i > 0) rows.push_back(T(trade(ts - kMs, i % 2 ? bid : bid + 1, 2, i % 2 ? -1 : 1)));
-    rows.push_back(S(book(ts, {{bid, 4.0 + i % 5}, {bid - 1, 9}}, {{bid + 1, 3.0 + i % 4}, {bid + 2, 9}})));
+    rows.push_back(
+        S(book(ts, {{bid, 4.0 + i % 5}, {bid - 1, 9}}, {{bid + 1, 3.0 + i % 4}, {bid + 2, 9}})));
   }
   return test::write_store(rows);
 }
@@ -107,9 +108,11 @@ fees = "maker=-0.2bps,taker=0.5bps"
   EXPECT_EQ(doc["pareto_front"].get<std::vector<size_t>>(), out->pareto);
 
   // Every lane equals `fxt backtest` with its parameters (the single-run library path).
-  const std::vector<std::vector<std::string>> params = {
-      {"warmup=10", "gamma=0.01"}, {"warmup=10", "gamma=0.01"}, {"warmup=10", "gamma=0.2"},
-      {"warmup=10", "gamma=0.2"},  {"warmup=10", "order_qty=2"}};
+  const std::vector<std::vector<std::string>> params = {{"warmup=10", "gamma=0.01"},
+                                                        {"warmup=10", "gamma=0.01"},
+                                                        {"warmup=10", "gamma=0.2"},
+                                                        {"warmup=10", "gamma=0.2"},
+                                                        {"warmup=10", "order_qty=2"}};
   const char* queues[] = {"risk-averse", "log", "risk-averse", "log", "risk-averse"};
   size_t traded = 0;
   for (size_t i = 0; i < 5; ++i) {
@@ -142,14 +145,14 @@ TEST(Sweep, CommandRejectsBadGridsWithOneLine) {
   const std::string store = market_store();
   ASSERT_TRUE(write_file_atomic(dir + "/bad.toml", "[grid]\ngamma = [0.1]\nwobble = [1]\n").ok());
   auto r = fxt::test::run_fxt("backtest -q --store " + store + " --strategy mm --sweep " + dir +
-                         "/bad.toml --out " + dir + "/o");
+                              "/bad.toml --out " + dir + "/o");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_EQ(r.output, "fxt: error: " + dir +
                           "/bad.toml:3: lane 0: --param wobble: not a parameter of strategy mm "
                           "(see docs/BACKTEST.md)\n");
   ASSERT_TRUE(write_file_atomic(dir + "/ok.toml", "[grid]\ngamma = [0.1]\n").ok());
   r = fxt::test::run_fxt("backtest -q --store " + store + " --strategy mm --sweep " + dir +
-                    "/ok.toml --device cuda --out " + dir + "/o");
+                         "/ok.toml --device cuda --out " + dir + "/o");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--device cuda"), std::string::npos) << r.output;
 }

@@ -10,6 +10,7 @@
 #include "core/file_util.h"
 #include "sim/backtest.h"
 #include "sim/engine.h"
+#include "sim/sweep.h"
 
 namespace fxt::cli {
 
@@ -21,6 +22,9 @@ struct BacktestArgs {
   double multiplier = 1;
   bool l2 = false;
   CLI::Option* multiplier_opt = nullptr;
+  std::string sweep, device = "cpu";  // --sweep grid.toml: lanes (docs/SWEEP.md)
+  int top = 0;
+  size_t batch = 0;
 };
 
 // The process's own command line (Linux /proc), for run.json; "" when unavailable.
@@ -40,6 +44,48 @@ std::string cell(const nlohmann::json& stats, const char* key) {
     return fmt::format("{}", static_cast<long long>(std::llround(v)));
   }
   return fmt::format("{:.4g}", v);
+}
+
+// --sweep: every lane of the grid over the flags' simulator settings.
+Status run_sweep_command(const BacktestArgs& a, const sim::BacktestSpec& spec) {
+  if (!spec.checkpoint.empty())
+    return UsageError("--sweep reads --predictions; run fxt predict for --checkpoint first");
+  if (spec.queue_models.size() > 1)
+    return UsageError("--sweep: give the queue models as a grid key (queue = [...])");
+  sim::SweepSpec s;
+  s.grid_path = a.sweep;
+  s.stores = spec.stores;
+  s.strategy = spec.strategy;
+  s.predictions = spec.predictions;
+  s.horizon = spec.horizon;
+  s.sim = spec.sim;
+  if (!spec.queue_models.empty()) s.sim.queue = spec.queue_models.front();
+  s.multiplier_given = spec.multiplier_given;
+  s.device = a.device;
+  s.threads = spec.threads;
+  s.batch = a.batch;
+  s.top = a.top;
+  s.out_dir = spec.out_dir;
+  FXT_ASSIGN_OR_RETURN(sim::SweepOutcome out, sim::run_sweep(s, own_command_line()));
+  std::printf("%zu lanes x %llu events in %.2f s (%.3g lane-events/s, %d threads); Pareto front: "
+              "%zu lanes\n",
+              out.lanes, static_cast<unsigned long long>(out.events_per_lane), out.wall_seconds,
+              out.wall_seconds > 0 ? static_cast<double>(out.lanes) *
+                                         static_cast<double>(out.events_per_lane) /
+                                         out.wall_seconds
+                                   : 0.0,
+              s.threads, out.pareto.size());
+  std::printf("%6s %14s %10s %12s %14s\n", "lane", "total_pnl", "sharpe", "max_drawdown",
+              "turnover");
+  const std::vector<size_t>& shown = out.top.empty() ? out.pareto : out.top;
+  for (size_t k = 0; k < shown.size() && k < 10; ++k) {
+    const nlohmann::json& st = out.outcomes[shown[k]].stats;
+    std::printf("%6zu %14s %10s %12s %14s\n", shown[k], cell(st, "total_pnl").c_str(),
+                cell(st, "sharpe_daily_annualised").c_str(), cell(st, "max_drawdown").c_str(),
+                cell(st, "turnover").c_str());
+  }
+  std::printf("results in %s/sweep.csv and sweep.json\n", s.out_dir.c_str());
+  return Status::Ok();
 }
 
 Status run_backtest_command(BacktestArgs& a) {
@@ -62,6 +108,8 @@ Status run_backtest_command(BacktestArgs& a) {
     if (!(a.multiplier > 0)) return UsageError("--multiplier must be > 0");
     spec.sim.instrument.multiplier = a.multiplier;
   }
+  if (!a.sweep.empty()) return run_sweep_command(a, spec);
+  if (a.top > 0) return UsageError("--top needs --sweep");
   FXT_ASSIGN_OR_RETURN(sim::BacktestOutcome out, sim::run_backtest_spec(spec, own_command_line()));
   std::printf("%-14s %14s %10s %12s %8s %12s %8s\n", "queue model", "total_pnl", "sharpe",
               "max_drawdown", "trades", "fees", "fill%");
@@ -117,6 +165,12 @@ void register_backtest(CLI::App& app) {
                   "threads for predictions and for queue models run side by side")
       ->capture_default_str();
   cmd->add_option("--out", s.out_dir, "run directory for the result files")->required();
+  cmd->add_option("--sweep", a->sweep,
+                  "run every parameter set of this grid TOML as a lane (docs/SWEEP.md): "
+                  "RUN_DIR/sweep.csv, sweep.json with the Pareto front");
+  cmd->add_option("--device", a->device, "lanes of --sweep on: cpu")->capture_default_str();
+  cmd->add_option("--top", a->top, "with --sweep: full result files of the best K lanes by Sharpe");
+  cmd->add_option("--lane-batch", a->batch, "with --sweep: lanes per batch (0: all)");
 }
 
 }  // namespace fxt::cli

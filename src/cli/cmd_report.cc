@@ -43,6 +43,11 @@ void register_report(CLI::App& app) {
   cmd->add_option("--max-points", a->options.max_points,
                   "points per line of long series (equity, price) after min/max thinning")
       ->capture_default_str();
+  cmd->add_option("--sweep-axes", a->options.sweep_axes,
+                  "sweep dirs: the two grid keys of the PnL heatmap (default: the first two that "
+                  "vary)")
+      ->expected(2)
+      ->delimiter(',');
 }
 
 }  // namespace fxt::cli

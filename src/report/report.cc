@@ -20,6 +20,7 @@
 #include "core/text.h"
 #include "report/chart.h"
 #include "report/html.h"
+#include "report/sweep_section.h"
 
 namespace fxt::report {
 
@@ -1076,6 +1077,8 @@ const char* kind_title(RunKind k) {
       return "Cross-validation";
     case RunKind::kBacktest:
       return "Backtest";
+    case RunKind::kSweep:
+      return "Parameter sweep";
   }
   return "";
 }
@@ -1123,6 +1126,8 @@ const char* run_kind_name(RunKind kind) {
       return "cv";
     case RunKind::kBacktest:
       return "backtest";
+    case RunKind::kSweep:
+      return "sweep";
   }
   return "";
 }
@@ -1155,10 +1160,11 @@ Result<RunKind> detect_run_kind(const std::string& path) {
   if (fs::exists(path + "/metrics.jsonl")) return RunKind::kTrain;
   if (fs::exists(path + "/cv.json")) return RunKind::kCv;
   if (fs::exists(path + "/stats.json")) return RunKind::kBacktest;
+  if (fs::exists(path + "/sweep.json")) return RunKind::kSweep;
   if (fs::exists(path + "/eval.json")) return RunKind::kEval;
   return InvalidInput(
       "{}: not a run directory (expected metrics.jsonl of a training run, eval.json, cv.json "
-      "or the stats.json of a backtest)",
+      "the stats.json of a backtest or the sweep.json of a sweep)",
       path);
 }
 
@@ -1196,6 +1202,10 @@ Result<std::string> render_report(const std::vector<std::string>& paths,
       }
       case RunKind::kBacktest: {
         FXT_ASSIGN_OR_RETURN(body, backtest_html(path, s.id, options, &s.headline));
+        break;
+      }
+      case RunKind::kSweep: {
+        FXT_ASSIGN_OR_RETURN(body, sweep_html(path, s.id, options.sweep_axes, &s.headline));
         break;
       }
     }

@@ -19,12 +19,13 @@
 
 namespace fxt::report {
 
-enum class RunKind { kTrain, kEval, kCv, kBacktest };
-const char* run_kind_name(RunKind kind);  // "train", "eval", "cv", "backtest"
+enum class RunKind { kTrain, kEval, kCv, kBacktest, kSweep };
+// "train", "eval", "cv", "backtest", "sweep"
+const char* run_kind_name(RunKind kind);
 
 // What PATH holds: run.json's "kind" when present (the run registry, src/train/run_record.h),
 // else by its files (metrics.jsonl -> train, cv.json -> cv, stats.json -> backtest,
-// eval.json or an eval JSON file -> eval). A one-line error when it is none of these.
+// eval.json or an eval JSON file -> eval, sweep.json -> sweep). A one-line error when it is none of these.
 Result<RunKind> detect_run_kind(const std::string& path);
 
 struct ReportOptions {
@@ -32,6 +33,9 @@ struct ReportOptions {
   // Long series (equity, price, position) are thinned to about this many points per line
   // (report/chart.h downsample_min_max); fills to this many markers per side.
   size_t max_points = 4000;
+  // Sweep sections (report/sweep_section.h): the two grid keys of the heatmap; empty: the
+  // first two keys that vary.
+  std::vector<std::string> sweep_axes;
 };
 
 // The whole HTML document for `paths`, in order.

@@ -9,39 +9,30 @@
 
 #include <cstdint>
 
+#include "sim/fill_rules.h"
 #include "sim/types.h"
 
 namespace fxt::sim {
 
-// fee = bps·1e-4·notional + per_unit·qty (maker or taker rates); negative = rebate.
-double fill_fee(const FeeSchedule& fees, bool maker, int64_t px, double qty, double multiplier);
-
-// Notional of qty at px in currency: px·1e-9·qty·multiplier.
-inline double notional(int64_t px, double qty, double multiplier) {
-  return static_cast<double>(px) * kPxScale * qty * multiplier;
-}
+// fill_fee and notional: sim/fill_rules.h.
 
 class Account {
  public:
   explicit Account(double multiplier = 1) : multiplier_(multiplier) {}
 
   void apply_fill(Side side, int64_t px, double qty, double fee) {
-    position_ += sign(side) * qty;
-    cash_ -= sign(side) * notional(px, qty, multiplier_) + fee;
-    fees_ += fee;
+    sim::apply_fill(&h_, sign(side), px, qty, fee, multiplier_);
   }
-  double position() const { return position_; }
-  double cash() const { return cash_; }
-  double fees() const { return fees_; }
+  double position() const { return h_.position; }
+  double cash() const { return h_.cash; }
+  double fees() const { return h_.fees; }
   // mid in currency per unit.
-  double equity(double mid) const { return cash_ + position_ * mid * multiplier_; }
+  double equity(double mid) const { return h_.cash + h_.position * mid * multiplier_; }
   double multiplier() const { return multiplier_; }
 
  private:
   double multiplier_;
-  double position_ = 0;
-  double cash_ = 0;
-  double fees_ = 0;
+  Holdings h_;
 };
 
 }  // namespace fxt::sim

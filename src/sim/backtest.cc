@@ -14,6 +14,7 @@
 #include "core/text.h"
 #include "data/store.h"
 #include "sim/engine.h"
+#include "sim/lanes.h"
 #include "sim/results.h"
 #include "sim/stats.h"
 #include "sim/strategy_exec.h"
@@ -417,20 +418,7 @@ Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
     }
   }
   if (!prediction_files.empty()) {
-    auto series = std::make_shared<SignalSeries>();
-    for (size_t i = 0; i < stores.size(); ++i) {
-      int chosen = 0;
-      FXT_ASSIGN_OR_RETURN(std::vector<float> p,
-                           load_predictions(prediction_files[i], spec.horizon, stores[i], &chosen));
-      if (i > 0 && chosen != series->horizon) {
-        return InvalidInput(
-            "{}:1: first horizon column is p_h{}, but {} used p_h{} (give --horizon)",
-            prediction_files[i], chosen, prediction_files[0], series->horizon);
-      }
-      series->horizon = chosen;
-      series->per_store.push_back(std::move(p));
-    }
-    inputs.signal = std::move(series);
+    FXT_ASSIGN_OR_RETURN(inputs.signal, load_signal_series(prediction_files, spec.horizon, stores));
   }
   // Stores built from MBO replay exact FIFO queues (unless --l2): the L2 queue models then
   // play no part, so comparing them would report a band of zero that means nothing.

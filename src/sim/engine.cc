@@ -100,7 +100,9 @@ BookView view_of(const StoreReader& r, uint64_t i) {
   return {r.bid_px.row(i), r.ask_px.row(i), r.bid_sz.row(i), r.ask_sz.row(i), r.flags[i]};
 }
 
-Result<std::vector<StoreReader>> open_stores(const std::vector<std::string>& dirs) {
+}  // namespace
+
+Result<std::vector<StoreReader>> open_backtest_stores(const std::vector<std::string>& dirs) {
   if (dirs.empty()) return UsageError("backtest: no store given");
   std::vector<StoreReader> stores;
   for (const std::string& dir : dirs) {
@@ -140,6 +142,8 @@ Result<std::vector<StoreReader>> open_stores(const std::vector<std::string>& dir
   }
   return stores;
 }
+
+namespace {
 
 // The replay: one exchange-time line of market rows, order messages arriving at the exchange
 // and messages delivered to the strategy. Without a strategy (a market replay, the
@@ -212,12 +216,12 @@ class Replay final : public StrategyContext {
 
   // Order messages travel one session in order: an arrival never overtakes an earlier one.
   int64_t arrival_time() {
-    last_arrival_ = std::max(last_arrival_, now_ + latency_.entry_ns(now_));
+    last_arrival_ = in_order_arrival(last_arrival_, now_, latency_.entry_ns(now_));
     return last_arrival_;
   }
   void drain_outbox() {
     for (Outgoing& o : exchange_.outbox()) {
-      last_response_ = std::max(last_response_, o.act_ns + latency_.response_ns(o.act_ns));
+      last_response_ = in_order_arrival(last_response_, o.act_ns, latency_.response_ns(o.act_ns));
       responses_.push_back({last_response_, std::move(o)});
     }
     exchange_.outbox().clear();
@@ -418,15 +422,27 @@ void Replay::run() {
   if (strategy_ != nullptr) strategy_->on_end(*this);
 }
 
-}  // namespace
-
-Result<BacktestResult> run_backtest(const std::vector<std::string>& store_dirs,
-                                    const SimConfig& config, Strategy* strategy) {
+Status check_config(const SimConfig& config) {
   if (config.instrument.multiplier <= 0)
     return UsageError("instrument multiplier must be > 0, got {}", config.instrument.multiplier);
   if (config.equity_interval_ns < 0)
     return UsageError("equity interval must be >= 0 ns, got {}", config.equity_interval_ns);
-  FXT_ASSIGN_OR_RETURN(std::vector<StoreReader> stores, open_stores(store_dirs));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<BacktestResult> run_backtest(const std::vector<std::string>& store_dirs,
+                                    const SimConfig& config, Strategy* strategy) {
+  FXT_RETURN_IF_ERROR(check_config(config));
+  FXT_ASSIGN_OR_RETURN(std::vector<StoreReader> stores, open_backtest_stores(store_dirs));
+  return run_backtest_on(stores, config, strategy);
+}
+
+Result<BacktestResult> run_backtest_on(const std::vector<StoreReader>& stores,
+                                       const SimConfig& config, Strategy* strategy) {
+  if (stores.empty()) return UsageError("backtest: no store given");
+  FXT_RETURN_IF_ERROR(check_config(config));
   FXT_ASSIGN_OR_RETURN(LatencyModel latency, LatencyModel::create(config.latency));
   BacktestResult result;
   result.instrument = config.instrument;

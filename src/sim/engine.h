@@ -9,6 +9,10 @@
 #include "sim/strategy.h"
 #include "sim/types.h"
 
+namespace fxt {
+class StoreReader;
+}
+
 namespace fxt::sim {
 
 // "risk-averse", "power:<n>" (n > 0), "log".
@@ -19,5 +23,12 @@ std::string queue_model_name(const QueueModel& m);
 // rejected) with the strategy. A null strategy replays the market alone (benchmarks).
 Result<BacktestResult> run_backtest(const std::vector<std::string>& store_dirs,
                                     const SimConfig& config, Strategy* strategy);
+
+// run_backtest in two steps, so that many runs share the stores (sim/lanes.h): open and check
+// the stores once, then replay them any number of times. The stores are only read: runs on
+// several threads may share them.
+Result<std::vector<StoreReader>> open_backtest_stores(const std::vector<std::string>& store_dirs);
+Result<BacktestResult> run_backtest_on(const std::vector<StoreReader>& stores,
+                                       const SimConfig& config, Strategy* strategy);
 
 }  // namespace fxt::sim

@@ -8,9 +8,6 @@
 namespace fxt::sim {
 namespace {
 
-// Quantities closer than this are equal (sizes are lots, shares or coin amounts).
-constexpr double kQtyEps = 1e-9;
-
 int side_int(Side s) {
   return sign(s);
 }
@@ -35,16 +32,7 @@ dbn::MboMsg to_mbo(const OrderEvent& e) {
 double BookView::size_at(int side, int64_t level_px, bool* known) const {
   *known = true;
   if (!valid()) return 0;
-  const int64_t* p = px(side);
-  const double* s = sz(side);
-  for (int i = 0; i < kBookLevels; ++i) {
-    if (p[i] == kEmptyPx) return 0;  // fewer levels than the depth: every level is shown
-    if (p[i] == level_px) return s[i];
-    // Levels are best first: past our price, the level is absent from a shown range.
-    if (side > 0 ? p[i] < level_px : p[i] > level_px) return 0;
-  }
-  *known = false;  // worse than the deepest displayed level
-  return 0;
+  return level_size_at(px(side), sz(side), side, level_px, known);
 }
 
 Exchange::Exchange(const SimConfig& config, const Instrument& instrument, BacktestResult* result)
@@ -96,8 +84,8 @@ double Exchange::available(Side side, bool has_limit, int64_t limit) const {
   const double* s = book_.sz(opp);
   double total = 0;
   for (int i = 0; i < kBookLevels && p[i] != kEmptyPx; ++i) {
-    if (has_limit && (side == Side::kBuy ? p[i] > limit : p[i] < limit)) break;
-    total += std::max(0.0, s[i] - taken_at(opp, p[i]));
+    if (has_limit && beyond_limit(side_int(side), p[i], limit)) break;
+    total += max_of(0.0, level_left(s[i], taken_at(opp, p[i])));
   }
   return total;
 }
@@ -107,14 +95,12 @@ int64_t Exchange::best_available(int side) const {
   const int64_t* p = book_.px(side);
   const double* s = book_.sz(side);
   for (int i = 0; i < kBookLevels && p[i] != kEmptyPx; ++i)
-    if (s[i] - taken_at(side, p[i]) > kQtyEps) return p[i];
+    if (level_left(s[i], taken_at(side, p[i])) > kQtyEps) return p[i];
   return kEmptyPx;
 }
 
 bool Exchange::would_cross(Side side, int64_t px) const {
-  const int64_t opp = best_available(-side_int(side));
-  if (opp == kEmptyPx) return false;
-  return side == Side::kBuy ? px >= opp : px <= opp;
+  return crosses(side_int(side), px, best_available(-side_int(side)));
 }
 
 void Exchange::take(uint64_t id, bool has_limit, int64_t limit, double want, int64_t t) {
@@ -124,10 +110,9 @@ void Exchange::take(uint64_t id, bool has_limit, int64_t limit, double want, int
   const int64_t* p = book_.px(opp);
   const double* s = book_.sz(opp);
   for (int i = 0; i < kBookLevels && p[i] != kEmptyPx && want > kQtyEps; ++i) {
-    if (has_limit && (side == Side::kBuy ? p[i] > limit : p[i] < limit)) break;
-    const double left = s[i] - taken_at(opp, p[i]);
-    if (left <= kQtyEps) continue;
-    const double q = std::min(left, want);
+    if (has_limit && beyond_limit(side_int(side), p[i], limit)) break;
+    const double q = walk_take(level_left(s[i], taken_at(opp, p[i])), want);
+    if (q <= 0) continue;  // level used up
     auto it = std::find_if(memory_.begin(), memory_.end(),
                            [&](const Taken& m) { return m.side == opp && m.px == p[i]; });
     if (it == memory_.end())
@@ -143,7 +128,7 @@ void Exchange::take(uint64_t id, bool has_limit, int64_t limit, double want, int
 
 void Exchange::fill(uint64_t id, int64_t px, double qty, bool maker, int64_t t) {
   LiveOrder& o = live(id);
-  if (qty >= remaining(o) - kQtyEps) qty = remaining(o);  // no float dust left behind
+  qty = clamp_fill(qty, remaining(o));  // no float dust left behind
   if (qty <= 0) return;
   o.filled += qty;
   o.notional_filled += static_cast<double>(px) * kPxScale * qty;
@@ -381,21 +366,18 @@ void Exchange::on_trade(const Trade& trade, int64_t t) {
     const uint64_t id = resting_[k];
     LiveOrder& o = live(id);
     if (!o.resting || o.rejoin) continue;
-    const bool bid = o.side == Side::kBuy;
-    const bool through = bid ? trade.px < o.px : trade.px > o.px;
-    if (through) {
+    if (trades_through(sign(o.side), trade.px, o.px)) {
       fill(id, o.px, remaining(o), /*maker=*/true, t);
       continue;
     }
-    // A trade at our price hits our side unless its aggressor was on our side.
-    if (trade.px != o.px || trade.side == sign(o.side)) continue;
+    if (!trade_hits_level(sign(o.side), o.px, trade.px, trade.side)) continue;
     const double beyond = o.l3 ? o.l3q.on_trade(trade.sz) : o.l2.on_trade(trade.sz);
     if (used_px != o.px || used_side != sign(o.side)) {
       used_px = o.px;
       used_side = sign(o.side);
       used_px_volume = 0;
     }
-    const double q = std::min(remaining(o), beyond - used_px_volume);
+    const double q = min_of(remaining(o), beyond - used_px_volume);
     if (q > kQtyEps) {
       used_px_volume += q;
       fill(id, o.px, q, /*maker=*/true, t);
@@ -414,10 +396,10 @@ void Exchange::on_book(const BookView& view, int64_t t) {
       return !known || now != m.displayed;
     });
   }
-  if (view.bid_px[0] != kEmptyPx && view.ask_px[0] != kEmptyPx && view.bid_sz[0] > 0 &&
-      view.ask_sz[0] > 0)
-    mid_ = 0.5 * (static_cast<double>(view.bid_px[0]) + static_cast<double>(view.ask_px[0])) *
-           kPxScale;
+  bool two_sided = false;
+  const double mid = touch_mid(view.bid_px[0], view.bid_sz[0], view.ask_px[0], view.ask_sz[0],
+                               &two_sided);
+  if (two_sided) mid_ = mid;
   if (resting_.empty()) return;
   const bool crossed_book = (view.flags & (kFlagCrossed | kFlagLocked)) != 0;
   const int64_t best_bid = best_available(+1);
@@ -437,7 +419,7 @@ void Exchange::on_book(const BookView& view, int64_t t) {
     }
     if (crossed_book) continue;
     const int64_t opp = side > 0 ? best_ask : best_bid;
-    if (opp != kEmptyPx && (side > 0 ? opp <= o.px : opp >= o.px))
+    if (touch_reaches(side, o.px, opp))
       fill(id, o.px, remaining(o), /*maker=*/true, t);
   }
   prune_resting();

@@ -98,15 +98,7 @@ Result<LatencyModel> LatencyModel::load_file(const std::string& path, int64_t fe
 int64_t LatencyModel::lookup(const std::vector<int64_t>& values, int64_t at_ns,
                              int64_t constant) const {
   if (ts_.empty()) return constant;
-  if (at_ns <= ts_.front()) return values.front();
-  if (at_ns >= ts_.back()) return values.back();
-  // First sample strictly after at_ns; the one before it is at or before at_ns.
-  size_t hi = static_cast<size_t>(std::upper_bound(ts_.begin(), ts_.end(), at_ns) - ts_.begin());
-  size_t lo = hi - 1;
-  const double f = static_cast<double>(at_ns - ts_[lo]) / static_cast<double>(ts_[hi] - ts_[lo]);
-  const double v =
-      static_cast<double>(values[lo]) + f * static_cast<double>(values[hi] - values[lo]);
-  return static_cast<int64_t>(std::llround(v));
+  return interpolate_latency(ts_.data(), values.data(), ts_.size(), at_ns);
 }
 
 }  // namespace fxt::sim

@@ -46,63 +46,6 @@ std::string queue_model_name(const QueueModel& m) {
   return "unknown";
 }
 
-double queue_share_behind(const QueueModel& model, double front, double back) {
-  front = std::max(front, 0.0);
-  back = std::max(back, 0.0);
-  double b = 0, f = 0;
-  switch (model.kind) {
-    case QueueModelKind::kRiskAverse:
-      return 1.0;
-    case QueueModelKind::kPower:
-      b = std::pow(back, model.power);
-      f = std::pow(front, model.power);
-      break;
-    case QueueModelKind::kLog:
-      b = std::log1p(back);
-      f = std::log1p(front);
-      break;
-  }
-  if (b + f <= 0) return 1.0;
-  return b / (b + f);
-}
-
-// ---- L2 ---------------------------------------------------------------------------
-
-void L2Queue::join(double displayed, bool displayed_known) {
-  known = displayed_known;
-  ahead = displayed_known ? displayed : 0;
-  level_size = displayed_known ? displayed : 0;
-  traded = 0;
-}
-
-double L2Queue::on_trade(double size) {
-  if (!known) return 0;  // we do not know the queue yet: nothing reaches us
-  traded += size;
-  const double beyond = size - ahead;
-  ahead = std::max(0.0, ahead - size);
-  return std::max(0.0, beyond);
-}
-
-void L2Queue::on_level(const QueueModel& model, double size, bool size_known) {
-  if (!size_known) return;
-  if (!known) {
-    join(size, true);
-    return;
-  }
-  // What the level would show if only the trades had happened.
-  const double expected = std::max(0.0, level_size - traded);
-  if (size < expected) {
-    const double decrease = expected - size;
-    const double front = ahead;
-    const double back = std::max(0.0, expected - front);
-    const double p = queue_share_behind(model, front, back);
-    ahead = std::max(0.0, ahead - decrease * (1.0 - p));
-  }
-  ahead = std::min(ahead, size);  // never more ahead than the level holds
-  level_size = size;
-  traded = 0;
-}
-
 // ---- L3 ---------------------------------------------------------------------------
 
 void L3Queue::join(std::vector<Ahead> orders) {
@@ -113,10 +56,7 @@ void L3Queue::join(std::vector<Ahead> orders) {
 }
 
 double L3Queue::on_trade(double size) {
-  const double eff = effective_ahead();
-  const double consumed = std::min(size, eff);
-  pending_traded += consumed;
-  return std::max(0.0, size - eff);
+  return fifo_on_trade(ahead_size, &pending_traded, size);
 }
 
 void L3Queue::reduce(double amount) {

@@ -22,29 +22,12 @@
 #include <vector>
 
 #include "data/book.h"
+#include "sim/fill_rules.h"
 #include "sim/types.h"
 
 namespace fxt::sim {
 
-// p of the header comment: share of an unexplained level decrease that is behind us.
-double queue_share_behind(const QueueModel& model, double front, double back);
-
-// L2 estimate for one order.
-struct L2Queue {
-  double ahead = 0;       // estimated size ahead of us
-  double level_size = 0;  // displayed size at our price at the last observation
-  double traded = 0;      // volume traded at our price since that observation
-  bool known = false;     // false until the level was seen (joined below the displayed depth)
-
-  // Joins the back of a level showing `displayed` (known = false: not displayed).
-  void join(double displayed, bool displayed_known);
-  // A trade of `size` at our price. Returns the volume that traded beyond the queue ahead
-  // (what reaches our order).
-  double on_trade(double size);
-  // The next snapshot shows `size` at our price (size_known = false: the level is deeper
-  // than the displayed depth: nothing is learned).
-  void on_level(const QueueModel& model, double size, bool size_known);
-};
+// queue_share_behind (p above) and L2Queue, the L2 estimate of one order: sim/fill_rules.h.
 
 // L3 FIFO for one order: the specific orders ahead of us.
 struct L3Queue {
@@ -57,10 +40,7 @@ struct L3Queue {
   double pending_traded = 0;  // traded against the orders ahead, not yet removed by their cancels
 
   void join(std::vector<Ahead> orders);
-  double effective_ahead() const {
-    double a = ahead_size - pending_traded;
-    return a > 0 ? a : 0;
-  }
+  double effective_ahead() const { return fifo_effective_ahead(ahead_size, pending_traded); }
   // A trade of `size` at our price. Returns the volume beyond the queue ahead.
   double on_trade(double size);
   // An MBO event for an order we track (order_id must be in `ahead`), our level's price `px`.

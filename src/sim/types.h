@@ -12,6 +12,7 @@
 
 #include "core/status.h"
 #include "data/book.h"
+#include "sim/fill_rules.h"
 
 namespace fxt::sim {
 
@@ -68,26 +69,8 @@ struct MarketEvent {
   const Trade* trade = nullptr;    // kTrade only
 };
 
-// Fees (DESIGN §7.2): fee = bps·1e-4·notional + per_unit·qty, maker or taker; a negative
-// value is a rebate. notional = px·kPxScale·qty·multiplier.
-struct FeeSchedule {
-  double maker_bps = 0;
-  double taker_bps = 0;
-  double maker_per_unit = 0;
-  double taker_per_unit = 0;
-};
-
-struct Instrument {
-  int64_t tick_px = 1;     // 1e-9 units; from the store's meta
-  double multiplier = 1;   // contract multiplier (ES: 50)
-};
-
-// L2 queue-position estimate for cancels not explained by trades (DESIGN §7.2).
-enum class QueueModelKind : uint8_t { kRiskAverse, kPower, kLog };
-struct QueueModel {
-  QueueModelKind kind = QueueModelKind::kRiskAverse;
-  double power = 2;  // n of power:n
-};
+// FeeSchedule, Instrument, QueueModelKind and QueueModel live in sim/fill_rules.h (shared
+// with device code).
 
 struct LatencyConfig {
   int64_t feed_ns = 0;      // event happened -> strategy sees it

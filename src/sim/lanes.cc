@@ -1,0 +1,126 @@
+#include "sim/lanes.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "core/progress.h"
+#include "sim/account.h"
+#include "sim/engine.h"
+#include "sim/stats.h"
+#include "sim/strategy_signal.h"
+
+namespace fxt::sim {
+
+Result<std::shared_ptr<const SignalSeries>> load_signal_series(
+    const std::vector<std::string>& prediction_files, int horizon,
+    const std::vector<StoreReader>& stores) {
+  if (prediction_files.size() != stores.size()) {
+    return UsageError("--predictions: {} files for {} stores (one per store, in order)",
+                      prediction_files.size(), stores.size());
+  }
+  auto series = std::make_shared<SignalSeries>();
+  for (size_t i = 0; i < stores.size(); ++i) {
+    int chosen = 0;
+    FXT_ASSIGN_OR_RETURN(std::vector<float> p,
+                         load_predictions(prediction_files[i], horizon, stores[i], &chosen));
+    if (i > 0 && chosen != series->horizon) {
+      return InvalidInput("{}:1: first horizon column is p_h{}, but {} used p_h{} (give --horizon)",
+                          prediction_files[i], chosen, prediction_files[0], series->horizon);
+    }
+    series->horizon = chosen;
+    series->per_store.push_back(std::move(p));
+  }
+  return std::shared_ptr<const SignalSeries>(std::move(series));
+}
+
+Result<LaneMarket> open_lane_market(const std::vector<std::string>& store_dirs,
+                                    const std::vector<std::string>& prediction_files, int horizon) {
+  LaneMarket m;
+  m.store_dirs = store_dirs;
+  FXT_ASSIGN_OR_RETURN(m.stores, open_backtest_stores(store_dirs));
+  m.exact_queues = true;
+  for (const StoreReader& r : m.stores) {
+    m.inputs.sessions.push_back({r.ts_ns[0], r.ts_ns[r.size() - 1]});
+    m.events += r.size() + r.trade_count();
+    m.exact_queues = m.exact_queues && r.event_count() > 0;
+  }
+  const auto& inst = m.stores.front().meta().value("instrument", nlohmann::json::object());
+  const double multiplier = inst.value("contract_multiplier", 1.0);
+  m.instrument.multiplier = multiplier > 0 ? multiplier : 1.0;
+  if (m.stores.front().tick_px() > 0) m.instrument.tick_px = m.stores.front().tick_px();
+  if (!prediction_files.empty()) {
+    FXT_ASSIGN_OR_RETURN(m.inputs.signal, load_signal_series(prediction_files, horizon, m.stores));
+  }
+  return m;
+}
+
+Result<std::vector<LaneOutcome>> run_lanes(const LaneMarket& market, const std::vector<Lane>& lanes,
+                                           const LaneOptions& options, const LaneSink& sink) {
+  if (options.threads < 1) return UsageError("--threads must be >= 1");
+  // Every lane's strategy is built (and its parameters checked) before anything runs.
+  std::vector<StrategyFactory> factories;
+  factories.reserve(lanes.size());
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    Result<StrategyParams> params = StrategyParams::parse(lanes[i].params);
+    Result<StrategyFactory> f =
+        params.ok()
+            ? make_strategy_factory(lanes[i].strategy, std::move(params).value(), market.inputs)
+            : Result<StrategyFactory>(params.status());
+    if (!f.ok())
+      return Status(f.status().code(), fmt::format("lane {}: {}", i, f.status().message()));
+    factories.push_back(std::move(f).value());
+  }
+
+  std::vector<LaneOutcome> outcomes(lanes.size());
+  std::vector<Status> statuses(lanes.size());
+  std::mutex progress_mutex;
+  auto run_one = [&](size_t i) {
+    try {
+      std::unique_ptr<Strategy> strategy = factories[i].make();
+      Result<BacktestResult> r = run_backtest_on(market.stores, lanes[i].sim, strategy.get());
+      if (!r.ok()) {
+        statuses[i] =
+            Status(r.status().code(), fmt::format("lane {}: {}", i, r.status().message()));
+        return;
+      }
+      LaneOutcome& o = outcomes[i];
+      o.stats = compute_stats(*r);
+      Account account(r->instrument.multiplier);
+      for (const Fill& f : r->fills) account.apply_fill(f.side, f.px, f.qty, f.fee);
+      o.position = account.position();
+      o.cash = account.cash();
+      o.fees = account.fees();
+      o.fills = r->fills.size();
+      o.orders = r->orders.size();
+      o.events = r->events;
+      if (sink) statuses[i] = sink(i, *r);
+      if (options.progress != nullptr) {
+        std::lock_guard<std::mutex> lock(progress_mutex);
+        options.progress->advance(r->events);
+      }
+    } catch (const std::exception& e) {
+      statuses[i] = InternalError("lane {}: {}", i, e.what());
+    }
+  };
+
+  const size_t batch = options.batch == 0 ? lanes.size() : options.batch;
+  for (size_t begin = 0; begin < lanes.size(); begin += batch) {
+    const size_t end = std::min(lanes.size(), begin + batch);
+    std::atomic<size_t> next{begin};
+    auto worker = [&] {
+      for (size_t i = next++; i < end; i = next++) run_one(i);
+    };
+    const size_t n_threads = std::min(end - begin, static_cast<size_t>(options.threads));
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < n_threads; ++t) pool.emplace_back(worker);
+    worker();
+    for (std::thread& t : pool) t.join();
+    for (size_t i = begin; i < end; ++i) FXT_RETURN_IF_ERROR(statuses[i]);
+  }
+  return outcomes;
+}
+
+}  // namespace fxt::sim

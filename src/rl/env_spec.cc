@@ -20,11 +20,13 @@ std::unique_ptr<VecEnv> EnvSpec::make(int num_envs) const {
 Support EnvSpec::default_support() const {
   Support s;
   if (name == "execution") {
-    // Returns lie between the optimum (about −(k·v(T) + b/2)·q0²) and doing nothing.
-    const double worst = (execution.phi * execution.horizon + execution.alpha) * execution.q0 *
-                         execution.q0;
-    s.v_min = -1.1 * worst;
-    s.v_max = 0.1 * worst;
+    // Sensible policies cost about as much as TWAP (k/T + φT/3 + b/2)·q0²; three times that
+    // covers the exploring ones, and worse returns clip to v_min.
+    const auto& e = execution;
+    const double twap = (e.temp_impact / e.horizon + e.phi * e.horizon / 3 + e.perm_impact / 2) *
+                        e.q0 * e.q0;
+    s.v_min = -3 * twap;
+    s.v_max = 0.25 * twap;
   } else if (name == "mm") {
     s.v_min = -50;
     s.v_max = 150;

@@ -51,28 +51,31 @@ std::string train_bytes(uint64_t seed, Algo algo) {
   DqnConfig cfg;
   cfg.algo = algo;
   cfg.hidden = {16};
+  cfg.quantiles = 11;
   cfg.n_step = 2;
   cfg.dueling = true;
   cfg.munchausen = true;
   cfg.per_alpha = 0.6;
   cfg.batch = 32;
-  cfg.learning_starts = 300;
+  cfg.learning_starts = 150;
   cfg.train_frequency = 2;
   cfg.target_update = 100;
   cfg.polyak = 0.5;
-  cfg.total_steps = 1200;
+  cfg.total_steps = 600;
   cfg.num_envs = 3;
   cfg.exploration = Exploration::kThompson;
   cfg.seed = seed;
   EnvSpec spec;
   spec.name = "execution";
+  spec.execution.num_speeds = 5;
   cfg.support = spec.default_support();
+  cfg.support.atoms = 11;
   DqnAgent agent(cfg, 2, spec.execution.num_speeds);
   TrainOptions opts;
   opts.eval_episodes = 4;
   auto r = train_dqn(spec, opts, &agent);
   EXPECT_TRUE(r.ok());
-  EXPECT_GT(agent.updates(), 400);
+  EXPECT_GT(agent.updates(), 200);
   Checkpoint ckpt;
   agent.save(&ckpt);
   auto bytes = serialize_checkpoint(ckpt);
@@ -114,25 +117,28 @@ TEST(Dqn, CheckpointRoundTripKeepsThePolicy) {
   EXPECT_EQ(bad.status().exit_code(), 2);
 }
 
-TEST(Dqn, MunchausenC51LearnsTheExecutionProblem) {
+TEST(Dqn, C51LearnsTheExecutionProblem) {
   Progress::set_enabled(false);
-  // A short Munchausen C51 run must beat TWAP-like naive selling clearly and come within 10% of
-  // the closed form on paired paths (the 2% target is a long run: docs/RL.md).
+  // A short C51 run on a 5-step execution problem comes within 5% of the closed-form agent's
+  // expected criterion on 200 paired paths (the 20-step default is a long run: docs/RL.md).
   DqnConfig cfg;
   EnvSpec spec;
   spec.name = "execution";
+  spec.execution.steps = 5;  // a coarser problem than the default 20 steps, 21 speeds
+  spec.execution.num_speeds = 11;
   cfg.support = spec.default_support();
-  cfg.hidden = {64, 64};
+  cfg.hidden = {32, 32};
   cfg.gamma = 1.0;
-  cfg.munchausen = true;
+  cfg.munchausen = false;
   cfg.lr = 1e-3;
+  cfg.batch = 64;
   cfg.learning_starts = 1000;
   cfg.train_frequency = 4;
   cfg.target_update = 200;
   cfg.buffer_size = 20000;
   cfg.num_envs = 8;
   cfg.exploration_fraction = 0.5;
-  cfg.total_steps = 24000;
+  cfg.total_steps = 12000;
   cfg.seed = 3;
   DqnAgent agent(cfg, 2, spec.execution.num_speeds);
   TrainOptions opts;
@@ -146,7 +152,7 @@ TEST(Dqn, MunchausenC51LearnsTheExecutionProblem) {
   std::printf("execution: policy %.4f optimum %.4f gap %.4f, inventory gap %.4f, %.1f s\n",
               pol.mean, ref->mean, cmp["relative_gap"].get<double>(),
               cmp["max_inventory_gap"].get<double>(), r->seconds);
-  EXPECT_LT(cmp["relative_gap"].get<double>(), 0.10);
+  EXPECT_LT(cmp["relative_gap"].get<double>(), 0.05);
 }
 
 TEST(RlCli, TrainEvalAndBadInput) {

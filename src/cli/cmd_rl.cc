@@ -52,9 +52,9 @@ Status parse_hidden(const std::string& text, std::vector<int>* out) {
 
 Status run_rl_train(RlTrainArgs a) {
   FXT_RETURN_IF_ERROR(a.env.validate());
-  if (a.algo != "c51" && a.algo != "qrdqn")
-    return UsageError("--algo '{}': expected c51 or qrdqn", a.algo);
-  a.cfg.algo = a.algo == "c51" ? rl::Algo::kC51 : rl::Algo::kQrDqn;
+  if (a.algo != "c51" && a.algo != "qrdqn" && a.algo != "iqn")
+    return UsageError("--algo '{}': expected c51, qrdqn or iqn", a.algo);
+  a.cfg.algo = a.algo == "c51" ? rl::Algo::kC51 : a.algo == "qrdqn" ? rl::Algo::kQrDqn : rl::Algo::kIqn;
   if (a.exploration != "egreedy" && a.exploration != "thompson")
     return UsageError("--exploration '{}': expected egreedy or thompson", a.exploration);
   a.cfg.exploration =
@@ -160,7 +160,7 @@ void register_rl(CLI::App& app) {
   CLI::App* train = add_command(*rl, "train", "train a distributional DQN agent",
                                 [t] { return run_rl_train(*t); });
   train->add_option("--env", t->env.name, "cartpole | execution | mm")->capture_default_str();
-  train->add_option("--algo", t->algo, "c51 | qrdqn")->capture_default_str();
+  train->add_option("--algo", t->algo, "c51 | qrdqn | iqn")->capture_default_str();
   train->add_flag("--munchausen", t->cfg.munchausen, "Munchausen target (tau, alpha, l0 below)");
   train->add_option("--m-tau", t->cfg.mdqn.tau, "Munchausen temperature")->capture_default_str();
   train->add_option("--m-alpha", t->cfg.mdqn.alpha, "Munchausen bonus scale")->capture_default_str();
@@ -173,6 +173,12 @@ void register_rl(CLI::App& app) {
   train->add_option("--v-min", t->v_min, "C51 support minimum (default: the env's)");
   train->add_option("--v-max", t->v_max, "C51 support maximum (default: the env's)");
   train->add_option("--quantiles", t->cfg.quantiles, "QR-DQN quantiles")->capture_default_str();
+  train->add_option("--iqn-taus", t->cfg.iqn_taus, "IQN: sampled tau per state (N = N')")
+      ->capture_default_str();
+  train->add_option("--iqn-policy-taus", t->cfg.iqn_policy_taus, "IQN: tau for acting (K)")
+      ->capture_default_str();
+  train->add_option("--iqn-embedding", t->cfg.iqn_embedding, "IQN: cosine features")
+      ->capture_default_str();
   train->add_option("--hidden", t->hidden, "MLP torso widths")->capture_default_str();
   train->add_option("--lr", t->cfg.lr, "Adam learning rate")->capture_default_str();
   train->add_option("--adam-eps", t->cfg.adam_eps, "Adam epsilon")->capture_default_str();

@@ -72,25 +72,35 @@ T c51_loss(std::span<const T> logits, std::span<const T> m, T weight, std::span<
 }
 
 template <typename T>
-T quantile_huber_loss(std::span<const T> theta, std::span<const T> targets,
-                      std::span<const T> target_w, T weight, std::span<T> d_theta) {
-  const size_t n = theta.size();
+T quantile_huber_loss_at(std::span<const T> theta, std::span<const T> taus,
+                         std::span<const T> targets, std::span<const T> target_w, T weight,
+                         std::span<T> d_theta) {
+  assert(taus.size() == theta.size() && d_theta.size() == theta.size());
   T loss = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const T tau_hat = (T(2) * static_cast<T>(i) + T(1)) / (T(2) * static_cast<T>(n));
+  for (size_t i = 0; i < theta.size(); ++i) {
     T grad = 0;
     for (size_t j = 0; j < targets.size(); ++j) {
       const T u = targets[j] - theta[i];
       const T au = std::abs(u);
       const T huber = au <= T(1) ? T(0.5) * u * u : au - T(0.5);
       const T dhuber = au <= T(1) ? u : (u > T(0) ? T(1) : T(-1));  // dL/du
-      const T k = std::abs(tau_hat - (u < T(0) ? T(1) : T(0)));
+      const T k = std::abs(taus[i] - (u < T(0) ? T(1) : T(0)));
       loss += target_w[j] * k * huber;
       grad -= target_w[j] * k * dhuber;  // du/dtheta = −1
     }
     d_theta[i] = weight * grad;
   }
   return loss;
+}
+
+template <typename T>
+T quantile_huber_loss(std::span<const T> theta, std::span<const T> targets,
+                      std::span<const T> target_w, T weight, std::span<T> d_theta) {
+  const size_t n = theta.size();
+  std::vector<T> taus(n);
+  for (size_t i = 0; i < n; ++i)
+    taus[i] = (T(2) * static_cast<T>(i) + T(1)) / (T(2) * static_cast<T>(n));
+  return quantile_huber_loss_at<T>(theta, taus, targets, target_w, weight, d_theta);
 }
 
 template <typename T>
@@ -127,6 +137,8 @@ void c51_munchausen_target(const Support& s, const MunchausenConfig& mc, T r, T 
   template T c51_loss<T>(std::span<const T>, std::span<const T>, T, std::span<T>);             \
   template T quantile_huber_loss<T>(std::span<const T>, std::span<const T>,                    \
                                     std::span<const T>, T, std::span<T>);                      \
+  template T quantile_huber_loss_at<T>(std::span<const T>, std::span<const T>,                 \
+                                       std::span<const T>, std::span<const T>, T, std::span<T>); \
   template void log_policy<T>(std::span<const T>, double, std::span<T>);                       \
   template void c51_munchausen_target<T>(const Support&, const MunchausenConfig&, T, T, T,     \
                                          std::span<const T>, std::span<const T>, std::span<T>);

@@ -46,6 +46,11 @@ T c51_loss(std::span<const T> logits, std::span<const T> m, T weight, std::span<
 template <typename T>
 T quantile_huber_loss(std::span<const T> theta, std::span<const T> targets,
                       std::span<const T> target_w, T weight, std::span<T> d_theta);
+// The same loss with the quantile fractions given (IQN samples τ_i ~ U(0, 1)).
+template <typename T>
+T quantile_huber_loss_at(std::span<const T> theta, std::span<const T> taus,
+                         std::span<const T> targets, std::span<const T> target_w, T weight,
+                         std::span<T> d_theta);
 
 struct MunchausenConfig {
   double tau = 0.03;     // entropy temperature

@@ -6,7 +6,9 @@
 
 namespace fxt::rl {
 
-const char* algo_name(Algo a) { return a == Algo::kC51 ? "c51" : "qrdqn"; }
+const char* algo_name(Algo a) {
+  return a == Algo::kC51 ? "c51" : a == Algo::kQrDqn ? "qrdqn" : "iqn";
+}
 const char* exploration_name(Exploration e) {
   return e == Exploration::kEpsilonGreedy ? "egreedy" : "thompson";
 }
@@ -19,8 +21,12 @@ Status DqnConfig::validate() const {
         !(support.v_min < support.v_max))
       return UsageError("--v-min {} / --v-max {}: expected finite v_min < v_max", support.v_min,
                         support.v_max);
-  } else if (quantiles < 1) {
+  } else if (algo == Algo::kQrDqn && quantiles < 1) {
     return UsageError("--quantiles must be >= 1, got {}", quantiles);
+  } else if (algo == Algo::kIqn) {
+    if (iqn_taus < 1 || iqn_policy_taus < 1 || iqn_embedding < 1)
+      return UsageError("--iqn-taus, --iqn-policy-taus and --iqn-embedding must be >= 1");
+    if (hidden.empty()) return UsageError("--hidden: IQN needs at least one torso layer");
   }
   for (int h : hidden)
     if (h < 1) return UsageError("--hidden: every layer width must be >= 1, got {}", h);
@@ -66,6 +72,9 @@ nlohmann::json DqnConfig::to_json() const {
           {"v_max", support.v_max},
           {"atoms", support.atoms},
           {"quantiles", quantiles},
+          {"iqn_taus", iqn_taus},
+          {"iqn_policy_taus", iqn_policy_taus},
+          {"iqn_embedding", iqn_embedding},
           {"hidden", hidden},
           {"dueling", dueling},
           {"double_q", double_q},
@@ -99,13 +108,16 @@ Result<DqnConfig> DqnConfig::from_json(const nlohmann::json& j) {
   DqnConfig c;
   try {
     const std::string algo = j.at("algo").get<std::string>();
-    if (algo != "c51" && algo != "qrdqn")
-      return InvalidInput("agent config: algo '{}': expected c51 or qrdqn", algo);
-    c.algo = algo == "c51" ? Algo::kC51 : Algo::kQrDqn;
+    if (algo != "c51" && algo != "qrdqn" && algo != "iqn")
+      return InvalidInput("agent config: algo '{}': expected c51, qrdqn or iqn", algo);
+    c.algo = algo == "c51" ? Algo::kC51 : algo == "qrdqn" ? Algo::kQrDqn : Algo::kIqn;
     j.at("v_min").get_to(c.support.v_min);
     j.at("v_max").get_to(c.support.v_max);
     j.at("atoms").get_to(c.support.atoms);
     j.at("quantiles").get_to(c.quantiles);
+    j.at("iqn_taus").get_to(c.iqn_taus);
+    j.at("iqn_policy_taus").get_to(c.iqn_policy_taus);
+    j.at("iqn_embedding").get_to(c.iqn_embedding);
     j.at("hidden").get_to(c.hidden);
     j.at("dueling").get_to(c.dueling);
     j.at("double_q").get_to(c.double_q);
@@ -152,6 +164,7 @@ QNetworkConfig net_config(const DqnConfig& cfg, int obs_dim, int num_actions) {
   n.num_outputs = cfg.num_outputs();
   n.hidden = cfg.hidden;
   n.dueling = cfg.dueling;
+  n.iqn_embedding = cfg.algo == Algo::kIqn ? cfg.iqn_embedding : 0;
   return n;
 }
 AdamWConfig adam_config(const DqnConfig& cfg) {
@@ -174,6 +187,8 @@ DqnAgent::DqnAgent(const DqnConfig& cfg, int obs_dim, int num_actions)
   grads_.assign(net_.num_params(), 0.0f);
   net_.init(params_, lane_seed(cfg.seed, 0, 7));
   target_ = params_;
+  for (int k = 0; k < cfg.iqn_policy_taus; ++k)
+    taus_policy_.push_back((static_cast<float>(k) + 0.5f) / static_cast<float>(cfg.iqn_policy_taus));
   Status s = adam_.add_params(params_, grads_, net_.specs());
   assert(s.ok());
   (void)s;
@@ -194,7 +209,26 @@ float DqnAgent::expected_value(const float* row) const {
   return sum / static_cast<float>(K);
 }
 
+void DqnAgent::iqn_q(const std::vector<float>& p, std::span<const float> obs, int n,
+                     std::vector<float>* out_k, std::vector<float>* q) {
+  const size_t A = static_cast<size_t>(num_actions_), K = taus_policy_.size();
+  scratch_.resize(static_cast<size_t>(n) * K);
+  for (size_t i = 0; i < static_cast<size_t>(n); ++i)
+    std::copy(taus_policy_.begin(), taus_policy_.end(), scratch_.begin() + static_cast<std::ptrdiff_t>(i * K));
+  out_k->resize(static_cast<size_t>(n) * K * A);
+  net_.forward_iqn(ctx_, p, obs, n, scratch_, static_cast<int>(K), *out_k, &ws_aux_);
+  q->assign(static_cast<size_t>(n) * A, 0.0f);
+  for (size_t i = 0; i < static_cast<size_t>(n); ++i)
+    for (size_t k = 0; k < K; ++k)
+      for (size_t a = 0; a < A; ++a)
+        (*q)[i * A + a] += (*out_k)[(i * K + k) * A + a] / static_cast<float>(K);
+}
+
 void DqnAgent::q_values(std::span<const float> obs, int n, std::vector<float>* q) {
+  if (cfg_.algo == Algo::kIqn) {
+    iqn_q(params_, obs, n, &out_, q);
+    return;
+  }
   forward(params_, obs, n, &out_, &ws_aux_);
   const size_t A = static_cast<size_t>(num_actions_), K = static_cast<size_t>(cfg_.num_outputs());
   q->resize(static_cast<size_t>(n) * A);
@@ -216,7 +250,10 @@ void DqnAgent::act(std::span<const float> obs, int n, double epsilon, Rng& rng,
       for (size_t a = 0; a < A; ++a) {
         const float* row = &out_[(i * A + a) * K];
         float v = 0;
-        if (cfg_.algo == Algo::kC51) {
+        if (cfg_.algo == Algo::kIqn) {
+          const size_t k = rng.uniform(taus_policy_.size());  // one τ of the K: a sampled return
+          v = out_[(i * taus_policy_.size() + k) * A + a];
+        } else if (cfg_.algo == Algo::kC51) {
           softmax_row<float>({row, K}, p);
           double u = rng.unit();
           size_t j = 0;
@@ -238,6 +275,7 @@ void DqnAgent::act(std::span<const float> obs, int n, double epsilon, Rng& rng,
 }
 
 UpdateStats DqnAgent::update(ReplayBuffer* replay, double beta, Rng& rng) {
+  if (cfg_.algo == Algo::kIqn) return update_iqn(replay, beta, rng);
   const int B = cfg_.batch;
   const size_t A = static_cast<size_t>(num_actions_), K = static_cast<size_t>(cfg_.num_outputs());
   replay->sample(B, beta, rng, &batch_);
@@ -315,6 +353,79 @@ UpdateStats DqnAgent::update(ReplayBuffer* replay, double beta, Rng& rng) {
   }
   std::fill(grads_.begin(), grads_.end(), 0.0f);
   net_.backward(ctx_, params_, d_out_, grads_, &ws_train_);
+  const StepStats st = adam_.step(cfg_.lr);
+  stats.grad_norm = st.grad_norm;
+  replay->update_priorities(batch_.index, priority);
+  return stats;
+}
+
+UpdateStats DqnAgent::update_iqn(ReplayBuffer* replay, double beta, Rng& rng) {
+  const int B = cfg_.batch, N = cfg_.iqn_taus;
+  const size_t A = static_cast<size_t>(num_actions_), n = static_cast<size_t>(N);
+  replay->sample(B, beta, rng, &batch_);
+  taus_.resize(static_cast<size_t>(B) * n);
+  taus_next_.resize(taus_.size());
+  for (float& t : taus_) t = static_cast<float>(rng.unit());
+  for (float& t : taus_next_) t = static_cast<float>(rng.unit());
+  // Bootstrap action / policy from K evenly spaced τ; target quantiles at N' sampled τ'.
+  std::vector<float> q_next, q_cur, out_k;
+  if (cfg_.munchausen) {
+    iqn_q(target_, batch_.next_obs, B, &out_k, &q_next);
+    iqn_q(target_, batch_.obs, B, &out_k, &q_cur);
+  } else {
+    iqn_q(cfg_.double_q ? params_ : target_, batch_.next_obs, B, &out_k, &q_next);
+  }
+  out_next_target_.resize(taus_next_.size() * A);
+  net_.forward_iqn(ctx_, target_, batch_.next_obs, B, taus_next_, N, out_next_target_, &ws_aux_);
+  out_.resize(taus_.size() * A);
+  net_.forward_iqn(ctx_, params_, batch_.obs, B, taus_, N, out_, &ws_train_);
+  d_out_.assign(out_.size(), 0.0f);
+  std::vector<float> theta(n), d_theta(n), targets, target_w, log_pi(A), log_pi_next(A);
+  std::vector<float> priority(static_cast<size_t>(B));
+  UpdateStats stats;
+  const float inv_b = 1.0f / static_cast<float>(B);
+  for (size_t b = 0; b < static_cast<size_t>(B); ++b) {
+    const size_t a = static_cast<size_t>(batch_.action[b]);
+    const float r = batch_.reward[b], g = batch_.discount[b], w = batch_.weight[b];
+    const float* next = &out_next_target_[b * n * A];  // [N', A]
+    targets.clear();
+    target_w.clear();
+    if (cfg_.munchausen) {
+      const float tau = static_cast<float>(cfg_.mdqn.tau);
+      log_policy<float>({&q_cur[b * A], A}, cfg_.mdqn.tau, log_pi);
+      log_policy<float>({&q_next[b * A], A}, cfg_.mdqn.tau, log_pi_next);
+      const float bonus = static_cast<float>(cfg_.mdqn.alpha) *
+                          std::clamp(tau * log_pi[a], static_cast<float>(cfg_.mdqn.l0), 0.0f);
+      for (size_t j = 0; j < A; ++j) {
+        const float pi = std::exp(log_pi_next[j]);
+        for (size_t k = 0; k < n; ++k) {
+          targets.push_back(r + bonus + g * (next[k * A + j] - tau * log_pi_next[j]));
+          target_w.push_back(pi / static_cast<float>(N));
+        }
+      }
+    } else {
+      size_t a_star = 0;
+      for (size_t j = 1; j < A; ++j)
+        if (q_next[b * A + j] > q_next[b * A + a_star]) a_star = j;
+      for (size_t k = 0; k < n; ++k) {
+        targets.push_back(r + g * next[k * A + a_star]);
+        target_w.push_back(1.0f / static_cast<float>(N));
+      }
+    }
+    for (size_t i = 0; i < n; ++i) theta[i] = out_[(b * n + i) * A + a];
+    const float loss = quantile_huber_loss_at<float>(theta, {&taus_[b * n], n}, targets, target_w,
+                                                     w * inv_b, d_theta);
+    float mean = 0;
+    for (size_t i = 0; i < n; ++i) {
+      d_out_[(b * n + i) * A + a] = d_theta[i];
+      mean += theta[i] / static_cast<float>(N);
+    }
+    priority[b] = loss;
+    stats.loss += static_cast<double>(w * loss) * inv_b;
+    stats.mean_q += static_cast<double>(mean) * inv_b;
+  }
+  std::fill(grads_.begin(), grads_.end(), 0.0f);
+  net_.backward_iqn(ctx_, params_, d_out_, grads_, &ws_train_);
   const StepStats st = adam_.step(cfg_.lr);
   stats.grad_norm = st.grad_norm;
   replay->update_priorities(batch_.index, priority);

@@ -28,15 +28,18 @@
 
 namespace fxt::rl {
 
-enum class Algo : uint8_t { kC51, kQrDqn };
+enum class Algo : uint8_t { kC51, kQrDqn, kIqn };
 enum class Exploration : uint8_t { kEpsilonGreedy, kThompson };
-const char* algo_name(Algo a);                // "c51", "qrdqn"
+const char* algo_name(Algo a);                // "c51", "qrdqn", "iqn"
 const char* exploration_name(Exploration e);  // "egreedy", "thompson"
 
 struct DqnConfig {
   Algo algo = Algo::kC51;
   Support support;         // C51 atoms and their range
   int quantiles = 51;      // QR-DQN outputs per action
+  int iqn_taus = 8;        // IQN: sampled τ per state for the prediction (N) and the target (N')
+  int iqn_policy_taus = 32;  // IQN: K evenly spaced τ = (k + ½)/K estimate Q for acting
+  int iqn_embedding = 64;  // IQN: cosine features
   std::vector<int> hidden = {120, 84};
   bool dueling = false;
   bool double_q = true;    // a* = argmax of the online net at s' (else the target net)
@@ -63,7 +66,9 @@ struct DqnConfig {
 
   // Every field in range (a one-line message naming the flag on failure).
   Status validate() const;
-  int num_outputs() const { return algo == Algo::kC51 ? support.atoms : quantiles; }
+  int num_outputs() const {
+    return algo == Algo::kC51 ? support.atoms : algo == Algo::kQrDqn ? quantiles : 1;
+  }
   double epsilon_at(int64_t step) const;
   double beta_at(int64_t step) const;
   nlohmann::json to_json() const;
@@ -107,6 +112,10 @@ class DqnAgent {
  private:
   void forward(const std::vector<float>& p, std::span<const float> obs, int n,
                std::vector<float>* out, QNetwork<float>::Workspace* ws);
+  // IQN: expected values q [n, A] from the K evenly spaced τ (out_k [n, K, A] kept).
+  void iqn_q(const std::vector<float>& p, std::span<const float> obs, int n,
+             std::vector<float>* out_k, std::vector<float>* q);
+  UpdateStats update_iqn(ReplayBuffer* replay, double beta, Rng& rng);
   float expected_value(const float* row) const;  // one action's output row -> E[Z]
   DqnConfig cfg_;
   int obs_dim_, num_actions_;
@@ -116,6 +125,7 @@ class DqnAgent {
   model::CpuContext ctx_{1};
   QNetwork<float>::Workspace ws_train_, ws_aux_;
   std::vector<float> out_, out_next_online_, out_next_target_, out_cur_target_, d_out_;
+  std::vector<float> taus_, taus_next_, taus_policy_, scratch_;
   ReplayBatch batch_;
 };
 

@@ -23,9 +23,12 @@ namespace fxt::rl {
 struct QNetworkConfig {
   int obs_dim = 4;
   int num_actions = 2;
-  int num_outputs = 51;            // atoms (C51) or quantiles (QR-DQN)
+  int num_outputs = 51;            // atoms (C51), quantiles (QR-DQN), 1 (IQN)
   std::vector<int> hidden = {120, 84};
   bool dueling = false;
+  // IQN (Dabney et al. 2018b): > 0 adds the quantile embedding φ(τ) = ReLU(W·cos(π·i·τ) + b),
+  // i = 0..iqn_embedding−1, multiplied element-wise into the torso output before the head.
+  int iqn_embedding = 0;
 };
 
 template <typename T>
@@ -36,6 +39,8 @@ class QNetwork {
     std::vector<std::vector<T>> acts;  // acts[0] = input copy, acts[l+1] = ReLU(layer l)
     std::vector<T> value, adv;         // dueling streams [B, outputs], [B, A*outputs]
     std::vector<T> d_act, d_next, d_value, d_adv;
+    std::vector<T> cos_feat, emb, mixed, d_mixed;  // IQN: [B·N, E], [B·N, H], [B·N, H], [B·N, H]
+    int num_taus = 0;
   };
 
   explicit QNetwork(QNetworkConfig cfg);
@@ -55,7 +60,27 @@ class QNetwork {
   void backward(model::CpuContext& ctx, std::span<const T> params, std::span<const T> d_out,
                 std::span<T> grads, Workspace* ws) const;
 
+  // IQN (iqn_embedding > 0, num_outputs 1): obs [B, obs_dim] and taus [B, N] in (0, 1) ->
+  // out [B, N, num_actions], the τ-quantile of each action's return.
+  void forward_iqn(model::CpuContext& ctx, std::span<const T> params, std::span<const T> obs,
+                   int batch, std::span<const T> taus, int num_taus, std::span<T> out,
+                   Workspace* ws) const;
+  void backward_iqn(model::CpuContext& ctx, std::span<const T> params, std::span<const T> d_out,
+                    std::span<T> grads, Workspace* ws) const;
+
  private:
+  void torso_forward(model::CpuContext& ctx, std::span<const T> params, std::span<const T> obs,
+                     int batch, Workspace* ws) const;
+  // Torso backward from ws->d_act (the gradient at the torso output, [B, H]).
+  void torso_backward(model::CpuContext& ctx, std::span<const T> params, std::span<T> grads,
+                      Workspace* ws) const;
+  // The head on `rows` rows of x [rows, in] -> out [rows, A·K]; backward accumulates into d_x.
+  void head_forward(model::CpuContext& ctx, std::span<const T> params, const T* x, int rows,
+                    int in, T* out, Workspace* ws) const;
+  void head_backward(model::CpuContext& ctx, std::span<const T> params, const T* x, int rows,
+                     int in, const T* d_out, std::span<T> grads, T* d_x, Workspace* ws) const;
+  size_t head_spec() const { return 2 * cfg_.hidden.size() + (cfg_.iqn_embedding > 0 ? 2 : 0); }
+
   const model::ParamSpec& spec(size_t i) const { return specs_[i]; }
   QNetworkConfig cfg_;
   std::vector<model::ParamSpec> specs_;  // torso layers (w, b) then head (w, b[, w, b])

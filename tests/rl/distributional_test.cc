@@ -85,6 +85,16 @@ TEST(QuantileHuber, HandValues) {
   }
 }
 
+TEST(QuantileHuber, SampledFractionsByHand) {
+  // IQN form: τ = (0.1, 0.9) given; θ = (0, 0), one target 2 (weight 1): Huber(2) = 1.5;
+  // loss 0.1·1.5 + 0.9·1.5 = 1.5, dθ_i = −τ_i·1.
+  const std::vector<double> theta = {0, 0}, taus = {0.1, 0.9}, targets = {2}, w = {1};
+  std::vector<double> d(2);
+  EXPECT_NEAR(quantile_huber_loss_at<double>(theta, taus, targets, w, 1.0, d), 1.5, 1e-15);
+  EXPECT_NEAR(d[0], -0.1, 1e-15);
+  EXPECT_NEAR(d[1], -0.9, 1e-15);
+}
+
 TEST(Munchausen, LogPolicyIsAStableLogSoftmax) {
   const std::vector<double> q = {1000.0, 1000.0 + std::log(3.0) * 0.03};
   std::vector<double> lp(2);

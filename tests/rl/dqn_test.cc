@@ -52,6 +52,9 @@ std::string train_bytes(uint64_t seed, Algo algo) {
   cfg.algo = algo;
   cfg.hidden = {16};
   cfg.quantiles = 11;
+  cfg.iqn_taus = 4;
+  cfg.iqn_policy_taus = 8;
+  cfg.iqn_embedding = 8;
   cfg.n_step = 2;
   cfg.dueling = true;
   cfg.munchausen = true;
@@ -85,7 +88,7 @@ std::string train_bytes(uint64_t seed, Algo algo) {
 
 TEST(Dqn, SameSeedSameCheckpointBytes) {
   Progress::set_enabled(false);
-  for (Algo algo : {Algo::kC51, Algo::kQrDqn}) {
+  for (Algo algo : {Algo::kC51, Algo::kQrDqn, Algo::kIqn}) {
     const std::string a = train_bytes(5, algo), b = train_bytes(5, algo), c = train_bytes(6, algo);
     EXPECT_EQ(a, b) << algo_name(algo);
     EXPECT_NE(a, c) << algo_name(algo);
@@ -181,7 +184,7 @@ TEST(RlCli, TrainEvalAndBadInput) {
 
   EXPECT_EQ(test::run_fxt("rl train --env nope --out " + dir + "/x").exit_code, 2);
   EXPECT_EQ(test::run_fxt("rl train --env cartpole --hidden 12,x --out " + dir + "/x").exit_code, 2);
-  EXPECT_EQ(test::run_fxt("rl train --env cartpole --algo iqn --out " + dir + "/x").exit_code, 2);
+  EXPECT_EQ(test::run_fxt("rl train --env cartpole --algo dqn --out " + dir + "/x").exit_code, 2);
   auto missing = test::run_fxt("rl eval --checkpoint " + dir + "/none.fxt --out " + dir + "/e.json");
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
 }

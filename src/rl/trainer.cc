@@ -152,7 +152,8 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
     }
   }
   progress.finish();
-  if (result.reached_stop_return_at < 0) {
+  const bool evaluated_last_step = !result.eval_curve.empty() && result.eval_curve.back().first == step;
+  if (result.reached_stop_return_at < 0 && !evaluated_last_step) {
     const EvalResult ev = evaluate_agent(agent, spec, opts.eval_episodes, opts.eval_seed);
     result.last_eval_mean = ev.mean;
     result.eval_curve.emplace_back(step, ev.mean);

@@ -19,8 +19,9 @@
 
 namespace fxt::report {
 
-enum class RunKind { kTrain, kEval, kCv, kBacktest };
-const char* run_kind_name(RunKind kind);  // "train", "eval", "cv", "backtest"
+enum class RunKind { kTrain, kEval, kCv, kBacktest, kRl };
+// "train", "eval", "cv", "backtest", "rl" (an `fxt rl train` run: run.json kind "rl-train")
+const char* run_kind_name(RunKind kind);
 
 // What PATH holds: run.json's "kind" when present (the run registry, src/train/run_record.h),
 // else by its files (metrics.jsonl -> train, cv.json -> cv, stats.json -> backtest,

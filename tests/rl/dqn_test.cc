@@ -174,13 +174,22 @@ TEST(RlCli, TrainEvalAndBadInput) {
   for (const char* key : {"step", "episodic_return", "loss", "q", "epsilon", "eval_return"})
     EXPECT_TRUE(j.contains(key)) << key;
   auto e = test::run_fxt("-q rl eval --checkpoint " + dir + "/run/checkpoint.fxt --episodes 20 " +
-                         "--out " + dir + "/eval.json");
+                         "--out " + dir + "/run/rl_eval.json");
   ASSERT_EQ(e.exit_code, 0) << e.output;
-  std::ifstream in(dir + "/eval.json");
+  std::ifstream in(dir + "/run/rl_eval.json");
   const auto ev = nlohmann::json::parse(in);
   EXPECT_EQ(ev["reference"], "optimal");
   EXPECT_TRUE(ev["comparison"].contains("paired_diff_mean"));
   EXPECT_EQ(ev["comparison"]["policy_inventory_path"].size(), 21u);
+
+  // The report's RL section: learning curve, comparison table, inventory paths.
+  auto rep = test::run_fxt("-q report " + dir + "/run --out " + dir + "/report.html");
+  ASSERT_EQ(rep.exit_code, 0) << rep.output;
+  std::ifstream html_in(dir + "/report.html");
+  std::stringstream html;
+  html << html_in.rdbuf();
+  for (const char* id : {"sec1-rl-curve", "sec1-rl-inventory", "sec1-rl-compare"})
+    EXPECT_NE(html.str().find(id), std::string::npos) << id;
 
   EXPECT_EQ(test::run_fxt("rl train --env nope --out " + dir + "/x").exit_code, 2);
   EXPECT_EQ(test::run_fxt("rl train --env cartpole --hidden 12,x --out " + dir + "/x").exit_code, 2);

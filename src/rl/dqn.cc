@@ -115,9 +115,11 @@ Result<DqnConfig> DqnConfig::from_json(const nlohmann::json& j) {
     j.at("v_max").get_to(c.support.v_max);
     j.at("atoms").get_to(c.support.atoms);
     j.at("quantiles").get_to(c.quantiles);
-    j.at("iqn_taus").get_to(c.iqn_taus);
-    j.at("iqn_policy_taus").get_to(c.iqn_policy_taus);
-    j.at("iqn_embedding").get_to(c.iqn_embedding);
+    if (c.algo == Algo::kIqn || j.contains("iqn_taus")) {  // only IQN needs them
+      j.at("iqn_taus").get_to(c.iqn_taus);
+      j.at("iqn_policy_taus").get_to(c.iqn_policy_taus);
+      j.at("iqn_embedding").get_to(c.iqn_embedding);
+    }
     j.at("hidden").get_to(c.hidden);
     j.at("dueling").get_to(c.dueling);
     j.at("double_q").get_to(c.double_q);

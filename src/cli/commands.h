@@ -28,6 +28,7 @@ void register_inspect(CLI::App& app);
 void register_predict(CLI::App& app);
 void register_quickstart(CLI::App& app);
 void register_report(CLI::App& app);
+void register_rl(CLI::App& app);
 void register_runs(CLI::App& app);
 void register_synth(CLI::App& app);
 void register_train(CLI::App& app);

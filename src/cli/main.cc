@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   cli::register_report(app);
   cli::register_quickstart(app);
   cli::register_runs(app);
+  cli::register_rl(app);
   cli::register_bench(app);
   cli::register_version(app);
 

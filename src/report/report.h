@@ -19,8 +19,9 @@
 
 namespace fxt::report {
 
-enum class RunKind { kTrain, kEval, kCv, kBacktest, kSweep };
-// "train", "eval", "cv", "backtest", "sweep"
+enum class RunKind { kTrain, kEval, kCv, kBacktest, kSweep, kRl };
+// "train", "eval", "cv", "backtest", "sweep", "rl" (an `fxt rl train` run: run.json kind
+// "rl-train")
 const char* run_kind_name(RunKind kind);
 
 // What PATH holds: run.json's "kind" when present (the run registry, src/train/run_record.h),

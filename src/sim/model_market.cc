@@ -36,6 +36,17 @@ void mean_and_std(const std::vector<double>& values, double* mean, double* std_d
   *std_dev = n > 1 ? std::sqrt(squares / static_cast<double>(n - 1)) : 0.0;
 }
 
+ModelMarketFills model_market_fills(const ModelMarketParams& p, double bid_depth,
+                                    double ask_depth, Rng& fill_rng) {
+  const double arrival_prob = p.A * (p.horizon / static_cast<double>(p.steps));  // as A·Δt
+  const double bid_prob = std::min(1.0, arrival_prob * std::exp(-p.k * bid_depth));
+  const double ask_prob = std::min(1.0, arrival_prob * std::exp(-p.k * ask_depth));
+  ModelMarketFills f;
+  f.bid = fill_rng.unit() < bid_prob;
+  f.ask = fill_rng.unit() < ask_prob;
+  return f;
+}
+
 namespace {
 
 // A seed for stream `stream` of path `path`: splitmix64 mixing keeps neighbouring
@@ -69,7 +80,6 @@ ModelMarketPath simulate_path(const ModelMarketParams& p, ModelMarketAgent agent
                               Rng& mid_rng, Rng& fill_rng) {
   const double dt = p.horizon / static_cast<double>(p.steps);
   const double mid_step_sd = p.sigma * std::sqrt(dt);
-  const double arrival_prob = p.A * dt;  // chance an order arrives on one side in one step
   double mid = p.s0;
   double inventory = p.q0;
   double cash = 0;
@@ -85,10 +95,9 @@ ModelMarketPath simulate_path(const ModelMarketParams& p, ModelMarketAgent agent
     }
     spread_sum += quote.ask - quote.bid;
     // Fill checks against the quotes' distances from the current mid, bid then ask.
-    const double bid_prob = std::min(1.0, arrival_prob * std::exp(-p.k * (mid - quote.bid)));
-    const double ask_prob = std::min(1.0, arrival_prob * std::exp(-p.k * (quote.ask - mid)));
-    const bool bid_hit = fill_rng.unit() < bid_prob;
-    const bool ask_hit = fill_rng.unit() < ask_prob;
+    const ModelMarketFills fills = model_market_fills(p, mid - quote.bid, quote.ask - mid, fill_rng);
+    const bool bid_hit = fills.bid;
+    const bool ask_hit = fills.ask;
     if (bid_hit) {
       inventory += 1;
       cash -= quote.bid;

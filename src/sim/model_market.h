@@ -61,6 +61,17 @@ Result<ModelMarketSummary> simulate_model_market(const ModelMarketParams& params
                                                  ModelMarketAgent agent, double gamma, int paths,
                                                  uint64_t seed);
 
+// One fill check of the model market for quotes at distances bid_depth = s − bid and
+// ask_depth = ask − s from the mid (the step's item 2): each side fills with probability
+// min(1, A·Δt·exp(−k·depth)), drawn bid then ask from fill_rng; a negative depth never occurs
+// in the AS agent and is clipped to probability 1 like any other. A side quoted at infinity
+// (std::numeric_limits<double>::infinity()) never fills but still consumes its draw.
+struct ModelMarketFills {
+  bool bid = false, ask = false;
+};
+ModelMarketFills model_market_fills(const ModelMarketParams& params, double bid_depth,
+                                    double ask_depth, Rng& fill_rng);
+
 // A standard normal draw by the Marsaglia polar method on rng.unit() (two uniforms in
 // (−1, 1)², rejected outside the unit disc; one of the pair is returned, the other dropped
 // so the stream position depends only on the number of calls and rejections).

@@ -1,0 +1,247 @@
+// fxt rl train / fxt rl eval: the distributional DQN agents on the RL environments (DESIGN §8,
+// docs/RL.md). Train writes RUN_DIR/metrics.jsonl, RUN_DIR/checkpoint.fxt and run.json; eval
+// compares a checkpoint's greedy policy with the env's closed-form reference on seeded episodes.
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "core/file_util.h"
+#include "rl/evaluate.h"
+#include "rl/trainer.h"
+#include "train/run_record.h"
+
+namespace fxt::cli {
+
+namespace {
+constexpr double kUnset = std::numeric_limits<double>::quiet_NaN();
+
+struct RlTrainArgs {
+  rl::EnvSpec env;
+  rl::DqnConfig cfg;
+  rl::TrainOptions opts;
+  std::string algo = "c51", exploration = "egreedy", hidden = "120,84";
+  double v_min = kUnset, v_max = kUnset;
+  bool no_double = false;
+};
+
+Status parse_hidden(const std::string& text, std::vector<int>* out) {
+  out->clear();
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    size_t used = 0;
+    int v = 0;
+    try {
+      v = std::stoi(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != part.size() || v < 1)
+      return UsageError("--hidden '{}': expected comma-separated positive widths, e.g. 120,84",
+                        text);
+    out->push_back(v);
+  }
+  if (out->empty()) return UsageError("--hidden '{}': expected at least one width", text);
+  return Status::Ok();
+}
+
+Status run_rl_train(RlTrainArgs a) {
+  FXT_RETURN_IF_ERROR(a.env.validate());
+  if (a.algo != "c51" && a.algo != "qrdqn" && a.algo != "iqn")
+    return UsageError("--algo '{}': expected c51, qrdqn or iqn", a.algo);
+  a.cfg.algo = a.algo == "c51" ? rl::Algo::kC51 : a.algo == "qrdqn" ? rl::Algo::kQrDqn : rl::Algo::kIqn;
+  if (a.exploration != "egreedy" && a.exploration != "thompson")
+    return UsageError("--exploration '{}': expected egreedy or thompson", a.exploration);
+  a.cfg.exploration =
+      a.exploration == "egreedy" ? rl::Exploration::kEpsilonGreedy : rl::Exploration::kThompson;
+  FXT_RETURN_IF_ERROR(parse_hidden(a.hidden, &a.cfg.hidden));
+  const rl::Support def = a.env.default_support();
+  a.cfg.support.v_min = std::isnan(a.v_min) ? def.v_min : a.v_min;
+  a.cfg.support.v_max = std::isnan(a.v_max) ? def.v_max : a.v_max;
+  a.cfg.double_q = !a.no_double;
+  FXT_RETURN_IF_ERROR(a.cfg.validate());
+  if (a.opts.log_every < 1) return UsageError("--log-every must be >= 1");
+  if (a.opts.eval_episodes < 1) return UsageError("--eval-episodes must be >= 1");
+  if (a.opts.eval_every < 0 || a.opts.checkpoint_every < 0)
+    return UsageError("--eval-every and --checkpoint-every must be >= 0");
+  auto env = a.env.make(1);
+  rl::DqnAgent agent(a.cfg, env->obs_dim(), env->num_actions());
+  RunRecord record("rl-train");
+  const nlohmann::json config = {{"agent", a.cfg.to_json()},
+                                 {"env", a.env.to_json()},
+                                 {"eval_every", a.opts.eval_every},
+                                 {"eval_episodes", a.opts.eval_episodes},
+                                 {"eval_seed", a.opts.eval_seed},
+                                 {"stop_return", std::isnan(a.opts.stop_return)
+                                                     ? nlohmann::json()
+                                                     : nlohmann::json(a.opts.stop_return)}};
+  record.set_config(config);
+  FXT_ASSIGN_OR_RETURN(rl::TrainResult r, rl::train_dqn(a.env, a.opts, &agent));
+  nlohmann::json curve = nlohmann::json::array();
+  for (const auto& [s, v] : r.eval_curve) curve.push_back({s, v});
+  record.set("eval_curve", curve);
+  record.set("checkpoint", a.opts.out_dir + "/checkpoint.fxt");
+  record.set_metrics({{"env_steps", r.env_steps},
+                      {"updates", r.updates},
+                      {"episodes", r.episodes},
+                      {"train_seconds", r.seconds},
+                      {"eval_return", r.last_eval_mean},
+                      {"recent_return", r.mean_recent_return},
+                      {"reached_stop_return_at", r.reached_stop_return_at}});
+  FXT_RETURN_IF_ERROR(record.write(a.opts.out_dir));
+  fmt::print("{}: {} {} on {}: {} env steps, {} updates, {} episodes, {:.1f} s, eval return {:.3f}"
+             "{}\n",
+             a.opts.out_dir, a.algo, a.cfg.munchausen ? "(munchausen)" : "", a.env.name,
+             r.env_steps, r.updates, r.episodes, r.seconds, r.last_eval_mean,
+             r.reached_stop_return_at >= 0
+                 ? fmt::format(" (reached {} at {} steps)", a.opts.stop_return,
+                               r.reached_stop_return_at)
+                 : std::string());
+  return Status::Ok();
+}
+
+struct RlEvalArgs {
+  std::string checkpoint, out, reference;
+  int episodes = 100;
+  uint64_t seed = 12345;
+  double gamma = 0.1;
+};
+
+Status run_rl_eval(const RlEvalArgs& a) {
+  if (a.episodes < 1) return UsageError("--episodes must be >= 1, got {}", a.episodes);
+  FXT_ASSIGN_OR_RETURN(rl::LoadedAgent loaded, rl::read_agent_checkpoint(a.checkpoint));
+  const rl::EvalResult policy =
+      rl::evaluate_agent(loaded.agent.get(), loaded.spec, a.episodes, a.seed);
+  nlohmann::json j = {{"checkpoint", a.checkpoint},
+                      {"env", loaded.spec.to_json()},
+                      {"episodes", a.episodes},
+                      {"seed", a.seed},
+                      {"env_steps", loaded.env_steps},
+                      {"policy_mean", policy.mean},
+                      {"policy_std", policy.std}};
+  std::string reference = a.reference;
+  if (reference.empty()) reference = loaded.spec.name == "execution" ? "optimal"
+                                     : loaded.spec.name == "mm"      ? "cj"
+                                                                     : "";
+  if (!reference.empty()) {
+    FXT_ASSIGN_OR_RETURN(rl::EvalResult ref, rl::evaluate_reference(loaded.spec, reference,
+                                                                    a.gamma, a.episodes, a.seed));
+    const double q_scale = loaded.spec.name == "execution" ? loaded.spec.execution.q0
+                                                            : loaded.spec.mm.max_inventory;
+    j["reference"] = reference;
+    if (reference == "as") j["gamma"] = a.gamma;
+    j["comparison"] = rl::compare_to_reference(policy, ref, q_scale);
+    if (loaded.spec.name == "execution")
+      j["closed_form_value"] = rl::execution_optimal_value(loaded.spec.execution);
+  }
+  FXT_RETURN_IF_ERROR(write_file_atomic(a.out, j.dump(2) + "\n"));
+  fmt::print("{}: policy mean {:.4f} (std {:.4f}) over {} episodes{}\n", a.out, policy.mean,
+             policy.std, a.episodes,
+             j.contains("comparison")
+                 ? fmt::format(", {} mean {:.4f}, paired diff {:.4f} ± {:.4f}", reference,
+                               j["comparison"]["reference_mean"].get<double>(),
+                               j["comparison"]["paired_diff_mean"].get<double>(),
+                               j["comparison"]["paired_diff_se"].get<double>())
+                 : std::string());
+  return Status::Ok();
+}
+}  // namespace
+
+void register_rl(CLI::App& app) {
+  CLI::App* rl = app.add_subcommand("rl", "reinforcement learning: DQN agents on model envs");
+  rl->require_subcommand(1);
+
+  auto t = std::make_shared<RlTrainArgs>();
+  CLI::App* train = add_command(*rl, "train", "train a distributional DQN agent",
+                                [t] { return run_rl_train(*t); });
+  train->add_option("--env", t->env.name, "cartpole | execution | mm")->capture_default_str();
+  train->add_option("--algo", t->algo, "c51 | qrdqn | iqn")->capture_default_str();
+  train->add_flag("--munchausen", t->cfg.munchausen, "Munchausen target (tau, alpha, l0 below)");
+  train->add_option("--m-tau", t->cfg.mdqn.tau, "Munchausen temperature")->capture_default_str();
+  train->add_option("--m-alpha", t->cfg.mdqn.alpha, "Munchausen bonus scale")->capture_default_str();
+  train->add_option("--m-l0", t->cfg.mdqn.l0, "Munchausen clip")->capture_default_str();
+  train->add_flag("--dueling", t->cfg.dueling, "dueling value/advantage head");
+  train->add_flag("--no-double", t->no_double, "bootstrap with the target net's argmax");
+  train->add_option("--n-step", t->cfg.n_step, "n-step returns")->capture_default_str();
+  train->add_option("--gamma", t->cfg.gamma, "discount")->capture_default_str();
+  train->add_option("--atoms", t->cfg.support.atoms, "C51 atoms")->capture_default_str();
+  train->add_option("--v-min", t->v_min, "C51 support minimum (default: the env's)");
+  train->add_option("--v-max", t->v_max, "C51 support maximum (default: the env's)");
+  train->add_option("--quantiles", t->cfg.quantiles, "QR-DQN quantiles")->capture_default_str();
+  train->add_option("--iqn-taus", t->cfg.iqn_taus, "IQN: sampled tau per state (N = N')")
+      ->capture_default_str();
+  train->add_option("--iqn-policy-taus", t->cfg.iqn_policy_taus, "IQN: tau for acting (K)")
+      ->capture_default_str();
+  train->add_option("--iqn-embedding", t->cfg.iqn_embedding, "IQN: cosine features")
+      ->capture_default_str();
+  train->add_option("--hidden", t->hidden, "MLP torso widths")->capture_default_str();
+  train->add_option("--lr", t->cfg.lr, "Adam learning rate")->capture_default_str();
+  train->add_option("--adam-eps", t->cfg.adam_eps, "Adam epsilon")->capture_default_str();
+  train->add_option("--max-grad-norm", t->cfg.max_grad_norm, "gradient clip (<= 0: off)")
+      ->capture_default_str();
+  train->add_option("--batch", t->cfg.batch, "replay batch")->capture_default_str();
+  train->add_option("--buffer-size", t->cfg.buffer_size, "replay capacity")->capture_default_str();
+  train->add_option("--learning-starts", t->cfg.learning_starts, "env steps before updates")
+      ->capture_default_str();
+  train->add_option("--train-frequency", t->cfg.train_frequency, "env steps per update")
+      ->capture_default_str();
+  train->add_option("--target-update", t->cfg.target_update, "env steps per target update")
+      ->capture_default_str();
+  train->add_option("--polyak", t->cfg.polyak, "target averaging (1 = hard copy)")
+      ->capture_default_str();
+  train->add_option("--per-alpha", t->cfg.per_alpha, "prioritised replay exponent (0 = uniform)")
+      ->capture_default_str();
+  train->add_option("--per-beta", t->cfg.per_beta0, "initial IS exponent (annealed to 1)")
+      ->capture_default_str();
+  train->add_option("--exploration", t->exploration, "egreedy | thompson")->capture_default_str();
+  train->add_option("--eps-start", t->cfg.eps_start, "initial epsilon")->capture_default_str();
+  train->add_option("--eps-end", t->cfg.eps_end, "final epsilon")->capture_default_str();
+  train->add_option("--exploration-fraction", t->cfg.exploration_fraction,
+                    "fraction of steps over which epsilon decays")
+      ->capture_default_str();
+  train->add_option("--steps", t->cfg.total_steps, "env steps (all lanes)")->capture_default_str();
+  train->add_option("--envs", t->cfg.num_envs, "parallel env lanes")->capture_default_str();
+  train->add_option("--seed", t->cfg.seed, "seed (same seed, same checkpoint bytes)")
+      ->capture_default_str();
+  train->add_option("--eval-every", t->opts.eval_every, "env steps between evaluations (0: end)")
+      ->capture_default_str();
+  train->add_option("--eval-episodes", t->opts.eval_episodes, "episodes per evaluation")
+      ->capture_default_str();
+  train->add_option("--stop-return", t->opts.stop_return, "stop when an evaluation reaches this");
+  train->add_option("--log-every", t->opts.log_every, "env steps between metrics lines")
+      ->capture_default_str();
+  train->add_option("--checkpoint-every", t->opts.checkpoint_every,
+                    "env steps between checkpoints (0: end)")
+      ->capture_default_str();
+  train->add_option("--exec-phi", t->env.execution.phi, "execution: running penalty")
+      ->capture_default_str();
+  train->add_option("--exec-alpha", t->env.execution.alpha, "execution: terminal penalty")
+      ->capture_default_str();
+  train->add_option("--exec-sigma", t->env.execution.sigma, "execution: mid volatility")
+      ->capture_default_str();
+  train->add_option("--exec-steps", t->env.execution.steps, "execution: steps per episode")
+      ->capture_default_str();
+  train->add_option("--mm-phi", t->env.mm.phi, "mm: running penalty (0 with --mm-alpha 0: PnL)")
+      ->capture_default_str();
+  train->add_option("--mm-alpha", t->env.mm.alpha, "mm: terminal penalty")->capture_default_str();
+  train->add_option("-o,--out", t->opts.out_dir, "run directory")->required();
+
+  auto e = std::make_shared<RlEvalArgs>();
+  CLI::App* eval = add_command(*rl, "eval", "evaluate a checkpoint against the closed form",
+                               [e] { return run_rl_eval(*e); });
+  eval->add_option("--checkpoint", e->checkpoint, "checkpoint.fxt of fxt rl train")->required();
+  eval->add_option("--episodes", e->episodes, "seeded episodes")->capture_default_str();
+  eval->add_option("--seed", e->seed, "episode seed (both policies see the same paths)")
+      ->capture_default_str();
+  eval->add_option("--reference", e->reference,
+                   "execution: optimal; mm: cj (default) or as");
+  eval->add_option("--gamma", e->gamma, "AS risk aversion")->capture_default_str();
+  eval->add_option("-o,--out", e->out, "output JSON file")->required();
+}
+
+}  // namespace fxt::cli

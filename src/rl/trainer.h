@@ -1,0 +1,53 @@
+// The DQN training loop: N lanes of an env, ε-greedy (or Thompson) acting, n-step transitions into
+// replay, one update every train_frequency env steps after learning_starts, target updates every
+// target_update env steps, periodic greedy evaluation, metrics.jsonl lines and checkpoints
+// (atomic) in the run directory. Deterministic in the config's seed.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "rl/dqn.h"
+#include "rl/env_spec.h"
+
+namespace fxt::rl {
+
+struct TrainOptions {
+  std::string out_dir;          // metrics.jsonl and checkpoint.fxt go here; "" writes nothing
+  int64_t log_every = 10000;    // env steps between metrics lines
+  int64_t eval_every = 0;       // env steps between greedy evaluations; 0: only at the end
+  int eval_episodes = 10;
+  uint64_t eval_seed = 0x5eed;  // the evaluation episodes' seed (the same every evaluation)
+  double stop_return = std::numeric_limits<double>::quiet_NaN();  // stop once an eval reaches it
+  int64_t checkpoint_every = 0;  // env steps between checkpoints; 0: only at the end
+};
+
+struct TrainResult {
+  int64_t env_steps = 0;
+  int64_t updates = 0;
+  int64_t episodes = 0;
+  double seconds = 0;
+  double last_eval_mean = std::numeric_limits<double>::quiet_NaN();
+  int64_t reached_stop_return_at = -1;  // env steps at the first eval >= stop_return
+  double mean_recent_return = 0;        // last 100 training episodes
+  std::vector<std::pair<int64_t, double>> eval_curve;  // (env steps, eval mean)
+};
+
+// Trains `agent` (built from cfg with the env's dimensions) on spec's env.
+Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, DqnAgent* agent);
+
+// Checkpoint of an agent with its env: agent state plus config["env"].
+Status write_agent_checkpoint(const std::string& path, const DqnAgent& agent, const EnvSpec& spec,
+                              int64_t env_steps);
+// Rebuilds the env spec and agent from a checkpoint file.
+struct LoadedAgent {
+  EnvSpec spec;
+  std::unique_ptr<DqnAgent> agent;
+  int64_t env_steps = 0;
+};
+Result<LoadedAgent> read_agent_checkpoint(const std::string& path);
+
+}  // namespace fxt::rl

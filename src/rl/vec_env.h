@@ -1,0 +1,64 @@
+// The vectorised-environment interface of the RL layer (DESIGN §8): N independent episodes of
+// one environment stepped together, the CPU reference of the GPU envs (one lane per episode).
+//
+// Contract: reset(seed) starts every episode and writes the first observations; step(actions)
+// advances every lane by one action and writes, per lane, the observation the action led to
+// (before any reset), the reward, and whether the episode terminated (a true terminal state:
+// no bootstrap) or was truncated (a time limit: bootstrap from next_obs). A lane whose episode
+// ended is restarted by the next step() call's first act: reset_finished() writes its new first
+// observation. Lane i draws its randomness from its own stream seeded by (seed, i), so a lane's
+// path does not depend on the number of lanes, and outputs depend only on seed and actions.
+//
+// Thread-compatible: one owner steps it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/random.h"
+
+namespace fxt::rl {
+
+struct StepResult {
+  std::vector<float> next_obs;      // [N, obs_dim], the state each action led to
+  std::vector<float> reward;        // [N]
+  std::vector<uint8_t> terminated;  // [N] 1 = terminal state (value 0)
+  std::vector<uint8_t> truncated;   // [N] 1 = time limit (the state still has a value)
+  void resize(int n, int obs_dim) {
+    next_obs.assign(static_cast<size_t>(n) * static_cast<size_t>(obs_dim), 0.0f);
+    reward.assign(static_cast<size_t>(n), 0.0f);
+    terminated.assign(static_cast<size_t>(n), 0);
+    truncated.assign(static_cast<size_t>(n), 0);
+  }
+};
+
+class VecEnv {
+ public:
+  virtual ~VecEnv() = default;
+  virtual std::string name() const = 0;
+  virtual int num_envs() const = 0;
+  virtual int obs_dim() const = 0;
+  virtual int num_actions() const = 0;
+  // Starts every lane; obs is [N, obs_dim].
+  virtual void reset(uint64_t seed, std::span<float> obs) = 0;
+  // Steps every lane with actions[i] in [0, num_actions()).
+  virtual void step(std::span<const int> actions, StepResult* out) = 0;
+  // Restarts the lanes whose last step ended (terminated or truncated) and writes their first
+  // observation into obs; the other lanes' rows of obs get last step's next_obs.
+  virtual void reset_finished(const StepResult& last, std::span<float> obs) = 0;
+};
+
+// The seed of lane `lane`'s stream `stream`: splitmix64 mixing keeps neighbouring triples far
+// apart in xoshiro's state space (the same construction as the model market's path seeds).
+inline uint64_t lane_seed(uint64_t seed, uint64_t lane, uint64_t stream) {
+  uint64_t state = seed;
+  uint64_t mixed = splitmix64(&state) ^ (lane * 0x9E3779B97F4A7C15ULL);
+  state = mixed;
+  mixed = splitmix64(&state) ^ stream;
+  state = mixed;
+  return splitmix64(&state);
+}
+
+}  // namespace fxt::rl

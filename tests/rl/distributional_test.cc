@@ -1,0 +1,140 @@
+#include "rl/distributional.h"
+
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace fxt::rl {
+namespace {
+
+// Support {0, 1, 2, 3, 4}.
+const Support kFive{0, 4, 5};
+
+TEST(C51Projection, SplitsMassBetweenNeighbours) {
+  // Tz = 0.5 + z: 0.5, 1.5, 2.5, 3.5, 4.5 -> clipped to 4 (b = 4, l = u = 4).
+  const std::vector<double> p = {0.1, 0.2, 0.3, 0.4, 0.0};
+  std::vector<double> m(5, 0.0);
+  c51_project_add<double>(kFive, 0.5, 1.0, p, 1.0, m);
+  const double want[] = {0.05, 0.15, 0.25, 0.35, 0.2};
+  for (int j = 0; j < 5; ++j) EXPECT_NEAR(m[static_cast<size_t>(j)], want[j], 1e-15) << j;
+}
+
+TEST(C51Projection, AtomOnTheGridKeepsItsMass) {
+  // Tz = 1 + z lands exactly on atoms (l = u): the mass must stay, not vanish.
+  const std::vector<double> p = {0.1, 0.2, 0.3, 0.25, 0.15};
+  std::vector<double> m(5, 0.0);
+  c51_project_add<double>(kFive, 1.0, 1.0, p, 1.0, m);
+  const double want[] = {0.0, 0.1, 0.2, 0.3, 0.4};  // the top two pile on v_max
+  double sum = 0;
+  for (int j = 0; j < 5; ++j) {
+    EXPECT_NEAR(m[static_cast<size_t>(j)], want[j], 1e-15) << j;
+    sum += m[static_cast<size_t>(j)];
+  }
+  EXPECT_NEAR(sum, 1.0, 1e-15);
+}
+
+TEST(C51Projection, TerminalPutsEverythingAtTheReward) {
+  const std::vector<double> p = {0.1, 0.2, 0.3, 0.25, 0.15};
+  std::vector<double> m(5, 0.0);
+  c51_project_add<double>(kFive, 2.25, 0.0, p, 1.0, m);  // g = 0: every atom maps to r = 2.25
+  EXPECT_NEAR(m[2], 0.75, 1e-15);
+  EXPECT_NEAR(m[3], 0.25, 1e-15);
+  EXPECT_EQ(m[0] + m[1] + m[4], 0.0);
+}
+
+TEST(C51Loss, GradientMatchesFiniteDifferences) {
+  const std::vector<double> logits = {0.3, -1.2, 0.8, 0.1, -0.4};
+  const std::vector<double> m = {0.1, 0.0, 0.5, 0.3, 0.1};
+  std::vector<double> d(5);
+  const double loss = c51_loss<double>(logits, m, 1.0, d);
+  // −Σ m log softmax: by hand with log-sum-exp.
+  double z = 0;
+  for (double v : logits) z += std::exp(v);
+  double want = 0;
+  for (size_t j = 0; j < 5; ++j) want -= m[j] * (logits[j] - std::log(z));
+  EXPECT_NEAR(loss, want, 1e-14);
+  std::vector<double> scratch(5);
+  for (size_t j = 0; j < 5; ++j) {
+    auto lp = logits, lm = logits;
+    lp[j] += 1e-6;
+    lm[j] -= 1e-6;
+    const double fd = (c51_loss<double>(lp, m, 1.0, scratch) - c51_loss<double>(lm, m, 1.0, scratch)) / 2e-6;
+    EXPECT_NEAR(d[j], fd, 1e-8) << j;
+  }
+}
+
+TEST(QuantileHuber, HandValues) {
+  // theta = {0, 1} at τ̂ = {0.25, 0.75}; targets {0.5, 3} weighted 1/2 each (κ = 1):
+  // i=0: u=0.5 -> 0.25·0.125, u=3 -> 0.25·2.5; i=1: u=−0.5 -> 0.25·0.125, u=2 -> 0.75·1.5.
+  const std::vector<double> theta = {0, 1}, targets = {0.5, 3}, w = {0.5, 0.5};
+  std::vector<double> d(2);
+  const double loss = quantile_huber_loss<double>(theta, targets, w, 1.0, d);
+  EXPECT_NEAR(loss, 0.90625, 1e-15);
+  EXPECT_NEAR(d[0], -0.1875, 1e-15);  // −(0.5·0.25·0.5 + 0.5·0.25·1)
+  EXPECT_NEAR(d[1], -0.3125, 1e-15);  // −(0.5·0.25·(−0.5) + 0.5·0.75·1)
+  std::vector<double> scratch(2);
+  for (size_t i = 0; i < 2; ++i) {
+    auto tp = theta, tm = theta;
+    tp[i] += 1e-6;
+    tm[i] -= 1e-6;
+    const double fd = (quantile_huber_loss<double>(tp, targets, w, 1.0, scratch) -
+                       quantile_huber_loss<double>(tm, targets, w, 1.0, scratch)) /
+                      2e-6;
+    EXPECT_NEAR(d[i], fd, 1e-8) << i;
+  }
+}
+
+TEST(QuantileHuber, SampledFractionsByHand) {
+  // IQN form: τ = (0.1, 0.9) given; θ = (0, 0), one target 2 (weight 1): Huber(2) = 1.5;
+  // loss 0.1·1.5 + 0.9·1.5 = 1.5, dθ_i = −τ_i·1.
+  const std::vector<double> theta = {0, 0}, taus = {0.1, 0.9}, targets = {2}, w = {1};
+  std::vector<double> d(2);
+  EXPECT_NEAR(quantile_huber_loss_at<double>(theta, taus, targets, w, 1.0, d), 1.5, 1e-15);
+  EXPECT_NEAR(d[0], -0.1, 1e-15);
+  EXPECT_NEAR(d[1], -0.9, 1e-15);
+}
+
+TEST(Munchausen, LogPolicyIsAStableLogSoftmax) {
+  const std::vector<double> q = {1000.0, 1000.0 + std::log(3.0) * 0.03};
+  std::vector<double> lp(2);
+  log_policy<double>(q, 0.03, lp);  // π ∝ (1, 3)
+  EXPECT_NEAR(lp[0], std::log(0.25), 1e-9);
+  EXPECT_NEAR(lp[1], std::log(0.75), 1e-9);
+}
+
+TEST(Munchausen, HandComputedTarget) {
+  // Support {−1, 0, 1}; τ = 1, α = 0.5, l0 = −1; r = 0.2, γ^n = 0.5, ln π(a|s) = ln 0.25.
+  // Next-state distributions: action 0 all at 0, action 1 half at ±1: q' = (0, 0), π' = (½, ½).
+  // Bonus 0.5·clip(ln 0.25, −1, 0) = −0.5; shift = 0.2 − 0.5 + 0.5·ln 2 = 0.0465736.
+  // a'=0: 0.0465736 (mass ½) -> atoms 0/1 get ½·0.9534264, ½·0.0465736.
+  // a'=1: −0.4534264 and 0.5465736 (¼ each) -> (0.1133566, 0.1366434) and (0.1133566, 0.1366434).
+  const Support s{-1, 1, 3};
+  const MunchausenConfig mc{1.0, 0.5, -1.0};
+  const std::vector<double> q_next = {0, 0};
+  const std::vector<double> p_next = {0, 1, 0, 0.5, 0, 0.5};
+  std::vector<double> m(3);
+  c51_munchausen_target<double>(s, mc, 0.2, 0.5, std::log(0.25), q_next, p_next, m);
+  const double shift = 0.2 - 0.5 + 0.5 * std::log(2.0);
+  EXPECT_NEAR(shift, 0.0465736, 1e-7);
+  EXPECT_NEAR(m[0], 0.1133566, 1e-7);
+  EXPECT_NEAR(m[1], 0.7267132, 1e-7);
+  EXPECT_NEAR(m[2], 0.1599302, 1e-7);
+  EXPECT_NEAR(m[0] + m[1] + m[2], 1.0, 1e-14);
+}
+
+TEST(Munchausen, TerminalKeepsOnlyRewardAndBonus) {
+  const Support s{-1, 1, 3};
+  const MunchausenConfig mc;  // τ = 0.03, α = 0.9, l0 = −1
+  const std::vector<double> q_next = {0.3, -0.2};
+  const std::vector<double> p_next = {0.2, 0.3, 0.5, 0.6, 0.3, 0.1};
+  std::vector<double> m(3);
+  // ln π(a|s) = −10: τ·ln π = −0.3 (inside the clip), bonus −0.27; target 0.5 − 0.27 = 0.23.
+  c51_munchausen_target<double>(s, mc, 0.5, 0.0, -10.0, q_next, p_next, m);
+  EXPECT_NEAR(m[0], 0.0, 1e-15);
+  EXPECT_NEAR(m[1], 0.77, 1e-12);
+  EXPECT_NEAR(m[2], 0.23, 1e-12);
+}
+
+}  // namespace
+}  // namespace fxt::rl

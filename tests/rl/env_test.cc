@@ -1,0 +1,194 @@
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "rl/cartpole.h"
+#include "rl/evaluate.h"
+#include "rl/execution.h"
+#include "rl/market_making.h"
+#include "sim/model_market.h"
+
+namespace fxt::rl {
+namespace {
+
+TEST(CartPole, OneStepMatchesGymByHand) {
+  // Values from gym's equations evaluated in Python (float64) from (0.01, −0.02, 0.03, 0.04).
+  const CartPoleState s{0.01, -0.02, 0.03, 0.04};
+  const CartPoleState r = cartpole_dynamics(s, 1);
+  EXPECT_DOUBLE_EQ(r.x, 0.009600000000000001);
+  EXPECT_NEAR(r.x_dot, 0.17467919574755525, 1e-15);
+  EXPECT_DOUBLE_EQ(r.theta, 0.030799999999999998);
+  EXPECT_NEAR(r.theta_dot, -0.2430687179600081, 1e-15);
+  const CartPoleState l = cartpole_dynamics(s, 0);
+  EXPECT_NEAR(l.x_dot, -0.21553901710278936, 1e-15);
+  EXPECT_NEAR(l.theta_dot, 0.34199522377603914, 1e-15);
+}
+
+TEST(CartPole, TerminationTruncationAndReset) {
+  EXPECT_FALSE(cartpole_terminated({2.4, 0, 0.2094, 0}));
+  EXPECT_TRUE(cartpole_terminated({2.41, 0, 0, 0}));
+  EXPECT_TRUE(cartpole_terminated({0, 0, -0.21, 0}));  // 12° = 0.20944 rad
+  CartPoleEnv env(3);
+  std::vector<float> obs(12);
+  env.reset(5, obs);
+  for (float v : obs) EXPECT_LT(std::abs(v), 0.05f);
+  // Pushing right forever falls over well before the time limit, reward 1 every step.
+  StepResult out;
+  std::vector<int> right(3, 1);
+  int steps = 0;
+  for (; steps < 500; ++steps) {
+    env.step(right, &out);
+    EXPECT_EQ(out.reward[0], 1.0f);
+    if (out.terminated[0]) break;
+    env.reset_finished(out, obs);
+  }
+  EXPECT_LT(steps, 100);
+  EXPECT_EQ(out.truncated[0], 0);
+  // Balanced by hand (push against the pole's lean) it survives to the 500-step limit.
+  CartPoleEnv one(1);
+  std::vector<float> o(4);
+  one.reset(1, o);
+  std::vector<int> a(1);
+  for (int k = 0; k < 500; ++k) {
+    a[0] = o[2] + 0.5f * o[3] > 0 ? 1 : 0;
+    one.step(a, &out);
+    ASSERT_EQ(out.terminated[0], 0) << k;
+    if (k < 499) {
+      EXPECT_EQ(out.truncated[0], 0);
+    }
+    one.reset_finished(out, o);
+  }
+  EXPECT_EQ(out.truncated[0], 1);
+}
+
+TEST(Execution, StepByHand) {
+  ExecutionParams p;
+  p.sigma = 0;  // deterministic: Δs = −b·ν·Δt
+  ExecutionEnv env(p, 1);
+  std::vector<float> obs(2);
+  env.reset(1, obs);
+  EXPECT_FLOAT_EQ(obs[1], 1.0f);
+  StepResult out;
+  std::vector<int> a = {10};  // ν = 2 (grid step 0.2)
+  env.step(a, &out);
+  // −k·ν²·Δt + q'·Δs − φ·Δt·(q² − q·ν·Δt + ν²Δt²/3) = −0.2 − 0.009 − 0.25·(0.9 + 0.01/3)
+  EXPECT_NEAR(out.reward[0], -0.2 - 0.009 - 0.25 * (0.9 + 0.01 / 3), 1e-6);
+  EXPECT_NEAR(env.inventory(0), 0.9, 1e-15);
+  EXPECT_FLOAT_EQ(out.next_obs[0], 0.05f);
+  EXPECT_FLOAT_EQ(out.next_obs[1], 0.9f);
+}
+
+TEST(Execution, ClosedFormLimits) {
+  ExecutionParams p;
+  // Almgren–Chriss (α → ∞): v(τ) = γ·coth(γτ), q*(t) = q0·sinh(γ(T−t))/sinh(γT).
+  p.alpha = 1e12;
+  const double g = std::sqrt(p.phi / p.temp_impact);
+  EXPECT_NEAR(execution_speed_factor(p, 0.3), g / std::tanh(g * 0.3), 1e-9);
+  EXPECT_NEAR(execution_optimal_inventory(p, 0.4), std::sinh(g * 0.6) / std::sinh(g), 1e-9);
+  // TWAP (φ = 0, α → ∞): v = 1/τ, q* linear, value −(k/T + b/2)·q0².
+  p.phi = 0;
+  EXPECT_NEAR(execution_speed_factor(p, 0.25), 4.0, 1e-9);
+  EXPECT_NEAR(execution_optimal_inventory(p, 0.25), 0.75, 1e-9);
+  EXPECT_NEAR(execution_optimal_value(p), -(1.0 + 0.05), 1e-9);
+  // Terminal condition v(0) = (2α − b)/(2k).
+  ExecutionParams d;
+  EXPECT_NEAR(execution_speed_factor(d, 0), (2 * d.alpha - d.perm_impact) / (2 * d.temp_impact),
+              1e-12);
+}
+
+TEST(Execution, FineStepsReachTheClosedFormValue) {
+  // Without noise and with 4000 steps the closed-form agent's return is the continuous value.
+  ExecutionParams p;
+  p.sigma = 0;
+  p.steps = 4000;
+  EnvSpec spec;
+  spec.name = "execution";
+  spec.execution = p;
+  auto r = evaluate_reference(spec, "optimal", 0, 2, 1);
+  ASSERT_TRUE(r.ok());
+  EXPECT_NEAR(r->mean, execution_optimal_value(p), 2e-3 * std::abs(execution_optimal_value(p)));
+  // Its inventory path is the optimal one.
+  for (int k = 0; k <= p.steps; k += 400)
+    EXPECT_NEAR(r->mean_inventory[static_cast<size_t>(k)],
+                execution_optimal_inventory(p, k * p.dt()), 2e-3)
+        << k;
+}
+
+TEST(Execution, OptimumBeatsTwapOnTheSamePaths) {
+  EnvSpec spec;
+  spec.name = "execution";
+  auto opt = evaluate_reference(spec, "optimal", 0, 500, 77);
+  ASSERT_TRUE(opt.ok());
+  // TWAP on the grid: ν = q0/T = 1 (action 5) every step, same seed.
+  auto env = spec.make(500);
+  std::vector<float> obs(1000);
+  env->reset(77, obs);
+  StepResult out;
+  std::vector<int> twap(500, 5);
+  std::vector<double> ret(500, 0.0);
+  for (int k = 0; k < spec.execution.steps; ++k) {
+    env->step(twap, &out);
+    for (size_t i = 0; i < 500; ++i) ret[i] += out.reward[i];
+  }
+  double diff = 0;
+  for (size_t i = 0; i < 500; ++i) diff += (opt->returns[i] - ret[i]) / 500;
+  // Expected costs: TWAP k + φ/3 + b/2 = 2.7167; the optimum about 2.30.
+  EXPECT_GT(diff, 0.3);
+  EXPECT_NEAR(opt->mean, execution_optimal_value(spec.execution), 0.05);
+}
+
+TEST(MarketMaking, AsAgentFollowsTheModelMarketPaths) {
+  // Pure PnL (φ = α = 0), bounds never reached: lane i's summed rewards are the model market's
+  // path-i PnL minus q0·s0 (zero here), path for path.
+  EnvSpec spec;
+  spec.name = "mm";
+  spec.mm.phi = 0;
+  spec.mm.alpha = 0;
+  spec.mm.max_inventory = 1000;
+  auto ev = evaluate_reference(spec, "as", 0.1, 200, 2008);
+  ASSERT_TRUE(ev.ok());
+  auto sim = sim::simulate_model_market(spec.mm.market, sim::ModelMarketAgent::kInventory, 0.1,
+                                        200, 2008);
+  ASSERT_TRUE(sim.ok());
+  for (size_t i = 0; i < 200; ++i)
+    EXPECT_NEAR(ev->returns[i], sim->paths[i].pnl, 2e-3) << i;  // float rewards, 200 steps
+  EXPECT_NEAR(ev->mean, sim->mean_pnl, 1e-3);
+}
+
+TEST(MarketMaking, CarteaJaimungalBeatsAsOnItsCriterion) {
+  EnvSpec spec;
+  spec.name = "mm";  // φ = α = 0.5
+  CarteaJaimungalAgent cj(spec.mm);
+  // h is even in q (symmetric intensities) and the depths at q = 0 are symmetric.
+  EXPECT_NEAR(cj.h(0, 3), cj.h(0, -3), 1e-9);
+  EXPECT_GT(cj.h(0, 0), cj.h(0, 3));  // holding inventory costs
+  auto c = evaluate_reference(spec, "cj", 0, 1000, 11);
+  ASSERT_TRUE(c.ok());
+  double best_as = -1e300;
+  for (double g : {0.01, 0.1, 0.3, 1.0}) {
+    auto a = evaluate_reference(spec, "as", g, 1000, 11);
+    ASSERT_TRUE(a.ok());
+    best_as = std::max(best_as, a->mean);
+  }
+  EXPECT_GT(c->mean, best_as);
+  // At φ = α = 0 and far from the bounds (in reach of the walk left before T), CJ quotes 1/k.
+  MarketMakingParams flat;
+  flat.phi = 0;
+  flat.alpha = 0;
+  CarteaJaimungalAgent zero(flat);
+  EXPECT_NEAR(1 / flat.market.k + zero.h(190, 0) - zero.h(190, 1), 1 / flat.market.k, 1e-9);
+}
+
+TEST(Env, BadReferenceIsAUsageError) {
+  EnvSpec spec;
+  spec.name = "cartpole";
+  auto r = evaluate_reference(spec, "optimal", 0, 1, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().exit_code(), 2);
+  spec.name = "nope";
+  EXPECT_EQ(spec.validate().exit_code(), 2);
+}
+
+}  // namespace
+}  // namespace fxt::rl

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/file_util.h"
 #include "sim/backtest.h"
 #include "sim/engine.h"
@@ -115,7 +116,8 @@ void register_backtest(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--threads", s.threads,
                   "threads for predictions and for queue models run side by side")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(0, 4096));
   cmd->add_option("--out", s.out_dir, "run directory for the result files")->required();
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/log.h"
 #include "data/ingest.h"
 
@@ -73,7 +74,8 @@ void register_ingest(CLI::App& app) {
   cmd->add_option("--format", a->format, "force the format: auto, dbn, binance, lobster")
       ->capture_default_str();
   cmd->add_option("--dbn-version", a->dbn_version,
-                  "DBN version of .dbn.frag inputs (records without metadata): 1, 2 or 3");
+                  "DBN version of .dbn.frag inputs (records without metadata): 1, 2 or 3")
+      ->check(int_range(1, 3));
   cmd->add_option("--binance-market", a->binance_market, "auto, spot or usdm")
       ->capture_default_str();
   cmd->add_option("--lobster-date", a->lobster_date,

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/eval_table.h"
 #include "core/file_util.h"
 #include "core/progress.h"
@@ -229,20 +230,28 @@ void register_quickstart(CLI::App& app) {
                   "backtests, report.html)")
       ->capture_default_str();
   cmd->add_option("--events", a->events, "synthetic market events (one snapshot each)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(1, 10000000000));
   cmd->add_option("--backtest-events", a->backtest_events,
                   "events of the unseen session (seed + 1) that predict and the backtests use")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(1, 10000000000));
   cmd->add_option("--signal-horizon", a->signal_horizon,
                   "horizon whose probabilities the signal strategy trades")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(0, 1000000));
   cmd->add_option("--seed", a->seed, "seed of the market and of training")->capture_default_str();
-  cmd->add_option("--threads", a->threads, "CPU threads (0 = every core)")->capture_default_str();
-  cmd->add_option("--epochs", a->train.epochs, "training epochs")->capture_default_str();
+  cmd->add_option("--threads", a->threads, "CPU threads (0 = every core)")->capture_default_str()
+      ->check(int_range(0, 4096));
+  cmd->add_option("--epochs", a->train.epochs, "training epochs")->capture_default_str()
+      ->check(int_range(1, 1000000));
   cmd->add_option("--steps-per-epoch", a->train.steps_per_epoch, "optimizer steps per epoch")
-      ->capture_default_str();
-  cmd->add_option("--batch", a->train.batch, "sequences per step (B)")->capture_default_str();
-  cmd->add_option("--seq", a->train.window, "positions per sequence (K)")->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(1, 1000000000));
+  cmd->add_option("--batch", a->train.batch, "sequences per step (B)")->capture_default_str()
+      ->check(int_range(1, 1 << 20));
+  cmd->add_option("--seq", a->train.window, "positions per sequence (K)")->capture_default_str()
+      ->check(int_range(1, 1 << 20));
   cmd->add_option("--horizons", a->horizons, "label horizons in snapshots")->capture_default_str();
   cmd->add_option("--drop-features", a->drop_features,
                   "features held at their training mean (empty: none)")

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/eval_table.h"
 #include "cli/train_flags.h"
 #include "core/file_util.h"
@@ -61,6 +62,7 @@ Status run_eval(const EvalArgs& a) {
   o.bootstrap = a.bootstrap;
   o.bootstrap_seed = a.bootstrap_seed;
   RunRecord record("eval");
+  if (!a.run_dir.empty()) FXT_RETURN_IF_ERROR(record.claim(a.run_dir));
   FXT_ASSIGN_OR_RETURN(nlohmann::json j, evaluate(a.checkpoint, a.stores, o));
   const std::string text = j.dump(2) + "\n";
   if (a.out.empty() && a.run_dir.empty()) {
@@ -123,11 +125,14 @@ void register_train(CLI::App& app) {
   cmd->add_flag("--resume", a->resume,
                 "continue RUN_DIR/last.ckpt bit for bit (configuration and stores from it)");
   cmd->add_option("--stop-after", a->stop_after,
-                  "return after this many epochs of this invocation (resume later)");
+                  "return after this many epochs of this invocation (resume later)")
+      ->check(int_range(1, 1000000));
   add_train_flags(cmd, &a->flags, TrainFlagsFor::kTrain);
   TrainConfig& c = a->flags.config;
-  cmd->add_option("--split-train", c.split.train, "training fraction")->capture_default_str();
-  cmd->add_option("--split-val", c.split.validation, "validation fraction")->capture_default_str();
+  cmd->add_option("--split-train", c.split.train, "training fraction")->capture_default_str()
+      ->check(finite_number(0, 1));
+  cmd->add_option("--split-val", c.split.validation, "validation fraction")->capture_default_str()
+      ->check(finite_number(0, 1));
 }
 
 void register_eval(CLI::App& app) {
@@ -145,9 +150,11 @@ void register_eval(CLI::App& app) {
                   "run directory: writes RUN_DIR/eval.json and RUN_DIR/run.json (docs/RUNS.md)");
   cmd->add_option("--bootstrap", a->bootstrap,
                   "block-bootstrap replicates for confidence intervals (0: none)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(0, 1000000));
   cmd->add_option("--bootstrap-seed", a->bootstrap_seed, "bootstrap seed")->capture_default_str();
-  cmd->add_option("--threads", a->threads, "CPU threads")->capture_default_str();
+  cmd->add_option("--threads", a->threads, "CPU threads")->capture_default_str()
+      ->check(int_range(1, 4096));
   cmd->add_option("--device", a->device, "auto, cpu or cuda (as fxt train)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
@@ -161,7 +168,9 @@ void register_predict(CLI::App& app) {
   cmd->add_option("--checkpoint", a->checkpoint, "checkpoint file")->required();
   cmd->add_option("--store", a->store, "snapshot store directory")->required();
   cmd->add_option("--out", a->out, "output CSV file (written atomically)")->required();
-  cmd->add_option("--threads", a->threads, "CPU threads")->capture_default_str();
+  cmd->add_option("--threads", a->threads, "CPU threads")
+      ->check(int_range(1, 4096))
+      ->capture_default_str();
   cmd->add_option("--device", a->device, "auto, cpu or cuda (as fxt train)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();

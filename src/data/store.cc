@@ -2,13 +2,17 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <mutex>
+#include <set>
 #include <filesystem>
 
 #include "core/file_util.h"
+#include "core/temp_files.h"
 #include "core/log.h"
 
 namespace fxt {
@@ -165,6 +169,7 @@ StoreWriter::~StoreWriter() {
     impl_->rule_count = BufferedFileWriter();
     impl_->rule_volume = BufferedFileWriter();
     fs::remove_all(impl_->tmp_dir, ec);
+    unregister_temp_path(impl_->tmp_dir);
   }
 }
 StoreWriter::StoreWriter(StoreWriter&&) noexcept = default;
@@ -183,7 +188,9 @@ Result<StoreWriter> StoreWriter::create(const std::string& dir, StoreInfo info) 
   }
   auto impl = std::make_unique<Impl>();
   impl->dir = dir;
-  impl->tmp_dir = dir + ".tmp-" + std::to_string(::getpid());
+  impl->tmp_dir = temp_name(dir);
+  remove_stale_temps(dir);  // a killed ingest's directory (core/temp_files.h)
+  register_temp_path(impl->tmp_dir);
   impl->info = std::move(info);
   fs::remove_all(impl->tmp_dir, ec);
   fs::create_directories(impl->tmp_dir, ec);
@@ -363,6 +370,7 @@ Status StoreWriter::finish() {
   std::error_code ec;
   fs::rename(w.tmp_dir, w.dir, ec);
   if (ec) return IoError("{}: cannot rename {} into place: {}", w.dir, w.tmp_dir, ec.message());
+  unregister_temp_path(w.tmp_dir);
   w.tmp_dir.clear();
   fs::path parent = fs::absolute(w.dir).parent_path();
   return fsync_dir(parent.string());
@@ -404,6 +412,37 @@ Status bind_column(const std::string& dir, const nlohmann::json& meta, const Col
   return Status::Ok();
 }
 }  // namespace
+
+namespace {
+std::atomic<StoreVerification> g_verification{StoreVerification::kOnce};
+std::mutex g_verified_mu;
+std::set<std::string> g_verified;  // "<absolute dir>\n<meta.json bytes>" of verified stores
+
+std::string verified_key(const std::string& dir) {
+  std::error_code ec;
+  std::string key = fs::absolute(fs::path(dir), ec).lexically_normal().string();
+  auto text = read_file(dir + "/meta.json");
+  return text.ok() ? key + "\n" + text.value() : std::string();
+}
+}  // namespace
+
+void set_store_verification(StoreVerification mode) { g_verification = mode; }
+StoreVerification store_verification() { return g_verification; }
+
+Result<StoreReader> StoreReader::open(const std::string& dir) {
+  if (g_verification == StoreVerification::kNever) return open(dir, false);
+  const std::string key = verified_key(dir);
+  {
+    std::lock_guard<std::mutex> lock(g_verified_mu);
+    if (!key.empty() && g_verified.count(key) != 0) return open(dir, false);
+  }
+  FXT_ASSIGN_OR_RETURN(StoreReader r, open(dir, true));
+  if (!key.empty()) {
+    std::lock_guard<std::mutex> lock(g_verified_mu);
+    g_verified.insert(key);
+  }
+  return r;
+}
 
 Result<StoreReader> StoreReader::open(const std::string& dir, bool verify_checksums) {
   std::error_code ec;

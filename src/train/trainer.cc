@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "core/fault.h"
 #include "core/file_util.h"
 #include "core/log.h"
 #include "core/random.h"
@@ -105,6 +106,14 @@ Result<FeatureStats> stats_from_json(const nlohmann::json& j, const std::string&
     const auto count = j.at("count").get<std::vector<uint64_t>>();
     if (mean.size() != kFeatureDim || sd.size() != kFeatureDim || count.size() != kFeatureDim) {
       return InvalidInput("{}: feature_stats must hold {} values per field", where, kFeatureDim);
+    }
+    // Standardisation divides by std: a zero or non-finite value would write NaN everywhere.
+    for (int k = 0; k < kFeatureDim; ++k) {
+      const auto i = static_cast<size_t>(k);
+      if (!std::isfinite(mean[i]) || !std::isfinite(sd[i]) || !(sd[i] > 0)) {
+        return InvalidInput("{}: feature_stats slot {}: mean {} std {} (expected finite, std > 0)",
+                            where, k, mean[i], sd[i]);
+      }
     }
     std::copy(mean.begin(), mean.end(), st.mean.begin());
     std::copy(sd.begin(), sd.end(), st.stddev.begin());
@@ -258,6 +267,7 @@ class Net {
 struct TrainState {
   TrainConfig cfg;
   std::vector<std::string> stores;
+  std::vector<std::string> store_ids;  // CRC32 of each store's meta.json (its column CRCs)
   FeatureStats stats;
   std::vector<double> base_rates;
   double cfc_time_unit_ns = 0;  // `--cfc-time real`: the median snapshot gap of training
@@ -359,6 +369,7 @@ struct TrainState {
       meta["baseline_optimizer"] = b.optimizer;
     }
     meta["store_dirs"] = stores;
+    meta["store_checksums"] = store_ids;
     meta["base_rates"] = base_rates;
     meta["cfc_time_unit_ns"] = cfc_time_unit_ns;
     meta["epoch"] = epoch;
@@ -400,6 +411,7 @@ struct TrainState {
         FXT_RETURN_IF_ERROR(bopt.load_state(b));
       }
       stores = m.at("store_dirs").get<std::vector<std::string>>();
+      store_ids = m.value("store_checksums", std::vector<std::string>{});
       base_rates = m.at("base_rates").get<std::vector<double>>();
       cfc_time_unit_ns = m.value("cfc_time_unit_ns", 0.0);
       epoch = m.at("epoch").get<int>();
@@ -430,6 +442,42 @@ Result<std::unique_ptr<TrainState>> load_state(const std::string& path) {
   FXT_RETURN_IF_ERROR(st->setup());
   if (Status s = st->load(ck); !s.ok()) return InvalidInput("{}", s.message());
   return st;
+}
+
+// Exit 1 with the step where the loss (or a weight) stopped being finite; the run directory
+// keeps the checkpoints of the last good epoch.
+Status diverged(int64_t step, double value, const std::string& last_path) {
+  return InternalError("training diverged at step {} (loss {}); lower --lr{}", step, value,
+                      fs::exists(last_path) ? "; " + last_path + " holds the last good epoch"
+                                            : std::string());
+}
+
+// The identity of each store: the CRC32 of its meta.json, which holds every column's CRC32
+// (checked against the data on open), so a store replaced in place gets another identity.
+Result<std::vector<std::string>> store_identities(const std::vector<std::string>& dirs) {
+  std::vector<std::string> ids;
+  for (const std::string& d : dirs) {
+    FXT_ASSIGN_OR_RETURN(std::string id, file_checksum(d + "/meta.json"));
+    ids.push_back(std::move(id));
+  }
+  return ids;
+}
+
+// Refuses a checkpoint whose stores were replaced since it was written (checkpoints from
+// before store_checksums existed are not checked).
+Status check_same_stores(const std::vector<std::string>& dirs,
+                         const std::vector<std::string>& recorded, const std::string& ckpt) {
+  if (recorded.empty()) return Status::Ok();
+  FXT_ASSIGN_OR_RETURN(const std::vector<std::string> now, store_identities(dirs));
+  for (size_t i = 0; i < now.size() && i < recorded.size(); ++i) {
+    if (now[i] != recorded[i]) {
+      return InvalidInput(
+          "{}: store changed since {} was written (meta.json {} then, {} now): it was replaced "
+          "in place",
+          dirs[i], ckpt, recorded[i], now[i]);
+    }
+  }
+  return Status::Ok();
 }
 
 double bce(float x, float y) {
@@ -524,8 +572,14 @@ Result<std::vector<double>> train_base_rates(const Dataset& ds, int nh) {
     }
   }
   FXT_ASSIGN_OR_RETURN(std::vector<double> rates, positive_rates(y, m, static_cast<size_t>(nh)));
-  for (double& r : rates) {
-    if (!std::isfinite(r)) r = 0.5;  // no valid label: an uninformed constant
+  // A horizon without a single training label would train on nothing: refuse before work.
+  for (size_t h = 0; h < rates.size(); ++h) {
+    if (!std::isfinite(rates[h])) {
+      return InvalidInput(
+          "horizon {}: every training label is masked (--min-move-ticks {} exceeds every mid "
+          "move in the training range); lower --min-move-ticks",
+          ds.config().labels.horizons[h], ds.config().labels.min_move_ticks);
+    }
   }
   return rates;
 }
@@ -898,6 +952,7 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
     st->cfg.threads = config_in.threads;
     st->cfg.device = config_in.device;
     st->cfg.tf32 = config_in.tf32;
+    FXT_RETURN_IF_ERROR(check_same_stores(st->stores, st->store_ids, last_path));
     FXT_RETURN_IF_ERROR(truncate_metrics(metrics_path, st->epoch));
   } else {
     FXT_RETURN_IF_ERROR(config_in.validate());
@@ -908,6 +963,7 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
     }
     st = std::make_unique<TrainState>(config_in);
     st->stores = stores;
+    FXT_ASSIGN_OR_RETURN(st->store_ids, store_identities(stores));
     FXT_RETURN_IF_ERROR(st->setup());
   }
   const TrainConfig& c = st->cfg;
@@ -1020,6 +1076,7 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
       lr = sched.lr_at(st->step);
       const StepStats ss = st->opt.step(lr);
       if (!ss.applied) ++skipped;
+      if (!std::isfinite(out.total)) return diverged(st->step + 1, out.total, last_path);
       loss_sum += out.total;
       norm_sum += ss.grad_norm;
       for (int h = 0; h < nh; ++h)
@@ -1042,6 +1099,13 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
         base_loss_sum += bo.total;
       }
       ++st->step;
+    }
+    // Nothing of a diverged epoch is written: last.ckpt stays the last good epoch.
+    if (!std::isfinite(loss_sum)) return diverged(st->step, loss_sum, last_path);
+    if (const auto bad = std::find_if_not(st->params.begin(), st->params.end(),
+                                          [](float v) { return std::isfinite(v); });
+        bad != st->params.end()) {
+      return diverged(st->step, static_cast<double>(*bad), last_path);
     }
     ++st->epoch;
     ++epochs_here;
@@ -1066,9 +1130,6 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
       ++st->bad_epochs;
       if (c.patience > 0 && st->bad_epochs >= c.patience) st->stopped = true;
     }
-    const Checkpoint ck = st->to_checkpoint();
-    if (improved) FXT_RETURN_IF_ERROR(write_checkpoint(best_path, ck));
-    FXT_RETURN_IF_ERROR(write_checkpoint(last_path, ck));
 
     const double secs = std::chrono::duration<double>(Clock::now() - t_epoch).count();
     epoch_seconds.push_back(secs);
@@ -1111,7 +1172,15 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
     line["skipped_steps"] = skipped;
     line["improved"] = improved;
     line["seconds"] = secs;
+    // The epoch's line goes first and its checkpoints after: a kill in between leaves a line
+    // past last.ckpt, which resume drops (truncate_metrics) and writes again, so no epoch's
+    // record is ever lost.
     FXT_RETURN_IF_ERROR(append_line(metrics_path, line.dump()));
+    fault_point("train.line_written");
+    const Checkpoint ck = st->to_checkpoint();
+    if (improved) FXT_RETURN_IF_ERROR(write_checkpoint(best_path, ck));
+    FXT_RETURN_IF_ERROR(write_checkpoint(last_path, ck));
+    fault_point("train.epoch_written");
     log_info("epoch {} step {}: train {:.5f} val {:.5f} mean AUC {:.4f} ({:.1f} s)", st->epoch,
              st->step, loss_sum / static_cast<double>(c.steps_per_epoch), val.loss,
              val.metrics.mean_auc, secs);
@@ -1201,6 +1270,9 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
                       join_ints(c.horizons), join_ints(options.expect_horizons));
   }
   const std::vector<std::string> dirs = store_dirs.empty() ? st->stores : store_dirs;
+  if (store_dirs.empty()) {
+    FXT_RETURN_IF_ERROR(check_same_stores(st->stores, st->store_ids, checkpoint_path));
+  }
   DatasetConfig dc = c.dataset_config();
   // --split all ignores the split, so a CV fold's explicit ranges need not fit other stores.
   if (options.split == EvalSplit::kAll) dc.split = SplitConfig{};

@@ -13,8 +13,9 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "cli/flag_checks.h"
 #include "cli/eval_table.h"
+#include "cli/flag_checks.h"
+#include "cli/train_flags.h"
 #include "core/file_util.h"
 #include "core/progress.h"
 #include "data/ingest.h"
@@ -55,9 +56,7 @@ Status run_quickstart(QuickstartArgs a) {
   if (a.backtest_events < 10'000) {
     return UsageError("--backtest-events must be at least 10000 (got {})", a.backtest_events);
   }
-  const int threads = a.threads > 0
-                          ? a.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = a.threads > 0 ? a.threads : default_threads();
   const auto t_start = Clock::now();
   RunRecord record("quickstart");  // OUT/run.json, written at the end
   std::error_code ec;

@@ -44,7 +44,7 @@ Status run_train(TrainArgs& a) {
 struct EvalArgs {
   std::string checkpoint, out, run_dir, split = "test", horizons;
   std::vector<std::string> stores;
-  int threads = 1, bootstrap = 200;
+  int threads = default_threads(), bootstrap = 200;
   uint64_t bootstrap_seed = 1;
   std::string device = "auto";
 };
@@ -107,7 +107,7 @@ Status run_eval(const EvalArgs& a) {
 
 struct PredictArgs {
   std::string checkpoint, store, out, device = "auto";
-  int threads = 1;
+  int threads = default_threads();
 };
 
 }  // namespace
@@ -153,7 +153,7 @@ void register_eval(CLI::App& app) {
       ->capture_default_str()
       ->check(int_range(0, 1000000));
   cmd->add_option("--bootstrap-seed", a->bootstrap_seed, "bootstrap seed")->capture_default_str();
-  cmd->add_option("--threads", a->threads, "CPU threads")->capture_default_str()
+  cmd->add_option("--threads", a->threads, "CPU threads (default: every core)")->capture_default_str()
       ->check(int_range(1, 4096));
   cmd->add_option("--device", a->device, "auto, cpu or cuda (as fxt train)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
@@ -168,7 +168,7 @@ void register_predict(CLI::App& app) {
   cmd->add_option("--checkpoint", a->checkpoint, "checkpoint file")->required();
   cmd->add_option("--store", a->store, "snapshot store directory")->required();
   cmd->add_option("--out", a->out, "output CSV file (written atomically)")->required();
-  cmd->add_option("--threads", a->threads, "CPU threads")
+  cmd->add_option("--threads", a->threads, "CPU threads (default: every core)")
       ->check(int_range(1, 4096))
       ->capture_default_str();
   cmd->add_option("--device", a->device, "auto, cpu or cuda (as fxt train)")

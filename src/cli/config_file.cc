@@ -231,7 +231,7 @@ void check_value(const LineParser& lp, CLI::Option* op, const std::string& key, 
   std::string type = op->get_type_name();
   type = type.substr(0, type.find(':'));
   const bool numeric = type == "INT" || type == "UINT" || type == "FLOAT";
-  if (op->get_type_size() == 0) {
+  if (op->get_expected_min() == 0) {  // a switch (add_flag)
     if (v.is_string || (v.text != "true" && v.text != "false")) {
       lp.fail(fmt::format("'{}' is a switch: expected true or false (got '{}')", key, v.text));
     }

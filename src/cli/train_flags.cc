@@ -1,5 +1,8 @@
 #include "cli/train_flags.h"
 
+#include <algorithm>
+#include <thread>
+
 #include "cli/flag_checks.h"
 
 #include "features/features.h"
@@ -8,8 +11,11 @@
 
 namespace fxt::cli {
 
+int default_threads() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
+
 void add_train_flags(CLI::App* cmd, TrainFlags* f, TrainFlagsFor who) {
   TrainConfig& c = f->config;
+  c.threads = default_threads();
   const bool cv = who == TrainFlagsFor::kCv;
   cmd->add_option("--device", c.device,
                   "backend: auto (the GPU when built with CUDA and one is present), cpu, cuda")
@@ -63,7 +69,7 @@ void add_train_flags(CLI::App* cmd, TrainFlags* f, TrainFlagsFor who) {
       ->check(int_range(1, 8192))->capture_default_str();
   cmd->add_option("--eval-batch", c.eval_batch, "windows per forward pass when scoring")
       ->check(int_range(1, 1 << 20))->capture_default_str();
-  cmd->add_option("--threads", c.threads, "CPU threads (results do not depend on it)")
+  cmd->add_option("--threads", c.threads, "CPU threads (default: every core; results do not depend on it)")
       ->check(int_range(1, 4096))->capture_default_str();
 }
 

@@ -2,18 +2,21 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <mutex>
 #include <set>
-#include <filesystem>
+
+#include <fmt/format.h>
 
 #include "core/file_util.h"
-#include "core/temp_files.h"
 #include "core/log.h"
+#include "core/temp_files.h"
 
 namespace fxt {
 namespace fs = std::filesystem;
@@ -416,13 +419,31 @@ Status bind_column(const std::string& dir, const nlohmann::json& meta, const Col
 namespace {
 std::atomic<StoreVerification> g_verification{StoreVerification::kOnce};
 std::mutex g_verified_mu;
-std::set<std::string> g_verified;  // "<absolute dir>\n<meta.json bytes>" of verified stores
+std::set<std::string> g_verified;  // verified_key() of the stores verified and settled
 
-std::string verified_key(const std::string& dir) {
+// The directory, its meta.json and every file's size and modification time: a column
+// rewritten in place after the first open is verified again. `settled` is false when a file
+// changed within the last 2 s: file times tick coarsely, so such a store is not remembered as
+// verified (git's "racily clean" rule).
+std::string verified_key(const std::string& dir, bool* settled) {
   std::error_code ec;
   std::string key = fs::absolute(fs::path(dir), ec).lexically_normal().string();
   auto text = read_file(dir + "/meta.json");
-  return text.ok() ? key + "\n" + text.value() : std::string();
+  if (!text.ok()) return std::string();
+  const auto recent = fs::file_time_type::clock::now() - std::chrono::seconds(2);
+  *settled = true;
+  std::vector<std::string> files;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto size = it->file_size(ec);
+    const auto mtime = it->last_write_time(ec);
+    if (mtime > recent) *settled = false;
+    files.push_back(fmt::format("{} {} {}", it->path().filename().string(), size,
+                                mtime.time_since_epoch().count()));
+  }
+  if (ec) return std::string();
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files) key += "\n" + f;
+  return key + "\n" + text.value();
 }
 }  // namespace
 
@@ -431,13 +452,14 @@ StoreVerification store_verification() { return g_verification; }
 
 Result<StoreReader> StoreReader::open(const std::string& dir) {
   if (g_verification == StoreVerification::kNever) return open(dir, false);
-  const std::string key = verified_key(dir);
+  bool settled = false;
+  const std::string key = verified_key(dir, &settled);
   {
     std::lock_guard<std::mutex> lock(g_verified_mu);
     if (!key.empty() && g_verified.count(key) != 0) return open(dir, false);
   }
   FXT_ASSIGN_OR_RETURN(StoreReader r, open(dir, true));
-  if (!key.empty()) {
+  if (!key.empty() && settled) {
     std::lock_guard<std::mutex> lock(g_verified_mu);
     g_verified.insert(key);
   }

@@ -156,8 +156,12 @@ Result<nlohmann::json> store_checksum(const std::string& store_dir) {
     // meta.json holds every column's CRC32 and size. Opening the store checks the columns
     // against them (once per process, unless --no-verify), so the identity covers the data.
     method = "meta-crc32";
-    FXT_RETURN_IF_ERROR(StoreReader::open(store_dir).status());
-    data_verified = store_verification() != StoreVerification::kNever;
+    FXT_ASSIGN_OR_RETURN(const std::string meta_text, read_file(store_dir + "/meta.json"));
+    const auto meta = nlohmann::json::parse(meta_text, nullptr, false);
+    if (meta.is_object() && meta.value("format", "") == "foxhunt-store") {
+      FXT_RETURN_IF_ERROR(StoreReader::open(store_dir).status());
+      data_verified = store_verification() != StoreVerification::kNever;
+    }
     uint64_t bytes = 0;
     FXT_RETURN_IF_ERROR(crc_file(store_dir + "/meta.json", crc, bytes));
   } else {

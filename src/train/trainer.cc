@@ -15,6 +15,7 @@
 #include "core/fault.h"
 #include "core/file_util.h"
 #include "core/log.h"
+#include "core/progress.h"
 #include "core/random.h"
 #include "features/features.h"
 #include "features/labels.h"
@@ -457,6 +458,7 @@ Status diverged(int64_t step, double value, const std::string& last_path) {
 Result<std::vector<std::string>> store_identities(const std::vector<std::string>& dirs) {
   std::vector<std::string> ids;
   for (const std::string& d : dirs) {
+    if (!fs::exists(d + "/meta.json")) return NotFound("{}: not a store (no meta.json)", d);
     FXT_ASSIGN_OR_RETURN(std::string id, file_checksum(d + "/meta.json"));
     ids.push_back(std::move(id));
   }
@@ -617,7 +619,8 @@ Status append_line(const std::string& path, const std::string& line) {
 // `bl` is given, the baseline's logits on the snapshot's own features.
 void score_inference(TrainState& st, CpuContext& ctx, const StoreReader& store,
                      const float* features, const std::vector<uint64_t>& ends,
-                     std::vector<float>* model_logits, std::vector<float>* base_logits) {
+                     std::vector<float>* model_logits, std::vector<float>* base_logits,
+                     Progress* progress = nullptr) {
   const TrainConfig& c = st.cfg;
   const int nh = static_cast<int>(c.horizons.size());
   const int k = c.window;
@@ -645,6 +648,7 @@ void score_inference(TrainState& st, CpuContext& ctx, const StoreReader& store,
                             static_cast<int>(nb), k, c.stride);
     std::copy_n(lg, nb * static_cast<size_t>(nh),
                 model_logits->data() + e0 * static_cast<size_t>(nh));
+    if (progress != nullptr) progress->advance(nb);
   }
   if (base_logits != nullptr && st.baseline) {
     base_logits->assign(ends.size() * static_cast<size_t>(nh), 0.0f);
@@ -963,7 +967,6 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
     }
     st = std::make_unique<TrainState>(config_in);
     st->stores = stores;
-    FXT_ASSIGN_OR_RETURN(st->store_ids, store_identities(stores));
     FXT_RETURN_IF_ERROR(st->setup());
   }
   const TrainConfig& c = st->cfg;
@@ -971,6 +974,9 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
   const int nh = static_cast<int>(c.horizons.size());
 
   FXT_ASSIGN_OR_RETURN(Dataset ds, Dataset::open(st->stores, c.dataset_config()));
+  if (!options.resume) {
+    FXT_ASSIGN_OR_RETURN(st->store_ids, store_identities(st->stores));
+  }
   if (ds.anchors(Split::kTrain).empty()) {
     return InvalidInput(
         "the training split has no clean window of {} positions (stores too short "
@@ -1286,6 +1292,7 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
   CpuContext ctx(c.threads);
   std::vector<float> model_scores, base_scores, ml, bl;
   std::vector<uint8_t> labels, mask;
+  Progress progress("eval", g.end - g.begin, "snap");
   for (size_t i = 0; i < ds.store_count(); ++i) {
     const Dataset::Store& s = ds.store(i);
     const uint64_t n = s.reader.size();
@@ -1293,7 +1300,7 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
     if (lo >= hi) continue;
     std::vector<uint64_t> ends;
     for (uint64_t t = lo; t < hi; ++t) ends.push_back(t - s.offset);
-    score_inference(*st, ctx, s.reader, s.features.data(), ends, &ml, &bl);
+    score_inference(*st, ctx, s.reader, s.features.data(), ends, &ml, &bl, &progress);
     model_scores.insert(model_scores.end(), ml.begin(), ml.end());
     if (st->baseline) base_scores.insert(base_scores.end(), bl.begin(), bl.end());
     const size_t r0 = static_cast<size_t>(ends.front()) * static_cast<size_t>(nh);
@@ -1309,6 +1316,7 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
                         : options.split == EvalSplit::kValidation ? "validation"
                                                                   : "whole");
   }
+  progress.finish();
   FXT_ASSIGN_OR_RETURN(Metrics mm, compute_metrics(std::span<const float>(model_scores), labels,
                                                    mask, c.horizons, ScoreKind::kLogit));
   Metrics lm = mm;  // with --model logreg the model is the logistic baseline
@@ -1390,10 +1398,11 @@ Status predict(const std::string& checkpoint_path, const std::string& store_dir,
   constexpr uint64_t kChunk = 4096;  // snapshots scored per pass (bounded memory)
   std::vector<uint64_t> ends;
   std::vector<float> logits;
+  Progress progress("predict", n, "snap");
   for (uint64_t t0 = 0; t0 < n; t0 += kChunk) {
     ends.clear();
     for (uint64_t t = t0; t < std::min(n, t0 + kChunk); ++t) ends.push_back(t);
-    score_inference(*st, ctx, store, features.data(), ends, &logits, nullptr);
+    score_inference(*st, ctx, store, features.data(), ends, &logits, nullptr, &progress);
     for (size_t i = 0; i < ends.size(); ++i) {
       line.clear();
       fmt::format_to(std::back_inserter(line), "{}", store.ts_ns[ends[i]]);
@@ -1406,7 +1415,9 @@ Status predict(const std::string& checkpoint_path, const std::string& store_dir,
       FXT_RETURN_IF_ERROR(w.write(line));
     }
   }
-  return w.commit();
+  FXT_RETURN_IF_ERROR(w.commit());
+  progress.finish();
+  return Status::Ok();
 }
 
 }  // namespace fxt

@@ -3,8 +3,9 @@
 // leaving exactly what a real kill leaves.
 //
 // fault_point(name) does nothing unless the environment variable FXT_FAULT is
-// "<name>" or "<name>:<n>"; it then kills the process with SIGKILL on the n-th time
-// (default 1) the point is reached. Reading the variable once costs a getenv per call.
+// "<name>", "<name>:<n>" or "<name>:<n>:TERM" (or ":INT"); it then sends the process
+// SIGKILL (or that signal) on the n-th time (default 1) the point is reached. The cost when
+// unset is one getenv per call: place points at epoch or file granularity, not in loops.
 #pragma once
 
 namespace fxt {

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "core/fault.h"
 #include "core/file_util.h"
 #include "core/log.h"
 #include "core/temp_files.h"
@@ -370,6 +371,7 @@ Status StoreWriter::finish() {
   // meta.json is written last: its presence marks the column files complete.
   FXT_RETURN_IF_ERROR(write_file_atomic(w.tmp_dir + "/meta.json", meta.dump(2) + "\n"));
   FXT_RETURN_IF_ERROR(fsync_dir(w.tmp_dir));
+  fault_point("store.before_rename");
   std::error_code ec;
   fs::rename(w.tmp_dir, w.dir, ec);
   if (ec) return IoError("{}: cannot rename {} into place: {}", w.dir, w.tmp_dir, ec.message());

@@ -42,6 +42,11 @@ Status run_ingest(const IngestArgs& a) {
     std::string dir = single ? a.out : (fs::path(a.out) / job.name).string();
     FXT_ASSIGN_OR_RETURN(nlohmann::json meta, ingest_to_store(job, definitions, options, dir));
     const auto& c = meta["counts"];
+    constexpr uint64_t kFewSnapshots = 100;  // less than one training window's worth
+    if (c["snapshots"].get<uint64_t>() < kFewSnapshots) {
+      log_warn("{}: only {} snapshots (fewer than {}): too few to train or backtest on", dir,
+               c["snapshots"].get<uint64_t>(), kFewSnapshots);
+    }
     if (!a.json) {
       fmt::print(
           "{}: {} snapshots, {} trades, {} order events, {} crossed, {} locked, {} .. {} "
@@ -75,7 +80,7 @@ void register_ingest(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--dbn-version", a->dbn_version,
                   "DBN version of .dbn.frag inputs (records without metadata): 1, 2 or 3")
-      ->check(int_range(1, 3));
+      ->check(int_range(0, 3));
   cmd->add_option("--binance-market", a->binance_market, "auto, spot or usdm")
       ->capture_default_str();
   cmd->add_option("--lobster-date", a->lobster_date,

@@ -86,7 +86,7 @@ void register_inspect(CLI::App& app) {
   cmd->add_flag("--json", a->json, "print JSON");
   cmd->add_option("--dbn-version", a->dbn_version, "DBN version of .dbn.frag inputs")
       ->check(CLI::Range(0, 3))
-      ->check(int_range(1, 3));
+      ->check(int_range(0, 3));
   cmd->add_option("--top-gaps", a->top_gaps, "how many of the largest time gaps to list")
       ->capture_default_str()
       ->check(int_range(0, 1000000));

@@ -373,6 +373,14 @@ TEST_F(RobustnessTest, HostilePathsGiveOneLineErrors) {
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
 }
 
+TEST_F(RobustnessTest, IngestWarnsAboutATinyStore) {
+  const std::string d = *dir_ + "/tiny";
+  ASSERT_EQ(run_fxt("synth -q --events 50 --out " + d + ".dbn").exit_code, 0);
+  auto r = run_fxt("ingest " + d + ".dbn --out " + d);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("only 50 snapshots (fewer than 100)"), std::string::npos) << r.output;
+}
+
 TEST_F(RobustnessTest, VersionFlagAndGpuPresence) {
   auto v = run_fxt("--version");
   EXPECT_EQ(v.exit_code, 0) << v.output;

@@ -401,6 +401,8 @@ Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
   if (!(sim.instrument.multiplier > 0)) return UsageError("--multiplier must be > 0");
   if (sim.instrument.tick_px <= 1) sim.instrument.tick_px = stores.front().tick_px();
 
+  // Never write into another run's directory (train/run_record.h): refuse before the work.
+  FXT_RETURN_IF_ERROR(RunRecord("backtest").claim(spec.out_dir));
   std::error_code ec;
   const bool out_existed = std::filesystem::exists(spec.out_dir, ec);
   std::filesystem::create_directories(spec.out_dir, ec);

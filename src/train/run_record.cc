@@ -261,7 +261,8 @@ Status RunRecord::claim(const std::string& run_dir) const {
       j.is_object() && j.contains("kind") && j["kind"].is_string() ? j["kind"].get<std::string>()
                                                                    : "unreadable";
   if (kind == kind_) return Status::Ok();
-  return UsageError("{} records a {} run: give this {} run its own --run-dir", path, kind, kind_);
+  return UsageError("{} records a {} run: give this {} run a directory of its own", path, kind,
+                    kind_);
 }
 
 Status RunRecord::write(const std::string& run_dir) const {

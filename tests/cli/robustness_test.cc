@@ -401,6 +401,9 @@ TEST_F(RobustnessTest, EvalDoesNotOverwriteATrainingRunRecord) {
   expect_usage_error(e, "records a train run");
   EXPECT_EQ(read_bytes(run() + "/run.json"), before);
   EXPECT_FALSE(fs::exists(run() + "/eval.json"));
+  expect_usage_error(run_fxt("backtest -q --store " + store() + " --strategy twap --out " + run()),
+                     "records a train run");
+  EXPECT_EQ(read_bytes(run() + "/run.json"), before);
 }
 
 // ---- divergence: one line, exit 1, the last good checkpoint kept ------------------------

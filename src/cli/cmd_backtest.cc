@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
+#include "core/log.h"
 #include "core/file_util.h"
 #include "sim/backtest.h"
 #include "sim/engine.h"
@@ -110,6 +112,14 @@ Status run_backtest_command(BacktestArgs& a) {
   }
   if (!a.sweep.empty()) return run_sweep_command(a, spec);
   if (a.top > 0) return UsageError("--top needs --sweep");
+  const sim::LatencyConfig& lat = spec.sim.latency;
+  const sim::FeeSchedule& fee = spec.sim.fees;
+  if (lat.feed_ns == 0 && lat.entry_ns == 0 && lat.response_ns == 0 && lat.file.empty() &&
+      fee.maker_bps == 0 && fee.taker_bps == 0 && fee.maker_per_unit == 0 &&
+      fee.taker_per_unit == 0) {
+    log_warn("backtest with zero latency and zero fees: the results are optimistic (give "
+             "--latency and --fees; run.json records both)");
+  }
   FXT_ASSIGN_OR_RETURN(sim::BacktestOutcome out, sim::run_backtest_spec(spec, own_command_line()));
   std::printf("%-14s %14s %10s %12s %8s %12s %8s\n", "queue model", "total_pnl", "sharpe",
               "max_drawdown", "trades", "fees", "fill%");
@@ -150,10 +160,10 @@ void register_backtest(CLI::App& app) {
                   "compute the signal from this checkpoint (RUN_DIR/predictions*.csv)");
   cmd->add_option("--predictions", s.predictions, "fxt predict CSV files, one per store");
   cmd->add_option("--horizon", s.horizon, "probability column p_h<H> (default: the first)");
-  cmd->add_option("--latency", a->latency, "feed=1ms,entry=2ms,response=2ms (ns/us/ms/s)");
+  cmd->add_option("--latency", a->latency, "feed=1ms,entry=2ms,response=2ms (ns/us/ms/s); default: 0 (no latency)");
   cmd->add_option("--latency-file", a->latency_file,
                   "recorded latencies CSV ts_ns,entry_ns,response_ns (overrides entry/response)");
-  cmd->add_option("--fees", a->fees, "maker=-0.2bps,taker=0.5bps or maker=0.25/unit");
+  cmd->add_option("--fees", a->fees, "maker=-0.2bps,taker=0.5bps or maker=0.25/unit; default: no fees");
   cmd->add_option("--queue-models", a->queue_models,
                   "L2 queue models, e.g. risk-averse,power:2,log (several: a model-risk band)");
   a->multiplier_opt = cmd->add_option("--multiplier", a->multiplier,
@@ -163,7 +173,8 @@ void register_backtest(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--threads", s.threads,
                   "threads for predictions and for queue models run side by side")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(0, 4096));
   cmd->add_option("--out", s.out_dir, "run directory for the result files")->required();
   cmd->add_option("--sweep", a->sweep,
                   "run every parameter set of this grid TOML as a lane (docs/SWEEP.md): "

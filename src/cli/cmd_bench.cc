@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/device_info.h"
 #include "core/file_util.h"
 #include "core/random.h"
@@ -316,12 +317,17 @@ void register_bench(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   cmd->add_option("--batch", a->batches, "batch sizes, comma-separated")->capture_default_str();
-  cmd->add_option("--window", a->window, "K positions per sequence")->capture_default_str();
-  cmd->add_option("--steps", a->steps, "timed steps per batch size")->capture_default_str();
-  cmd->add_option("--warmup", a->warmup, "untimed steps first")->capture_default_str();
-  cmd->add_option("--fwd-steps", a->fwd_steps, "timed B = 1 forwards")->capture_default_str();
+  cmd->add_option("--window", a->window, "K positions per sequence")->capture_default_str()
+      ->check(int_range(1, 1 << 20));
+  cmd->add_option("--steps", a->steps, "timed steps per batch size")->capture_default_str()
+      ->check(int_range(1, 1000000));
+  cmd->add_option("--warmup", a->warmup, "untimed steps first")->capture_default_str()
+      ->check(int_range(0, 1000000));
+  cmd->add_option("--fwd-steps", a->fwd_steps, "timed B = 1 forwards")->capture_default_str()
+      ->check(int_range(0, 1000000));
   cmd->add_option("--profile", a->profile, "uncaptured steps timed per phase (0: none)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(0, 1000000));
   cmd->add_flag("--tf32", a->tf32, "TF32 tensor-core GEMMs (FP32 by default)");
   cmd->add_option("--out", a->out, "JSON output file");
 }

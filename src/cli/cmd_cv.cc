@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/train_flags.h"
 #include "train/cv.h"
 
@@ -54,7 +55,8 @@ void register_cv(CLI::App& app) {
                   "CV directory (plan.json, fold_<i>/, cv.json, run.json); rerun to resume")
       ->required();
   cmd->add_option("--folds", a->config.plan.folds, "number of folds (test blocks)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(1, 1000));
   cmd->add_option("--scheme", a->scheme,
                   "walk-forward (fixed training window) or expanding (training from the start)")
       ->check(CLI::IsMember({"walk-forward", "expanding"}))
@@ -67,20 +69,25 @@ void register_cv(CLI::App& app) {
   cmd->add_option("--train-blocks", a->config.plan.train_blocks,
                   "training blocks per walk-forward fold (0: all stores before the first "
                   "validation store by store, 3 by block)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(0, 1000000));
   cmd->add_option("--embargo", a->config.plan.embargo,
                   "extra snapshots added to each purge gap (purge = max horizon x stride)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(0));
   cmd->add_option("--bootstrap", a->config.bootstrap,
                   "block-bootstrap replicates per fold and pooled (0: no intervals)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(0, 1000000));
   cmd->add_option("--bootstrap-seed", a->config.bootstrap_seed, "bootstrap seed")
       ->capture_default_str();
   cmd->add_option("--stop-after-folds", a->options.stop_after_folds,
-                  "return after finishing this many folds in this invocation (rerun to continue)");
+                  "return after finishing this many folds in this invocation (rerun to continue)")
+      ->check(int_range(1, 1000));
   cmd->add_option("--stop-after", a->options.stop_after_epochs,
                   "train the next unfinished fold this many epochs, then return (rerun to "
-                  "continue)");
+                  "continue)")
+      ->check(int_range(1, 1000000));
   // Training flags, as fxt train.
   add_train_flags(cmd, &a->flags, TrainFlagsFor::kCv);
 }

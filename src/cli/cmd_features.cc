@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/file_util.h"
 #include "core/progress.h"
 #include "features/features.h"
@@ -83,14 +84,16 @@ void register_features(CLI::App& app) {
   cmd->add_option("--store", a->store, "snapshot store directory")->required();
   cmd->add_option("--out", a->out, "output CSV file (written atomically)")->required();
   cmd->add_option("--stride", a->stride, "decision stride S: the previous position is t - S")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(1, 1 << 20));
   cmd->add_flag("--standardised", a->standardised,
                 "standardise with mean/std of the whole store, clip to +-10, undefined -> 0");
   cmd->add_option("--horizons", a->horizons, "label horizons in snapshots, 1 to 8")
       ->capture_default_str();
   cmd->add_option("--min-move-ticks", a->min_move_ticks,
                   "mask labels whose mid moves fewer ticks than this")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(0, 1000000000));
 }
 
 }  // namespace fxt::cli

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/log.h"
 #include "data/ingest.h"
 
@@ -31,9 +32,14 @@ Status run_ingest(const IngestArgs& a) {
 
   FXT_ASSIGN_OR_RETURN(nlohmann::json summary, ingest_sources(a.sources, options, a.out));
   for (const auto& entry : summary) {
-    if (a.json) continue;  // printed below as one JSON document
     const auto& meta = entry["meta"];
     const auto& c = meta["counts"];
+    constexpr uint64_t kFewSnapshots = 100;  // less than one training window's worth
+    if (c["snapshots"].get<uint64_t>() < kFewSnapshots) {
+      log_warn("{}: only {} snapshots (fewer than {}): too few to train or backtest on",
+               entry["store"].get<std::string>(), c["snapshots"].get<uint64_t>(), kFewSnapshots);
+    }
+    if (a.json) continue;  // printed below as one JSON document
     fmt::print(
         "{}: {} snapshots, {} trades, {} order events, {} crossed, {} locked, {} .. {} "
         "({}, tick {})\n",
@@ -63,7 +69,8 @@ void register_ingest(CLI::App& app) {
   cmd->add_option("--format", a->format, "force the format: auto, dbn, binance, lobster")
       ->capture_default_str();
   cmd->add_option("--dbn-version", a->dbn_version,
-                  "DBN version of .dbn.frag inputs (records without metadata): 1, 2 or 3");
+                  "DBN version of .dbn.frag inputs (records without metadata): 1, 2 or 3")
+      ->check(int_range(0, 3));
   cmd->add_option("--binance-market", a->binance_market, "auto, spot or usdm")
       ->capture_default_str();
   cmd->add_option("--lobster-date", a->lobster_date,

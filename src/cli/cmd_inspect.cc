@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "data/inspect.h"
 
 namespace fxt::cli {
@@ -84,9 +85,11 @@ void register_inspect(CLI::App& app) {
   cmd->add_option("paths", a->paths, "store directories or DBN files")->required();
   cmd->add_flag("--json", a->json, "print JSON");
   cmd->add_option("--dbn-version", a->dbn_version, "DBN version of .dbn.frag inputs")
-      ->check(CLI::Range(0, 3));
+      ->check(CLI::Range(0, 3))
+      ->check(int_range(0, 3));
   cmd->add_option("--top-gaps", a->top_gaps, "how many of the largest time gaps to list")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(0, 1000000));
 }
 
 }  // namespace fxt::cli

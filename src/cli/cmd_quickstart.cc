@@ -14,6 +14,8 @@
 
 #include "cli/commands.h"
 #include "cli/eval_table.h"
+#include "cli/flag_checks.h"
+#include "cli/train_flags.h"
 #include "core/file_util.h"
 #include "core/progress.h"
 #include "data/ingest.h"
@@ -55,9 +57,7 @@ Status run_quickstart(QuickstartArgs a) {
   if (a.backtest_events < 10'000) {
     return UsageError("--backtest-events must be at least 10000 (got {})", a.backtest_events);
   }
-  const int threads = a.threads > 0
-                          ? a.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = a.threads > 0 ? a.threads : default_threads();
   const auto t_start = Clock::now();
   RunRecord record("quickstart");  // OUT/run.json, written at the end
   std::error_code ec;
@@ -236,23 +236,32 @@ void register_quickstart(CLI::App& app) {
                   "backtests, report.html)")
       ->capture_default_str();
   cmd->add_option("--events", a->events, "synthetic market events (one snapshot each)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(1, 10000000000));
   cmd->add_option("--backtest-events", a->backtest_events,
                   "events of the unseen session (seed + 1) that predict and the backtests use")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(1, 10000000000));
   cmd->add_option("--signal-horizon", a->signal_horizon,
                   "horizon whose probabilities the signal strategy trades")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(0, 1000000));
   cmd->add_option("--seed", a->seed, "seed of the market and of training")->capture_default_str();
   cmd->add_option("--oracle-rows", a->oracle_rows,
                   "held-out rows the synthetic market's oracle scores (its AUC is the ceiling)")
-      ->capture_default_str();
-  cmd->add_option("--threads", a->threads, "CPU threads (0 = every core)")->capture_default_str();
-  cmd->add_option("--epochs", a->train.epochs, "training epochs")->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(1, 1000000));
+  cmd->add_option("--threads", a->threads, "CPU threads (0 = every core)")->capture_default_str()
+      ->check(int_range(0, 4096));
+  cmd->add_option("--epochs", a->train.epochs, "training epochs")->capture_default_str()
+      ->check(int_range(1, 1000000));
   cmd->add_option("--steps-per-epoch", a->train.steps_per_epoch, "optimizer steps per epoch")
-      ->capture_default_str();
-  cmd->add_option("--batch", a->train.batch, "sequences per step (B)")->capture_default_str();
-  cmd->add_option("--seq", a->train.window, "positions per sequence (K)")->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(1, 1000000000));
+  cmd->add_option("--batch", a->train.batch, "sequences per step (B)")->capture_default_str()
+      ->check(int_range(1, 1 << 20));
+  cmd->add_option("--seq", a->train.window, "positions per sequence (K)")->capture_default_str()
+      ->check(int_range(1, 1 << 20));
   cmd->add_option("--horizons", a->horizons, "label horizons in snapshots")->capture_default_str();
   cmd->add_option("--drop-features", a->drop_features,
                   "features held at their training mean (empty: none)")

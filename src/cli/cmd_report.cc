@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "report/report.h"
 
 namespace fxt::cli {
@@ -42,7 +43,8 @@ void register_report(CLI::App& app) {
   cmd->add_option("--title", a->options.title, "the report's title")->capture_default_str();
   cmd->add_option("--max-points", a->options.max_points,
                   "points per line of long series (equity, price) after min/max thinning")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(2, 100000000));
   cmd->add_option("--sweep-axes", a->options.sweep_axes,
                   "sweep dirs: the two grid keys of the PnL heatmap (default: the first two that "
                   "vary)")

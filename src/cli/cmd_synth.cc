@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/file_util.h"
 #include "core/progress.h"
 #include "data/synth.h"
@@ -71,11 +72,14 @@ void register_synth(CLI::App& app) {
       add_command(app, "synth", "generate a synthetic queue-reactive market as a DBN mbp-10 file",
                   [a] { return run_synth(*a); });
   cmd->add_option("-o,--out", a->out, "output DBN file (.dbn.zst compresses)")->required();
-  cmd->add_option("-n,--events", a->config.events, "number of book events")->capture_default_str();
+  cmd->add_option("-n,--events", a->config.events, "number of book events")->capture_default_str()
+      ->check(int_range(1, 10000000000));
   cmd->add_option("--seed", a->config.seed, "random seed (same seed, same bytes)")
       ->capture_default_str();
-  cmd->add_option("--tick", a->tick, "tick size in price units")->capture_default_str();
-  cmd->add_option("--start-price", a->start_price, "initial best bid")->capture_default_str();
+  cmd->add_option("--tick", a->tick, "tick size in price units")->capture_default_str()
+      ->check(finite_number(1e-9, 1e9));
+  cmd->add_option("--start-price", a->start_price, "initial best bid")->capture_default_str()
+      ->check(finite_number(1e-9, 1e9));
   cmd->add_option("--symbol", a->config.symbol, "instrument symbol")->capture_default_str();
   cmd->add_option("--drift-skew", a->config.drift_market_skew,
                   "latent drift's skew of market buys against sells (0 = off)")
@@ -84,7 +88,8 @@ void register_synth(CLI::App& app) {
                   "momentum regime's skew of market orders (0 = off; docs/SYNTH.md)")
       ->capture_default_str();
   cmd->add_option("--regime-tau", a->config.regime_tau_s, "mean life of a momentum regime, seconds")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_number(0, 1e9));
   cmd->add_flag("--json", a->json, "print the run's statistics as JSON");
   cmd->add_flag("--latent", a->latent,
                 "also write OUT.latent (latent state per event) and OUT.synth.json (the config "

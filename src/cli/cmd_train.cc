@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/eval_table.h"
 #include "cli/train_flags.h"
 #include "core/file_util.h"
@@ -43,7 +44,7 @@ Status run_train(TrainArgs& a) {
 struct EvalArgs {
   std::string checkpoint, out, run_dir, split = "test", horizons;
   std::vector<std::string> stores;
-  int threads = 1, bootstrap = 200;
+  int threads = default_threads(), bootstrap = 200;
   uint64_t bootstrap_seed = 1;
   std::string device = "auto";
   std::string oracle;
@@ -67,6 +68,7 @@ Status run_eval(const EvalArgs& a) {
   o.oracle_paths = a.oracle_paths;
   o.oracle_max_horizon = a.oracle_max_horizon;
   RunRecord record("eval");
+  if (!a.run_dir.empty()) FXT_RETURN_IF_ERROR(record.claim(a.run_dir));
   FXT_ASSIGN_OR_RETURN(nlohmann::json j, evaluate(a.checkpoint, a.stores, o));
   const std::string text = j.dump(2) + "\n";
   if (a.out.empty() && a.run_dir.empty()) {
@@ -119,7 +121,7 @@ Status run_eval(const EvalArgs& a) {
 
 struct PredictArgs {
   std::string checkpoint, store, out, device = "auto";
-  int threads = 1;
+  int threads = default_threads();
 };
 
 }  // namespace
@@ -137,11 +139,14 @@ void register_train(CLI::App& app) {
   cmd->add_flag("--resume", a->resume,
                 "continue RUN_DIR/last.ckpt bit for bit (configuration and stores from it)");
   cmd->add_option("--stop-after", a->stop_after,
-                  "return after this many epochs of this invocation (resume later)");
+                  "return after this many epochs of this invocation (resume later)")
+      ->check(int_range(1, 1000000));
   add_train_flags(cmd, &a->flags, TrainFlagsFor::kTrain);
   TrainConfig& c = a->flags.config;
-  cmd->add_option("--split-train", c.split.train, "training fraction")->capture_default_str();
-  cmd->add_option("--split-val", c.split.validation, "validation fraction")->capture_default_str();
+  cmd->add_option("--split-train", c.split.train, "training fraction")->capture_default_str()
+      ->check(finite_number(0, 1));
+  cmd->add_option("--split-val", c.split.validation, "validation fraction")->capture_default_str()
+      ->check(finite_number(0, 1));
 }
 
 void register_eval(CLI::App& app) {
@@ -159,19 +164,25 @@ void register_eval(CLI::App& app) {
                   "run directory: writes RUN_DIR/eval.json and RUN_DIR/run.json (docs/RUNS.md)");
   cmd->add_option("--bootstrap", a->bootstrap,
                   "block-bootstrap replicates for confidence intervals (0: none)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(0, 1000000));
   cmd->add_option("--bootstrap-seed", a->bootstrap_seed, "bootstrap seed")->capture_default_str();
   cmd->add_option("--oracle", a->oracle,
                   "OUT.synth.json of `fxt synth --latent`: add the synthetic market's oracle "
                   "(the AUC ceiling) on a sample of the rows");
   cmd->add_option("--oracle-rows", a->oracle_rows, "rows the oracle scores (evenly spaced)")
-      ->capture_default_str();
-  cmd->add_option("--oracle-paths", a->oracle_paths, "Monte Carlo continuations per row")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(1, 10000000));
+  cmd->add_option("--oracle-paths", a->oracle_paths,
+                  "Monte Carlo continuations that moved the mid, per row and horizon")
+      ->capture_default_str()
+      ->check(int_range(1, 100000));
   cmd->add_option("--oracle-max-horizon", a->oracle_max_horizon,
                   "largest horizon the oracle covers (its cost grows with the horizon)")
-      ->capture_default_str();
-  cmd->add_option("--threads", a->threads, "CPU threads")->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(1, 1000000));
+  cmd->add_option("--threads", a->threads, "CPU threads (default: every core)")->capture_default_str()
+      ->check(int_range(1, 4096));
   cmd->add_option("--device", a->device, "auto, cpu or cuda (as fxt train)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
@@ -185,7 +196,9 @@ void register_predict(CLI::App& app) {
   cmd->add_option("--checkpoint", a->checkpoint, "checkpoint file")->required();
   cmd->add_option("--store", a->store, "snapshot store directory")->required();
   cmd->add_option("--out", a->out, "output CSV file (written atomically)")->required();
-  cmd->add_option("--threads", a->threads, "CPU threads")->capture_default_str();
+  cmd->add_option("--threads", a->threads, "CPU threads (default: every core)")
+      ->check(int_range(1, 4096))
+      ->capture_default_str();
   cmd->add_option("--device", a->device, "auto, cpu or cuda (as fxt train)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();

@@ -1,12 +1,18 @@
 // fxt: the foxhunt command-line tool. Exit codes (DESIGN §1): 0 success,
 // 1 runtime failure, 2 bad usage or bad input. Errors print as one line.
 #include <cstdio>
+#include <filesystem>
+#include <new>
 #include <memory>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/config_file.h"
+#include "cli/flag_checks.h"
 #include "core/log.h"
 #include "core/progress.h"
+#include "core/temp_files.h"
+#include "data/store.h"
 #include "train/run_record.h"
 
 namespace fxt::cli {
@@ -29,14 +35,17 @@ CLI::App* add_command(CLI::App& app, const std::string& name, const std::string&
 int main(int argc, char** argv) {
   using namespace fxt;
   set_command_line(argc, argv);  // recorded in every run.json (train/run_record.h)
+  install_temp_cleanup();         // SIGINT/SIGTERM remove temporary files (core/temp_files.h)
   CLI::App app{"foxhunt: limit-order-book research and trading"};
   app.require_subcommand(1);
   // `--config run.toml` on any subcommand reads flags from a TOML file; flags given
-  // on the command line override it (CLI11's config reader, one mechanism for all).
+  // on the command line override it (StrictTomlConfig feeding CLI11: one mechanism for all).
   app.set_config("--config", "", "read options from a TOML config file (command-line flags win)");
-  bool quiet = false, verbose = false;
+  bool quiet = false, verbose = false, no_verify = false;
   app.add_flag("-q,--quiet", quiet, "print errors only, no progress");
   app.add_flag("-v,--verbose", verbose, "print debug messages");
+  app.add_flag("--no-verify", no_verify,
+               "skip the stores' CRC32 check on open (by default every store is verified once)");
   app.fallthrough();
 
   cli::register_ingest(app);
@@ -54,13 +63,24 @@ int main(int argc, char** argv) {
   cli::register_rl(app);
   cli::register_bench(app);
   cli::register_version(app);
+  cli::guard_numeric_flags(app);  // every numeric flag range-checked (cli/flag_checks.h)
+  cli::use_strict_config(app);     // --config files read strictly (cli/config_file.h)
 
   try {
     app.parse(argc, argv);
+  } catch (const cli::ConfigFileError& e) {
+    std::fprintf(stderr, "fxt: error: %s\n", e.what());
+    return 2;
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "fxt: error: %s (see fxt --help)\n", e.what());  // one line
+    return 2;
   }
+  if (no_verify) set_store_verification(StoreVerification::kNever);
   if (quiet) {
     set_log_level(LogLevel::kError);
     Progress::set_enabled(false);
@@ -74,6 +94,11 @@ int main(int argc, char** argv) {
   Status status;
   try {
     status = (*cli::g_chosen)();
+  } catch (const std::bad_alloc&) {
+    status = InternalError("out of memory: reduce the sizes asked for (--batch, --d-model, ...)");
+  } catch (const std::filesystem::filesystem_error& e) {
+    status = e.path1().empty() ? UsageError("an empty path was given ({})", e.code().message())
+                               : IoError("{}: {}", e.path1().string(), e.code().message());
   } catch (const std::exception& e) {
     status = InternalError("unexpected failure: {}", e.what());
   }

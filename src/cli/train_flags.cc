@@ -1,13 +1,21 @@
 #include "cli/train_flags.h"
 
+#include <algorithm>
+#include <thread>
+
+#include "cli/flag_checks.h"
+
 #include "features/features.h"
 #include "features/labels.h"
 #include "model/loss.h"
 
 namespace fxt::cli {
 
+int default_threads() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
+
 void add_train_flags(CLI::App* cmd, TrainFlags* f, TrainFlagsFor who) {
   TrainConfig& c = f->config;
+  c.threads = default_threads();
   const bool cv = who == TrainFlagsFor::kCv;
   cmd->add_option("--device", c.device,
                   "backend: auto (the GPU when built with CUDA and one is present), cpu, cuda")
@@ -15,13 +23,13 @@ void add_train_flags(CLI::App* cmd, TrainFlags* f, TrainFlagsFor who) {
       ->capture_default_str();
   cmd->add_flag("--tf32", c.tf32, "TF32 tensor-core matrix products on the GPU (FP32 by default)");
   cmd->add_option("--seed", c.seed, "random seed")->capture_default_str();
-  cmd->add_option("--epochs", c.epochs, cv ? "epochs per fold" : "epochs")->capture_default_str();
+  cmd->add_option("--epochs", c.epochs, cv ? "epochs per fold" : "epochs")->check(int_range(1, 1000000))->capture_default_str();
   cmd->add_option("--steps-per-epoch", c.steps_per_epoch, "optimizer steps per epoch")
-      ->capture_default_str();
-  cmd->add_option("--batch", c.batch, "sequences per step (B)")->capture_default_str();
+      ->check(int_range(1, 1000000000))->capture_default_str();
+  cmd->add_option("--batch", c.batch, "sequences per step (B)")->check(int_range(1, 1 << 20))->capture_default_str();
   cmd->add_option(cv ? "--seq,--window" : "--seq", c.window, "positions per sequence (K)")
-      ->capture_default_str();
-  cmd->add_option("--stride", c.stride, "decision stride S in snapshots")->capture_default_str();
+      ->check(int_range(1, 1 << 20))->capture_default_str();
+  cmd->add_option("--stride", c.stride, "decision stride S in snapshots")->check(int_range(1, 1 << 20))->capture_default_str();
   cmd->add_option("--cfc-time", f->cfc_time,
                   "CfC time step: stride (S per position) or real (elapsed time / median gap)")
       ->check(CLI::IsMember({"stride", "real"}))
@@ -29,22 +37,22 @@ void add_train_flags(CLI::App* cmd, TrainFlags* f, TrainFlagsFor who) {
   f->horizons_opt = cmd->add_option("--horizons", f->horizons, "label horizons in snapshots, 1-8")
                         ->capture_default_str();
   cmd->add_option("--min-move-ticks", c.min_move_ticks, "mask smaller mid moves")
-      ->capture_default_str();
+      ->check(int_range(0, 1000000000))->capture_default_str();
   cmd->add_option("--drop-features", f->drop_features,
                   "feature slots or names to hold at their training mean (e.g. tod_sin,tod_cos)");
-  cmd->add_option("--lr", c.lr, "peak learning rate")->capture_default_str();
-  cmd->add_option("--warmup", c.warmup_steps, "linear warm-up steps")->capture_default_str();
+  cmd->add_option("--lr", c.lr, "peak learning rate")->check(finite_number(1e-12, 1e6))->capture_default_str();
+  cmd->add_option("--warmup", c.warmup_steps, "linear warm-up steps")->check(int_range(0))->capture_default_str();
   cmd->add_option("--min-lr-ratio", c.min_lr_ratio, "final lr / peak lr of the cosine decay")
-      ->capture_default_str();
+      ->check(finite_number(0, 1))->capture_default_str();
   cmd->add_option("--weight-decay", c.weight_decay, "AdamW decoupled weight decay (matrices)")
-      ->capture_default_str();
-  cmd->add_option("--clip", c.clip, "global gradient-norm clip (<= 0 off)")->capture_default_str();
+      ->check(finite_number(0, 1e6))->capture_default_str();
+  cmd->add_option("--clip", c.clip, "global gradient-norm clip (<= 0 off)")->check(finite_number())->capture_default_str();
   cmd->add_option("--lr-mult-mamba", c.lr_mult_mamba, "lr multiplier of the mamba group")
-      ->capture_default_str();
+      ->check(finite_number(0, 1e6))->capture_default_str();
   cmd->add_option("--lr-mult-cfc", c.lr_mult_cfc, "lr multiplier of the cfc group")
-      ->capture_default_str();
+      ->check(finite_number(0, 1e6))->capture_default_str();
   cmd->add_option("--lr-mult-heads", c.lr_mult_heads, "lr multiplier of the heads group")
-      ->capture_default_str();
+      ->check(finite_number(0, 1e6))->capture_default_str();
   cmd->add_option("--weighting", f->weighting,
                   "horizon weighting: kendall-closed, kendall, uniform")
       ->capture_default_str();
@@ -52,7 +60,7 @@ void add_train_flags(CLI::App* cmd, TrainFlags* f, TrainFlagsFor who) {
   cmd->add_option("--early-stop", c.early_stop, "val_loss, mean_auc or auc_h<h>")
       ->capture_default_str();
   cmd->add_option("--patience", c.patience, "epochs without improvement before stopping (0 off)")
-      ->capture_default_str();
+      ->check(int_range(0, 1000000))->capture_default_str();
   cmd->add_option("--model", f->model,
                   "perception, or a baseline alone: logreg (exact L2 logistic) or gbdt (XGBoost)")
       ->capture_default_str();
@@ -61,19 +69,22 @@ void add_train_flags(CLI::App* cmd, TrainFlags* f, TrainFlagsFor who) {
       ->capture_default_str();
   cmd->add_option("--baseline-lags", c.baselines.lags,
                   "positions of the lagged baseline variants (1 = none)")
+      ->check(int_range(1, 64))
       ->capture_default_str();
   cmd->add_option("--baseline-max-rows", c.baselines.max_fit_rows,
-                  "training rows a baseline is fit on at most (thinned by a fixed stride above)")
+                  "training rows a baseline is fit on at most (thinned by a fixed stride above; 0 "
+                  "= every row)")
+      ->check(int_range(0, 1000000000))
       ->capture_default_str();
-  cmd->add_option("--d-model", c.perception.d_model, "width D")->capture_default_str();
-  cmd->add_option("--d-state", c.perception.d_state, "Mamba2 state size N")->capture_default_str();
-  cmd->add_option("--head-dim", c.perception.head_dim, "Mamba2 head size")->capture_default_str();
+  cmd->add_option("--d-model", c.perception.d_model, "width D")->check(int_range(1, 8192))->capture_default_str();
+  cmd->add_option("--d-state", c.perception.d_state, "Mamba2 state size N")->check(int_range(1, 1024))->capture_default_str();
+  cmd->add_option("--head-dim", c.perception.head_dim, "Mamba2 head size")->check(int_range(1, 8192))->capture_default_str();
   cmd->add_option("--head-mid", c.perception.head_mid, "hidden width of the heads")
-      ->capture_default_str();
+      ->check(int_range(1, 8192))->capture_default_str();
   cmd->add_option("--eval-batch", c.eval_batch, "windows per forward pass when scoring")
-      ->capture_default_str();
-  cmd->add_option("--threads", c.threads, "CPU threads (results do not depend on it)")
-      ->capture_default_str();
+      ->check(int_range(1, 1 << 20))->capture_default_str();
+  cmd->add_option("--threads", c.threads, "CPU threads (default: every core; results do not depend on it)")
+      ->check(int_range(1, 4096))->capture_default_str();
 }
 
 Result<TrainConfig> resolve_train_flags(const TrainFlags& f) {

@@ -30,6 +30,10 @@ enum class TrainFlagsFor {
   kCv,     // --seq,--window; --epochs "epochs per fold"
 };
 
+// Every core of the machine (at least 1): the --threads default of train, cv, eval and predict
+// (results do not depend on the thread count).
+int default_threads();
+
 // Registers every training flag fxt train and fxt cv share (--device, --tf32, --seed, --epochs,
 // ... --threads), with their help texts, defaults and checks, in this order.
 void add_train_flags(CLI::App* cmd, TrainFlags* f, TrainFlagsFor who);

@@ -1,5 +1,7 @@
 #include "core/file_util.h"
 
+#include "core/temp_files.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -62,15 +64,18 @@ void BufferedFileWriter::abandon() {
   file_ = nullptr;
   std::error_code ec;
   std::filesystem::remove(tmp_path_, ec);
+  if (tmp_path_ != path_) unregister_temp_path(tmp_path_);
 }
 
 Result<BufferedFileWriter> BufferedFileWriter::create(const std::string& path, bool atomic) {
   BufferedFileWriter w;
   w.path_ = path;
-  w.tmp_path_ = atomic ? path + ".tmp-" + std::to_string(::getpid()) : path;
+  w.tmp_path_ = atomic ? temp_name(path) : path;
+  if (atomic) remove_stale_temps(path);  // left by a killed run (core/temp_files.h)
   w.file_ = std::fopen(w.tmp_path_.c_str(), "wb");
   if (w.file_ == nullptr)
     return IoError("{}: cannot create: {}", w.tmp_path_, std::strerror(errno));
+  if (atomic) register_temp_path(w.tmp_path_);
   w.buffer_.reserve(kBufferBytes);
   return w;
 }
@@ -109,9 +114,15 @@ Status BufferedFileWriter::commit() {
   }
   std::fclose(file_);
   file_ = nullptr;
-  if (tmp_path_ != path_ && std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-    return IoError("{}: cannot rename into place: {}", path_, std::strerror(errno));
+  if (tmp_path_ == path_) return Status::Ok();
+  const bool renamed = std::rename(tmp_path_.c_str(), path_.c_str()) == 0;
+  const int err = errno;
+  if (!renamed) {
+    std::error_code ec;
+    std::filesystem::remove(tmp_path_, ec);  // never leave the temporary behind
   }
+  unregister_temp_path(tmp_path_);
+  if (!renamed) return IoError("{}: cannot rename into place: {}", path_, std::strerror(err));
   return Status::Ok();
 }
 

@@ -1,6 +1,8 @@
 // Small text helpers shared by the command-line parsers.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +20,52 @@ inline std::vector<std::string> split_fields(std::string_view text, char sep) {
     if (end == std::string_view::npos) return parts;
     start = end + 1;
   }
+}
+
+// Levenshtein distance (insertions, deletions, substitutions of bytes).
+inline size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0u : 1u)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The candidate closest to `name` for a "did you mean" hint: at most 2 edits and fewer than
+// half of name's length; "" when none is that close. Ties go to the earlier candidate.
+inline std::string closest_name(std::string_view name, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = std::min<size_t>(3, std::max<size_t>(1, (name.size() + 1) / 2));
+  for (const std::string& c : candidates) {
+    const size_t d = edit_distance(name, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+// Byte offset of the first byte that breaks UTF-8 (or a NUL), or npos when the text is clean.
+inline size_t first_invalid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (c == 0 || len == 0 || (len == 2 && c < 0xC2) || i + len > s.size()) return i;
+    for (size_t k = 1; k < len; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return i;
+    }
+    i += len;
+  }
+  return std::string_view::npos;
 }
 
 }  // namespace fxt

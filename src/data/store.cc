@@ -2,14 +2,22 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <mutex>
+#include <set>
 
+#include <fmt/format.h>
+
+#include "core/fault.h"
 #include "core/file_util.h"
 #include "core/log.h"
+#include "core/temp_files.h"
 
 namespace fxt {
 namespace fs = std::filesystem;
@@ -165,6 +173,7 @@ StoreWriter::~StoreWriter() {
     impl_->rule_count = BufferedFileWriter();
     impl_->rule_volume = BufferedFileWriter();
     fs::remove_all(impl_->tmp_dir, ec);
+    unregister_temp_path(impl_->tmp_dir);
   }
 }
 StoreWriter::StoreWriter(StoreWriter&&) noexcept = default;
@@ -183,7 +192,9 @@ Result<StoreWriter> StoreWriter::create(const std::string& dir, StoreInfo info) 
   }
   auto impl = std::make_unique<Impl>();
   impl->dir = dir;
-  impl->tmp_dir = dir + ".tmp-" + std::to_string(::getpid());
+  impl->tmp_dir = temp_name(dir);
+  remove_stale_temps(dir);  // a killed ingest's directory (core/temp_files.h)
+  register_temp_path(impl->tmp_dir);
   impl->info = std::move(info);
   fs::remove_all(impl->tmp_dir, ec);
   fs::create_directories(impl->tmp_dir, ec);
@@ -360,9 +371,11 @@ Status StoreWriter::finish() {
   // meta.json is written last: its presence marks the column files complete.
   FXT_RETURN_IF_ERROR(write_file_atomic(w.tmp_dir + "/meta.json", meta.dump(2) + "\n"));
   FXT_RETURN_IF_ERROR(fsync_dir(w.tmp_dir));
+  fault_point("store.before_rename");
   std::error_code ec;
   fs::rename(w.tmp_dir, w.dir, ec);
   if (ec) return IoError("{}: cannot rename {} into place: {}", w.dir, w.tmp_dir, ec.message());
+  unregister_temp_path(w.tmp_dir);
   w.tmp_dir.clear();
   fs::path parent = fs::absolute(w.dir).parent_path();
   return fsync_dir(parent.string());
@@ -404,6 +417,56 @@ Status bind_column(const std::string& dir, const nlohmann::json& meta, const Col
   return Status::Ok();
 }
 }  // namespace
+
+namespace {
+std::atomic<StoreVerification> g_verification{StoreVerification::kOnce};
+std::mutex g_verified_mu;
+std::set<std::string> g_verified;  // verified_key() of the stores verified and settled
+
+// The directory, its meta.json and every file's size and modification time: a column
+// rewritten in place after the first open is verified again. `settled` is false when a file
+// changed within the last 2 s: file times tick coarsely, so such a store is not remembered as
+// verified (git's "racily clean" rule).
+std::string verified_key(const std::string& dir, bool* settled) {
+  std::error_code ec;
+  std::string key = fs::absolute(fs::path(dir), ec).lexically_normal().string();
+  auto text = read_file(dir + "/meta.json");
+  if (!text.ok()) return std::string();
+  const auto recent = fs::file_time_type::clock::now() - std::chrono::seconds(2);
+  *settled = true;
+  std::vector<std::string> files;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto size = it->file_size(ec);
+    const auto mtime = it->last_write_time(ec);
+    if (mtime > recent) *settled = false;
+    files.push_back(fmt::format("{} {} {}", it->path().filename().string(), size,
+                                mtime.time_since_epoch().count()));
+  }
+  if (ec) return std::string();
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files) key += "\n" + f;
+  return key + "\n" + text.value();
+}
+}  // namespace
+
+void set_store_verification(StoreVerification mode) { g_verification = mode; }
+StoreVerification store_verification() { return g_verification; }
+
+Result<StoreReader> StoreReader::open(const std::string& dir) {
+  if (g_verification == StoreVerification::kNever) return open(dir, false);
+  bool settled = false;
+  const std::string key = verified_key(dir, &settled);
+  {
+    std::lock_guard<std::mutex> lock(g_verified_mu);
+    if (!key.empty() && g_verified.count(key) != 0) return open(dir, false);
+  }
+  FXT_ASSIGN_OR_RETURN(StoreReader r, open(dir, true));
+  if (!key.empty() && settled) {
+    std::lock_guard<std::mutex> lock(g_verified_mu);
+    g_verified.insert(key);
+  }
+  return r;
+}
 
 Result<StoreReader> StoreReader::open(const std::string& dir, bool verify_checksums) {
   std::error_code ec;

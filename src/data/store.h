@@ -88,10 +88,23 @@ struct Column {
   T operator[](uint64_t i) const { return data[i]; }
 };
 
+// How StoreReader::open(dir) treats column checksums in this process. kOnce (the default)
+// verifies every column's CRC32 the first time a store is opened and skips the pass when the
+// same directory with the same meta.json is opened again; kNever is `fxt --no-verify`.
+// Thread-safe.
+enum class StoreVerification { kOnce, kNever };
+void set_store_verification(StoreVerification mode);
+StoreVerification store_verification();
+
 class StoreReader {
  public:
-  // verify_checksums = false skips the CRC pass (sizes are still checked).
-  static Result<StoreReader> open(const std::string& dir, bool verify_checksums = true);
+  // Opens under the process's verification policy (set_store_verification below): every
+  // command that reads a store goes through this, so a corrupt column is refused alike by
+  // inspect, train, eval, predict, cv and backtest.
+  static Result<StoreReader> open(const std::string& dir);
+  // verify_checksums = false skips the CRC pass (sizes are still checked); for a store this
+  // process has just written.
+  static Result<StoreReader> open(const std::string& dir, bool verify_checksums);
 
   const std::string& dir() const { return dir_; }
   const nlohmann::json& meta() const { return meta_; }

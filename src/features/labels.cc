@@ -13,6 +13,13 @@ Status validate_label_config(const LabelConfig& config) {
   for (int v : config.horizons) {
     if (v < 1) return UsageError("label horizon must be >= 1 snapshot (got {})", v);
   }
+  // A repeated horizon would give two p_h<H> columns and one metrics key.
+  for (size_t i = 0; i < h; ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (config.horizons[i] == config.horizons[j])
+        return UsageError("label horizon {} is given twice", config.horizons[i]);
+    }
+  }
   if (config.min_move_ticks < 0)
     return UsageError("--min-move-ticks must be >= 0 (got {})", config.min_move_ticks);
   return Status::Ok();

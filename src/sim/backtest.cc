@@ -389,7 +389,7 @@ Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
   StrategyInputs inputs;
   std::vector<StoreReader> stores;
   for (const std::string& dir : spec.stores) {
-    FXT_ASSIGN_OR_RETURN(StoreReader r, StoreReader::open(dir, /*verify_checksums=*/false));
+    FXT_ASSIGN_OR_RETURN(StoreReader r, StoreReader::open(dir));
     const uint64_t n = r.size();
     inputs.sessions.push_back(n > 0 ? SessionSpan{r.ts_ns[0], r.ts_ns[n - 1]} : SessionSpan{});
     stores.push_back(std::move(r));
@@ -402,9 +402,22 @@ Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
   if (!(sim.instrument.multiplier > 0)) return UsageError("--multiplier must be > 0");
   if (sim.instrument.tick_px <= 1) sim.instrument.tick_px = stores.front().tick_px();
 
+  // Never write into another run's directory (train/run_record.h): refuse before the work.
+  FXT_RETURN_IF_ERROR(RunRecord("backtest").claim(spec.out_dir));
   std::error_code ec;
+  const bool out_existed = std::filesystem::exists(spec.out_dir, ec);
   std::filesystem::create_directories(spec.out_dir, ec);
   if (ec) return IoError("{}: cannot create the run directory: {}", spec.out_dir, ec.message());
+  // A run directory this run created is removed again when the run fails (an input error
+  // below must not leave an empty or half-filled directory that looks like a result).
+  struct RemoveUnlessKept {
+    std::string dir;
+    bool armed;
+    ~RemoveUnlessKept() {
+      std::error_code e;
+      if (armed) std::filesystem::remove_all(dir, e);
+    }
+  } created{spec.out_dir, !out_existed};
 
   // Predictions: computed from a checkpoint into RUN_DIR, or given; then read back (one path).
   std::vector<std::string> prediction_files = spec.predictions;
@@ -526,6 +539,7 @@ Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
   record.set_metrics(std::move(metrics));
   FXT_RETURN_IF_ERROR(record.write(spec.out_dir));
   out.run_info = record.to_json();
+  created.armed = false;
   return out;
 }
 

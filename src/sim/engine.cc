@@ -107,7 +107,7 @@ Result<std::vector<StoreReader>> open_backtest_stores(const std::vector<std::str
   std::vector<StoreReader> stores;
   for (const std::string& dir : dirs) {
     // Sizes are checked on open; the CRC pass is skipped (it costs more than the replay).
-    FXT_ASSIGN_OR_RETURN(StoreReader r, StoreReader::open(dir, /*verify_checksums=*/false));
+    FXT_ASSIGN_OR_RETURN(StoreReader r, StoreReader::open(dir));
     if (r.size() == 0) return InvalidInput("{}: store has no snapshots to replay", dir);
     stores.push_back(std::move(r));
   }

@@ -401,6 +401,30 @@ Result<Checkpoint> read_checkpoint(const std::string& path) {
   return parse_checkpoint(f.view(), path);
 }
 
+namespace {
+// Valid CRCs only say the bytes are the ones written: a diverged run writes NaN faithfully.
+// Every floating-point tensor must be finite to be loaded.
+template <typename T>
+int64_t first_non_finite(const NamedTensor& t) {
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, t.data.data() + static_cast<size_t>(i) * sizeof(T), sizeof(T));
+    if (!std::isfinite(v)) return i;
+  }
+  return -1;
+}
+}  // namespace
+
+Status check_finite(const NamedTensor& t, const std::string& where) {
+  int64_t bad = -1;
+  if (t.dtype == DType::kF32) bad = first_non_finite<float>(t);
+  if (t.dtype == DType::kF64) bad = first_non_finite<double>(t);
+  if (bad < 0) return Status::Ok();
+  return InvalidInput("{}: tensor '{}': element {} is not finite (NaN or inf): a diverged run?",
+                      where, t.name, bad);
+}
+
 Result<Checkpoint> parse_checkpoint(std::string_view bytes, const std::string& name) {
   const std::string& n = name;
   const uint64_t size = bytes.size();
@@ -533,6 +557,7 @@ Result<Checkpoint> parse_checkpoint(std::string_view bytes, const std::string& n
     }
     t.data.assign(reinterpret_cast<const uint8_t*>(p),
                   reinterpret_cast<const uint8_t*>(p) + nbytes);
+    FXT_RETURN_IF_ERROR(check_finite(t, n));
     data_end = offset + nbytes;
     c.tensors.push_back(std::move(t));
   }

@@ -48,6 +48,10 @@ struct NamedTensor {
   int64_t numel() const;
 };
 
+// InvalidInput naming `where` and the first NaN or inf element of an f32/f64 tensor;
+// read_checkpoint() applies it to every tensor.
+Status check_finite(const NamedTensor& t, const std::string& where);
+
 class Checkpoint {
  public:
   // Tensor-name conventions (docs/CHECKPOINT.md): model parameters under their own

@@ -655,7 +655,7 @@ Result<CvResult> run_cv(const CvConfig& config_in, const std::vector<std::string
   std::vector<uint64_t> sizes;
   for (const std::string& d : store_dirs) {
     stores.push_back(fs::absolute(fs::path(d)).lexically_normal().string());
-    FXT_ASSIGN_OR_RETURN(StoreReader r, StoreReader::open(stores.back(), false));
+    FXT_ASSIGN_OR_RETURN(StoreReader r, StoreReader::open(stores.back()));
     sizes.push_back(r.size());
   }
   FXT_ASSIGN_OR_RETURN(const FoldPlan plan, plan_folds(sizes, cfg.plan));

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "core/file_util.h"
+#include "data/store.h"
 
 namespace fxt {
 
@@ -150,9 +151,17 @@ Result<nlohmann::json> store_checksum(const std::string& store_dir) {
   }
   uint32_t crc = 0;
   std::string method;
+  bool data_verified = false;  // every byte of the data checked against the checksum
   if (std::find(names.begin(), names.end(), "meta.json") != names.end()) {
-    // meta.json holds every column's CRC32 and size, verified on open (docs/STORE.md).
+    // meta.json holds every column's CRC32 and size. Opening the store checks the columns
+    // against them (once per process, unless --no-verify), so the identity covers the data.
     method = "meta-crc32";
+    FXT_ASSIGN_OR_RETURN(const std::string meta_text, read_file(store_dir + "/meta.json"));
+    const auto meta = nlohmann::json::parse(meta_text, nullptr, false);
+    if (meta.is_object() && meta.value("format", "") == "foxhunt-store") {
+      FXT_RETURN_IF_ERROR(StoreReader::open(store_dir).status());
+      data_verified = store_verification() != StoreVerification::kNever;
+    }
     uint64_t bytes = 0;
     FXT_RETURN_IF_ERROR(crc_file(store_dir + "/meta.json", crc, bytes));
   } else {
@@ -162,10 +171,12 @@ Result<nlohmann::json> store_checksum(const std::string& store_dir) {
       uint64_t bytes = 0;
       FXT_RETURN_IF_ERROR(crc_file(store_dir + "/" + n, crc, bytes));
     }
+    data_verified = true;
   }
   return nlohmann::json{{"path", path},
                         {"method", method},
                         {"checksum", fmt::format("crc32:{:08x}", crc)},
+                        {"data_verified", data_verified},
                         {"files", names.size()},
                         {"bytes", total_bytes}};
 }
@@ -239,7 +250,23 @@ nlohmann::json RunRecord::to_json() const {
   return j;
 }
 
+Status RunRecord::claim(const std::string& run_dir) const {
+  std::error_code ec;
+  const std::string path = run_dir + "/" + kRunRecordFile;
+  if (!fs::exists(path, ec)) return Status::Ok();
+  auto text = read_file(path);
+  nlohmann::json j = text.ok() ? nlohmann::json::parse(text.value(), nullptr, false)
+                               : nlohmann::json();
+  const std::string kind =
+      j.is_object() && j.contains("kind") && j["kind"].is_string() ? j["kind"].get<std::string>()
+                                                                   : "unreadable";
+  if (kind == kind_) return Status::Ok();
+  return UsageError("{} records a {} run: give this {} run a directory of its own", path, kind,
+                    kind_);
+}
+
 Status RunRecord::write(const std::string& run_dir) const {
+  FXT_RETURN_IF_ERROR(claim(run_dir));
   std::error_code ec;
   fs::create_directories(run_dir, ec);
   if (ec) return IoError("cannot create run directory {}: {}", run_dir, ec.message());

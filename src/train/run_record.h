@@ -13,7 +13,8 @@
 //
 // Store checksum: a store keeps a CRC32 per column in meta.json and the reader
 // verifies them on open, so a store's checksum is the CRC32 of its meta.json
-// bytes (method "meta-crc32"). Any other directory (or a store without
+// bytes (method "meta-crc32") after the store has been opened and its columns
+// checked against them ("data_verified": false only under --no-verify). Any other directory (or a store without
 // meta.json) gets the CRC32 of every regular file's name and bytes in name
 // order (method "files-crc32").
 //
@@ -80,6 +81,10 @@ class RunRecord {
   // time, wall time, peak memory (getrusage ru_maxrss), git revision
   // (FXT_GIT_REV), build type (FXT_BUILD_TYPE) and fxt version.
   Status write(const std::string& run_dir) const;
+  // UsageError when RUN_DIR/run.json already records a run of another kind (an eval
+  // pointed at a training run's directory): a command never overwrites another run's
+  // record. write() checks it too; call it before the work to fail early.
+  Status claim(const std::string& run_dir) const;
   // The record as write() would store it at this moment.
   nlohmann::json to_json() const;
 

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "core/device_info.h"
+#include "core/fault.h"
 #include "core/file_util.h"
 #include "core/log.h"
 #include "core/progress.h"
@@ -115,6 +116,14 @@ Result<FeatureStats> stats_from_json(const nlohmann::json& j, const std::string&
     const auto count = j.at("count").get<std::vector<uint64_t>>();
     if (mean.size() != kFeatureDim || sd.size() != kFeatureDim || count.size() != kFeatureDim) {
       return InvalidInput("{}: feature_stats must hold {} values per field", where, kFeatureDim);
+    }
+    // Standardisation divides by std: a zero or non-finite value would write NaN everywhere.
+    for (int k = 0; k < kFeatureDim; ++k) {
+      const auto i = static_cast<size_t>(k);
+      if (!std::isfinite(mean[i]) || !std::isfinite(sd[i]) || !(sd[i] > 0)) {
+        return InvalidInput("{}: feature_stats slot {}: mean {} std {} (expected finite, std > 0)",
+                            where, k, mean[i], sd[i]);
+      }
     }
     std::copy(mean.begin(), mean.end(), st.mean.begin());
     std::copy(sd.begin(), sd.end(), st.stddev.begin());
@@ -225,6 +234,7 @@ class Net {
 struct TrainState {
   TrainConfig cfg;
   std::vector<std::string> stores;
+  std::vector<std::string> store_ids;  // CRC32 of each store's meta.json (its column CRCs)
   FeatureStats stats;
   std::vector<double> base_rates;
   double cfc_time_unit_ns = 0;  // `--cfc-time real`: the median snapshot gap of training
@@ -312,6 +322,7 @@ struct TrainState {
     nlohmann::json meta;
     baselines.save(&ck, &meta);
     meta["store_dirs"] = stores;
+    meta["store_checksums"] = store_ids;
     meta["base_rates"] = base_rates;
     meta["cfc_time_unit_ns"] = cfc_time_unit_ns;
     meta["epoch"] = epoch;
@@ -352,6 +363,7 @@ struct TrainState {
       FXT_ASSIGN_OR_RETURN(baselines,
                            Baselines::load(ck, m, static_cast<int>(cfg.horizons.size())));
       stores = m.at("store_dirs").get<std::vector<std::string>>();
+      store_ids = m.value("store_checksums", std::vector<std::string>{});
       base_rates = m.at("base_rates").get<std::vector<double>>();
       cfc_time_unit_ns = m.value("cfc_time_unit_ns", 0.0);
       epoch = m.at("epoch").get<int>();
@@ -382,6 +394,43 @@ Result<std::unique_ptr<TrainState>> load_state(const std::string& path) {
   FXT_RETURN_IF_ERROR(st->setup());
   if (Status s = st->load(ck); !s.ok()) return InvalidInput("{}", s.message());
   return st;
+}
+
+// Exit 1 with the step where the loss (or a weight) stopped being finite; the run directory
+// keeps the checkpoints of the last good epoch.
+Status diverged(int64_t step, double value, const std::string& last_path) {
+  return InternalError("training diverged at step {} (loss {}); lower --lr{}", step, value,
+                      fs::exists(last_path) ? "; " + last_path + " holds the last good epoch"
+                                            : std::string());
+}
+
+// The identity of each store: the CRC32 of its meta.json, which holds every column's CRC32
+// (checked against the data on open), so a store replaced in place gets another identity.
+Result<std::vector<std::string>> store_identities(const std::vector<std::string>& dirs) {
+  std::vector<std::string> ids;
+  for (const std::string& d : dirs) {
+    if (!fs::exists(d + "/meta.json")) return NotFound("{}: not a store (no meta.json)", d);
+    FXT_ASSIGN_OR_RETURN(std::string id, file_checksum(d + "/meta.json"));
+    ids.push_back(std::move(id));
+  }
+  return ids;
+}
+
+// Refuses a checkpoint whose stores were replaced since it was written (checkpoints from
+// before store_checksums existed are not checked).
+Status check_same_stores(const std::vector<std::string>& dirs,
+                         const std::vector<std::string>& recorded, const std::string& ckpt) {
+  if (recorded.empty()) return Status::Ok();
+  FXT_ASSIGN_OR_RETURN(const std::vector<std::string> now, store_identities(dirs));
+  for (size_t i = 0; i < now.size() && i < recorded.size(); ++i) {
+    if (now[i] != recorded[i]) {
+      return InvalidInput(
+          "{}: store changed since {} was written (meta.json {} then, {} now): it was replaced "
+          "in place",
+          dirs[i], ckpt, recorded[i], now[i]);
+    }
+  }
+  return Status::Ok();
 }
 
 double bce(float x, float y) {
@@ -541,8 +590,14 @@ Result<std::vector<double>> train_base_rates(const Dataset& ds, int nh) {
     }
   }
   FXT_ASSIGN_OR_RETURN(std::vector<double> rates, positive_rates(y, m, static_cast<size_t>(nh)));
-  for (double& r : rates) {
-    if (!std::isfinite(r)) r = 0.5;  // no valid label: an uninformed constant
+  // A horizon without a single training label would train on nothing: refuse before work.
+  for (size_t h = 0; h < rates.size(); ++h) {
+    if (!std::isfinite(rates[h])) {
+      return InvalidInput(
+          "horizon {}: every training label is masked (--min-move-ticks {} exceeds every mid "
+          "move in the training range); lower --min-move-ticks",
+          ds.config().labels.horizons[h], ds.config().labels.min_move_ticks);
+    }
   }
   return rates;
 }
@@ -577,14 +632,16 @@ Status append_line(const std::string& path, const std::string& line) {
 
 // Scores snapshot `ends` (local indices of one store, features n x 40 standardised) with the
 // inference window ending at each: model logits [n_ends, H] at the last position (for a
-// baseline-only run, the model baseline's logits at those snapshots).
+// baseline-only run, the model baseline's logits at those snapshots). `progress`, when given,
+// advances by the snapshots scored.
 Status score_inference(TrainState& st, CpuContext& ctx, const StoreReader& store,
                        const float* features, const std::vector<uint64_t>& ends,
-                       std::vector<float>* model_logits) {
+                       std::vector<float>* model_logits, Progress* progress = nullptr) {
   const TrainConfig& c = st.cfg;
   if (!st.perception()) {
     FXT_ASSIGN_OR_RETURN(*model_logits, st.baselines.score(st.model_baseline(), features, ends,
                                                            c.stride, c.threads));
+    if (progress != nullptr) progress->advance(ends.size());
     return Status::Ok();
   }
   const int nh = static_cast<int>(c.horizons.size());
@@ -613,6 +670,7 @@ Status score_inference(TrainState& st, CpuContext& ctx, const StoreReader& store
                             static_cast<int>(nb), k, c.stride);
     std::copy_n(lg, nb * static_cast<size_t>(nh),
                 model_logits->data() + e0 * static_cast<size_t>(nh));
+    if (progress != nullptr) progress->advance(nb);
   }
   return Status::Ok();
 }
@@ -906,6 +964,7 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
     st->cfg.threads = config_in.threads;
     st->cfg.device = config_in.device;
     st->cfg.tf32 = config_in.tf32;
+    FXT_RETURN_IF_ERROR(check_same_stores(st->stores, st->store_ids, last_path));
     FXT_RETURN_IF_ERROR(truncate_metrics(metrics_path, st->epoch));
   } else {
     FXT_RETURN_IF_ERROR(config_in.validate());
@@ -923,6 +982,9 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
   const int nh = static_cast<int>(c.horizons.size());
 
   FXT_ASSIGN_OR_RETURN(Dataset ds, Dataset::open(st->stores, c.dataset_config()));
+  if (!options.resume) {
+    FXT_ASSIGN_OR_RETURN(st->store_ids, store_identities(st->stores));
+  }
   if (ds.anchors(Split::kTrain).empty()) {
     return InvalidInput(
         "the training split has no clean window of {} positions (stores too short "
@@ -1034,11 +1096,19 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
       lr = sched.lr_at(st->step);
       const StepStats ss = st->opt.step(lr);
       if (!ss.applied) ++skipped;
+      if (!std::isfinite(out.total)) return diverged(st->step + 1, out.total, last_path);
       loss_sum += out.total;
       norm_sum += ss.grad_norm;
       for (int h = 0; h < nh; ++h)
         loss_h_sum[static_cast<size_t>(h)] += out.loss_h[static_cast<size_t>(h)];
       ++st->step;
+    }
+    // Nothing of a diverged epoch is written: last.ckpt stays the last good epoch.
+    if (!std::isfinite(loss_sum)) return diverged(st->step, loss_sum, last_path);
+    if (const auto bad = std::find_if_not(st->params.begin(), st->params.end(),
+                                          [](float v) { return std::isfinite(v); });
+        bad != st->params.end()) {
+      return diverged(st->step, static_cast<double>(*bad), last_path);
     }
     ++st->epoch;
     ++epochs_here;
@@ -1063,9 +1133,6 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
       ++st->bad_epochs;
       if (c.patience > 0 && st->bad_epochs >= c.patience) st->stopped = true;
     }
-    const Checkpoint ck = st->to_checkpoint();
-    if (improved) FXT_RETURN_IF_ERROR(write_checkpoint(best_path, ck));
-    FXT_RETURN_IF_ERROR(write_checkpoint(last_path, ck));
 
     const double secs = std::chrono::duration<double>(Clock::now() - t_epoch).count();
     epoch_seconds.push_back(secs);
@@ -1105,7 +1172,15 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
     line["skipped_steps"] = skipped;
     line["improved"] = improved;
     line["seconds"] = secs;
+    // The epoch's line goes first and its checkpoints after: a kill in between leaves a line
+    // past last.ckpt, which resume drops (truncate_metrics) and writes again, so no epoch's
+    // record is ever lost.
     FXT_RETURN_IF_ERROR(append_line(metrics_path, line.dump()));
+    fault_point("train.line_written");
+    const Checkpoint ck = st->to_checkpoint();
+    if (improved) FXT_RETURN_IF_ERROR(write_checkpoint(best_path, ck));
+    FXT_RETURN_IF_ERROR(write_checkpoint(last_path, ck));
+    fault_point("train.epoch_written");
     log_info("epoch {} step {}: train {:.5f} val {:.5f} mean AUC {:.4f} ({:.1f} s)", st->epoch,
              st->step, loss_sum / steps_run, val.loss, val.metrics.mean_auc, secs);
   }
@@ -1273,6 +1348,9 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
                       join_ints(c.horizons), join_ints(options.expect_horizons));
   }
   const std::vector<std::string> dirs = store_dirs.empty() ? st->stores : store_dirs;
+  if (store_dirs.empty()) {
+    FXT_RETURN_IF_ERROR(check_same_stores(st->stores, st->store_ids, checkpoint_path));
+  }
   DatasetConfig dc = c.dataset_config();
   // --split all ignores the split, so a CV fold's explicit ranges need not fit other stores.
   if (options.split == EvalSplit::kAll) dc.split = SplitConfig{};
@@ -1288,6 +1366,7 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
   std::vector<float> model_scores, ml;
   std::vector<std::vector<float>> base_scores(fitted.size());
   std::vector<uint8_t> labels, mask;
+  Progress progress("eval", g.end - g.begin, "snap");
   for (size_t i = 0; i < ds.store_count(); ++i) {
     const Dataset::Store& s = ds.store(i);
     const uint64_t n = s.reader.size();
@@ -1295,7 +1374,8 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
     if (lo >= hi) continue;
     std::vector<uint64_t> ends;
     for (uint64_t t = lo; t < hi; ++t) ends.push_back(t - s.offset);
-    FXT_RETURN_IF_ERROR(score_inference(*st, ctx, s.reader, s.features.data(), ends, &ml));
+    FXT_RETURN_IF_ERROR(
+        score_inference(*st, ctx, s.reader, s.features.data(), ends, &ml, &progress));
     model_scores.insert(model_scores.end(), ml.begin(), ml.end());
     for (size_t b = 0; b < fitted.size(); ++b) {
       FXT_ASSIGN_OR_RETURN(std::vector<float> bl,
@@ -1315,6 +1395,7 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
                         : options.split == EvalSplit::kValidation ? "validation"
                                                                   : "whole");
   }
+  progress.finish();
   FXT_ASSIGN_OR_RETURN(Metrics mm, compute_metrics(std::span<const float>(model_scores), labels,
                                                    mask, c.horizons, ScoreKind::kLogit));
   nlohmann::json baseline_metrics = nlohmann::json::object();
@@ -1414,10 +1495,12 @@ Status predict(const std::string& checkpoint_path, const std::string& store_dir,
   constexpr uint64_t kChunk = 4096;  // snapshots scored per pass (bounded memory)
   std::vector<uint64_t> ends;
   std::vector<float> logits;
+  Progress progress("predict", n, "snap");
   for (uint64_t t0 = 0; t0 < n; t0 += kChunk) {
     ends.clear();
     for (uint64_t t = t0; t < std::min(n, t0 + kChunk); ++t) ends.push_back(t);
-    FXT_RETURN_IF_ERROR(score_inference(*st, ctx, store, features.data(), ends, &logits));
+    FXT_RETURN_IF_ERROR(
+        score_inference(*st, ctx, store, features.data(), ends, &logits, &progress));
     for (size_t i = 0; i < ends.size(); ++i) {
       line.clear();
       fmt::format_to(std::back_inserter(line), "{}", store.ts_ns[ends[i]]);
@@ -1430,7 +1513,9 @@ Status predict(const std::string& checkpoint_path, const std::string& store_dir,
       FXT_RETURN_IF_ERROR(w.write(line));
     }
   }
-  return w.commit();
+  FXT_RETURN_IF_ERROR(w.commit());
+  progress.finish();
+  return Status::Ok();
 }
 
 }  // namespace fxt

@@ -62,7 +62,8 @@ std::string format_eval_table(const nlohmann::json& eval) {
   const nlohmann::json oracle = eval.value("oracle", nlohmann::json());
   if (oracle.is_object()) {
     fmt::format_to(it,
-                   "oracle (the synthetic market's ceiling) on {} of these rows, {} paths each:\n",
+                   "oracle (the synthetic market's ceiling) on {} of these rows, {} moved "
+                   "continuations per row and horizon:\n",
                    oracle["rows"].get<int64_t>(), oracle["paths"].get<int>());
     for (const auto& h : oracle["horizons"]) out += "  " + h["line"].get<std::string>() + "\n";
   }

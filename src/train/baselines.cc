@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -199,57 +200,52 @@ Result<Baselines> Baselines::fit(const Dataset& ds, std::span<const int> horizon
     const RowSet va = gather_rows(ds, val_rows, lags, nh);
     const int64_t cols = static_cast<int64_t>(lags) * kF;
     const std::string suffix = lags > 1 ? "_lags" : "";
-    if (want_logreg) {
+    // One baseline of a family: per horizon, fit_one(h) -> Status; timed and logged.
+    auto fit_family = [&](const std::string& family, BaselineKind kind,
+                          const std::function<Status(FittedBaseline&, size_t)>& fit_one) -> Status {
       const auto t0 = Clock::now();
       FittedBaseline b;
-      b.name = "logreg" + suffix;
-      b.kind = BaselineKind::kLogistic;
+      b.name = family + suffix;
+      b.kind = kind;
       b.lags = lags;
       b.train_rows = static_cast<int64_t>(tr.rows);
       b.validation_rows = static_cast<int64_t>(va.rows);
-      const DesignMatrix dtr = to_design(tr, cols), dva = to_design(va, cols);
-      const std::vector<double> grid = default_lambda_grid();
-      for (int h = 0; h < nh; ++h) {
-        const auto hs = static_cast<size_t>(h);
-        Result<LogisticPathResult> path =
-            fit_logistic_path(dtr, tr.y[hs], tr.mask[hs], dva, va.y[hs], va.mask[hs], grid);
-        if (!path.ok()) {
-          return Status(path.status().code(), fmt::format("baseline {} at h{}: {}", b.name,
-                                                          horizons[hs], path.status().message()));
+      for (size_t h = 0; h < static_cast<size_t>(nh); ++h) {
+        if (Status st = fit_one(b, h); !st.ok()) {
+          return Status(st.code(),
+                        fmt::format("baseline {} at h{}: {}", b.name, horizons[h], st.message()));
         }
-        b.logistic.push_back(path->best);
       }
       b.fit_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
       log_info("baseline {}: {} training rows, fit in {:.1f} s", b.name, b.train_rows,
                b.fit_seconds);
       out.fitted_.push_back(std::move(b));
+      return Status::Ok();
+    };
+    if (want_logreg) {
+      const DesignMatrix dtr = to_design(tr, cols), dva = to_design(va, cols);
+      const std::vector<double> grid = default_lambda_grid();
+      FXT_RETURN_IF_ERROR(
+          fit_family("logreg", BaselineKind::kLogistic, [&](FittedBaseline& b, size_t h) -> Status {
+            FXT_ASSIGN_OR_RETURN(
+                LogisticPathResult path,
+                fit_logistic_path(dtr, tr.y[h], tr.mask[h], dva, va.y[h], va.mask[h], grid));
+            b.logistic.push_back(path.best);
+            return Status::Ok();
+          }));
     }
     if (want_gbdt) {
-      const auto t0 = Clock::now();
-      FittedBaseline b;
-      b.name = "gbdt" + suffix;
-      b.kind = BaselineKind::kGbdt;
-      b.lags = lags;
-      b.train_rows = static_cast<int64_t>(tr.rows);
-      b.validation_rows = static_cast<int64_t>(va.rows);
       GbdtParams gp = cfg.gbdt_params;
       gp.threads = threads;
       std::vector<float> xt, yt, xv, yv;
-      for (int h = 0; h < nh; ++h) {
-        const auto hs = static_cast<size_t>(h);
-        masked_rows(tr, hs, cols, &xt, &yt);
-        masked_rows(va, hs, cols, &xv, &yv);
-        Result<GbdtModel> m = fit_gbdt(xt, yt, xv, yv, cols, gp);
-        if (!m.ok()) {
-          return Status(m.status().code(), fmt::format("baseline {} at h{}: {}", b.name,
-                                                       horizons[hs], m.status().message()));
-        }
-        b.gbdt.push_back(std::move(*m));
-      }
-      b.fit_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-      log_info("baseline {}: {} training rows, fit in {:.1f} s", b.name, b.train_rows,
-               b.fit_seconds);
-      out.fitted_.push_back(std::move(b));
+      FXT_RETURN_IF_ERROR(
+          fit_family("gbdt", BaselineKind::kGbdt, [&](FittedBaseline& b, size_t h) -> Status {
+            masked_rows(tr, h, cols, &xt, &yt);
+            masked_rows(va, h, cols, &xv, &yv);
+            FXT_ASSIGN_OR_RETURN(GbdtModel m, fit_gbdt(xt, yt, xv, yv, cols, gp));
+            b.gbdt.push_back(std::move(m));
+            return Status::Ok();
+          }));
     }
   }
   return out;

@@ -399,9 +399,9 @@ Result<std::unique_ptr<TrainState>> load_state(const std::string& path) {
 // Exit 1 with the step where the loss (or a weight) stopped being finite; the run directory
 // keeps the checkpoints of the last good epoch.
 Status diverged(int64_t step, double value, const std::string& last_path) {
-  return InternalError("training diverged at step {} (loss {}); lower --lr{}", step, value,
-                      fs::exists(last_path) ? "; " + last_path + " holds the last good epoch"
-                                            : std::string());
+  return InternalError(
+      "training diverged at step {} (loss {}); lower --lr{}", step, value,
+      fs::exists(last_path) ? "; " + last_path + " holds the last good epoch" : std::string());
 }
 
 // The identity of each store: the CRC32 of its meta.json, which holds every column's CRC32
@@ -488,46 +488,53 @@ Status baseline_window_scores(TrainState& st, const Dataset& ds, const std::vect
   return Status::Ok();
 }
 
+// Pooled masked BCE per horizon, its mean over the horizons with labels, and the metrics of
+// validation logits `sc` with float labels and masks, all row-major [rows][H].
+Result<ValResult> summarise_validation(const std::vector<float>& sc, const std::vector<float>& yf,
+                                       const std::vector<float>& mf,
+                                       const std::vector<int>& horizons) {
+  const size_t nh = horizons.size();
+  ValResult r;
+  r.rows = static_cast<int64_t>(sc.size() / nh);
+  std::vector<uint8_t> labels(yf.size()), mask(mf.size());
+  std::vector<double> sum(nh, 0.0), cnt(nh, 0.0);
+  for (size_t i = 0; i < yf.size(); ++i) {
+    labels[i] = yf[i] != 0.0f ? 1 : 0;
+    mask[i] = mf[i] != 0.0f ? 1 : 0;
+    if (mask[i] != 0) {
+      sum[i % nh] += bce(sc[i], yf[i]);
+      cnt[i % nh] += 1.0;
+    }
+  }
+  double total = 0.0;
+  int defined = 0;
+  for (size_t h = 0; h < nh; ++h) {
+    const double l = cnt[h] > 0 ? sum[h] / cnt[h] : std::numeric_limits<double>::quiet_NaN();
+    r.loss_h.push_back(l);
+    if (cnt[h] > 0) {
+      total += l;
+      ++defined;
+    }
+  }
+  if (defined > 0) r.loss = total / defined;
+  FXT_ASSIGN_OR_RETURN(r.metrics, compute_metrics(std::span<const float>(sc), labels, mask,
+                                                  horizons, ScoreKind::kLogit));
+  return r;
+}
+
 Result<ValResult> validate_epoch(TrainState& st, const Dataset& ds, CpuContext& ctx) {
   const TrainConfig& c = st.cfg;
   const int nh = static_cast<int>(c.horizons.size());
   const int k = c.window;
   const std::vector<Anchor> anchors = ds.evaluation_anchors(Split::kValidation);
   if (anchors.empty()) return InvalidInput("the validation split has no clean window");
+  std::vector<float> scores, ys, ms;
   if (!st.perception()) {
-    std::vector<float> sc, yf, mf;
-    FXT_RETURN_IF_ERROR(baseline_window_scores(st, ds, anchors, &sc, &yf, &mf));
-    ValResult r;
-    r.rows = static_cast<int64_t>(sc.size() / static_cast<size_t>(nh));
-    std::vector<uint8_t> labels(yf.size()), mask(mf.size());
-    std::vector<double> sum(static_cast<size_t>(nh), 0.0), cnt(static_cast<size_t>(nh), 0.0);
-    for (size_t i = 0; i < yf.size(); ++i) {
-      labels[i] = yf[i] != 0.0f ? 1 : 0;
-      mask[i] = mf[i] != 0.0f ? 1 : 0;
-      if (mask[i] != 0) {
-        sum[i % static_cast<size_t>(nh)] += bce(sc[i], yf[i]);
-        cnt[i % static_cast<size_t>(nh)] += 1.0;
-      }
-    }
-    double total = 0.0;
-    int defined = 0;
-    for (size_t h = 0; h < static_cast<size_t>(nh); ++h) {
-      const double l = cnt[h] > 0 ? sum[h] / cnt[h] : std::numeric_limits<double>::quiet_NaN();
-      r.loss_h.push_back(l);
-      if (cnt[h] > 0) {
-        total += l;
-        ++defined;
-      }
-    }
-    if (defined > 0) r.loss = total / defined;
-    FXT_ASSIGN_OR_RETURN(r.metrics, compute_metrics(std::span<const float>(sc), labels, mask,
-                                                    c.horizons, ScoreKind::kLogit));
-    return r;
+    FXT_RETURN_IF_ERROR(baseline_window_scores(st, ds, anchors, &scores, &ys, &ms));
+    return summarise_validation(scores, ys, ms, c.horizons);
   }
   const size_t rows_per = static_cast<size_t>(k);
-  std::vector<float> x, y, m, dt, scores;
-  std::vector<uint8_t> labels, mask;
-  std::vector<double> sum(static_cast<size_t>(nh), 0.0), cnt(static_cast<size_t>(nh), 0.0);
+  std::vector<float> x, y, m, dt;
   const size_t per_pass = scoring_batch(st.net, c);
   for (size_t a0 = 0; a0 < anchors.size(); a0 += per_pass) {
     const size_t nb = std::min(anchors.size() - a0, per_pass);
@@ -544,33 +551,11 @@ Result<ValResult> validate_epoch(TrainState& st, const Dataset& ds, CpuContext& 
     const float* lg =
         st.net.forward(ctx, st.params.data(), x.data(), c.cfc_time_real ? dt.data() : nullptr,
                        static_cast<int>(nb), k, c.stride);
-    for (size_t i = 0; i < y.size(); ++i) {
-      const size_t h = i % static_cast<size_t>(nh);
-      scores.push_back(lg[i]);
-      labels.push_back(y[i] != 0.0f ? 1 : 0);
-      mask.push_back(m[i] != 0.0f ? 1 : 0);
-      if (m[i] != 0.0f) {
-        sum[h] += bce(lg[i], y[i]);
-        cnt[h] += 1.0;
-      }
-    }
+    scores.insert(scores.end(), lg, lg + y.size());
+    ys.insert(ys.end(), y.begin(), y.end());
+    ms.insert(ms.end(), m.begin(), m.end());
   }
-  ValResult r;
-  r.rows = static_cast<int64_t>(scores.size() / static_cast<size_t>(nh));
-  double total = 0.0;
-  int defined = 0;
-  for (int h = 0; h < nh; ++h) {
-    const double l = cnt[h] > 0 ? sum[h] / cnt[h] : std::numeric_limits<double>::quiet_NaN();
-    r.loss_h.push_back(l);
-    if (cnt[h] > 0) {
-      total += l;
-      ++defined;
-    }
-  }
-  if (defined > 0) r.loss = total / defined;
-  FXT_ASSIGN_OR_RETURN(r.metrics, compute_metrics(std::span<const float>(scores), labels, mask,
-                                                  c.horizons, ScoreKind::kLogit));
-  return r;
+  return summarise_validation(scores, ys, ms, c.horizons);
 }
 
 // Training positive rate per horizon (the base-rate predictor), over the training range.

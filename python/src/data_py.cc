@@ -202,18 +202,7 @@ void bind_data(py::module_& m) {
           st = synthesize_market(c, out, &s);
         }
         check(st);
-        nlohmann::json j = {{"out", out},
-                            {"events", s.events},
-                            {"adds", s.adds},
-                            {"cancels", s.cancels},
-                            {"trades", s.trades},
-                            {"mean_spread_ticks", s.mean_spread_ticks},
-                            {"mean_touch_lots", s.mean_touch_lots},
-                            {"mid_range_ticks", s.mid_range_ticks},
-                            {"imbalance_corr_100", s.imbalance_corr},
-                            {"first_ts_ns", s.first_ts_ns},
-                            {"last_ts_ns", s.last_ts_ns}};
-        return to_python(j);
+        return to_python(synth_stats_json(out, s));
       },
       py::arg("out"), py::arg("events") = SynthConfig{}.events, py::arg("seed") = 1,
       py::arg("tick") = 0.25, py::arg("start_price") = 5000.0,

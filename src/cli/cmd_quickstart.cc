@@ -80,9 +80,7 @@ Status run_quickstart(QuickstartArgs a) {
   {
     Progress progress("synth", sc.events, "ev");
     // With the latent sidecar and the config, so the evaluation can add the oracle.
-    FXT_RETURN_IF_ERROR(synthesize_market(sc, dbn, nullptr, &progress, dbn + ".latent"));
-    FXT_RETURN_IF_ERROR(
-        write_file_atomic(dbn + ".synth.json", synth_config_to_json(sc).dump(2) + "\n"));
+    FXT_RETURN_IF_ERROR(synthesize_market(sc, dbn, nullptr, &progress, /*latent=*/true));
     progress.finish();
   }
   fmt::print("[1/8] synth   {} events -> {} ({:.1f} s)\n", a.events, dbn, seconds_since(t0));
@@ -251,16 +249,20 @@ void register_quickstart(CLI::App& app) {
                   "held-out rows the synthetic market's oracle scores (its AUC is the ceiling)")
       ->capture_default_str()
       ->check(int_range(1, 1000000));
-  cmd->add_option("--threads", a->threads, "CPU threads (0 = every core)")->capture_default_str()
+  cmd->add_option("--threads", a->threads, "CPU threads (0 = every core)")
+      ->capture_default_str()
       ->check(int_range(0, 4096));
-  cmd->add_option("--epochs", a->train.epochs, "training epochs")->capture_default_str()
+  cmd->add_option("--epochs", a->train.epochs, "training epochs")
+      ->capture_default_str()
       ->check(int_range(1, 1000000));
   cmd->add_option("--steps-per-epoch", a->train.steps_per_epoch, "optimizer steps per epoch")
       ->capture_default_str()
       ->check(int_range(1, 1000000000));
-  cmd->add_option("--batch", a->train.batch, "sequences per step (B)")->capture_default_str()
+  cmd->add_option("--batch", a->train.batch, "sequences per step (B)")
+      ->capture_default_str()
       ->check(int_range(1, 1 << 20));
-  cmd->add_option("--seq", a->train.window, "positions per sequence (K)")->capture_default_str()
+  cmd->add_option("--seq", a->train.window, "positions per sequence (K)")
+      ->capture_default_str()
       ->check(int_range(1, 1 << 20));
   cmd->add_option("--horizons", a->horizons, "label horizons in snapshots")->capture_default_str();
   cmd->add_option("--drop-features", a->drop_features,

@@ -33,26 +33,11 @@ Status run_synth(SynthArgs a) {
   auto t0 = std::chrono::steady_clock::now();
   // --latent: OUT.latent (the latent state per event) and OUT.synth.json (the exact config, which
   // `fxt eval --oracle` regenerates the market from).
-  FXT_RETURN_IF_ERROR(
-      synthesize_market(a.config, a.out, &s, &progress, a.latent ? a.out + ".latent" : ""));
-  if (a.latent) {
-    FXT_RETURN_IF_ERROR(
-        write_file_atomic(a.out + ".synth.json", synth_config_to_json(a.config).dump(2) + "\n"));
-  }
+  FXT_RETURN_IF_ERROR(synthesize_market(a.config, a.out, &s, &progress, a.latent));
   progress.finish();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  nlohmann::json j = {{"out", a.out},
-                      {"events", s.events},
-                      {"adds", s.adds},
-                      {"cancels", s.cancels},
-                      {"trades", s.trades},
-                      {"mean_spread_ticks", s.mean_spread_ticks},
-                      {"mean_touch_lots", s.mean_touch_lots},
-                      {"mid_range_ticks", s.mid_range_ticks},
-                      {"imbalance_corr_100", s.imbalance_corr},
-                      {"first_ts_ns", s.first_ts_ns},
-                      {"last_ts_ns", s.last_ts_ns},
-                      {"seconds", secs}};
+  nlohmann::json j = synth_stats_json(a.out, s);
+  j["seconds"] = secs;
   if (a.json) {
     fmt::print("{}\n", j.dump(2));
   } else {
@@ -72,13 +57,16 @@ void register_synth(CLI::App& app) {
       add_command(app, "synth", "generate a synthetic queue-reactive market as a DBN mbp-10 file",
                   [a] { return run_synth(*a); });
   cmd->add_option("-o,--out", a->out, "output DBN file (.dbn.zst compresses)")->required();
-  cmd->add_option("-n,--events", a->config.events, "number of book events")->capture_default_str()
+  cmd->add_option("-n,--events", a->config.events, "number of book events")
+      ->capture_default_str()
       ->check(int_range(1, 10000000000));
   cmd->add_option("--seed", a->config.seed, "random seed (same seed, same bytes)")
       ->capture_default_str();
-  cmd->add_option("--tick", a->tick, "tick size in price units")->capture_default_str()
+  cmd->add_option("--tick", a->tick, "tick size in price units")
+      ->capture_default_str()
       ->check(finite_number(1e-9, 1e9));
-  cmd->add_option("--start-price", a->start_price, "initial best bid")->capture_default_str()
+  cmd->add_option("--start-price", a->start_price, "initial best bid")
+      ->capture_default_str()
       ->check(finite_number(1e-9, 1e9));
   cmd->add_option("--symbol", a->config.symbol, "instrument symbol")->capture_default_str();
   cmd->add_option("--drift-skew", a->config.drift_market_skew,

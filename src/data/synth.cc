@@ -644,6 +644,20 @@ Result<SynthConfig> synth_config_from_json(const nlohmann::json& j, const std::s
   return c;
 }
 
+nlohmann::json synth_stats_json(const std::string& out_path, const SynthStats& s) {
+  return {{"out", out_path},
+          {"events", s.events},
+          {"adds", s.adds},
+          {"cancels", s.cancels},
+          {"trades", s.trades},
+          {"mean_spread_ticks", s.mean_spread_ticks},
+          {"mean_touch_lots", s.mean_touch_lots},
+          {"mid_range_ticks", s.mid_range_ticks},
+          {"imbalance_corr_100", s.imbalance_corr},
+          {"first_ts_ns", s.first_ts_ns},
+          {"last_ts_ns", s.last_ts_ns}};
+}
+
 namespace {
 constexpr char kLatentMagic[8] = {'F', 'X', 'T', 'L', 'A', 'T', 'N', 'T'};
 struct LatentRecord {
@@ -683,7 +697,8 @@ Result<std::vector<SynthLatent>> read_latent_sidecar(const std::string& path) {
 }
 
 Status synthesize_market(const SynthConfig& config, const std::string& out_path, SynthStats* stats,
-                         Progress* progress, const std::string& latent_path) {
+                         Progress* progress, bool with_latent) {
+  const std::string latent_path = with_latent ? out_path + ".latent" : "";
   FXT_RETURN_IF_ERROR(SynthMarket::validate(config));
   constexpr uint64_t kProgressEvery = 4096;
 
@@ -729,7 +744,11 @@ Status synthesize_market(const SynthConfig& config, const std::string& out_path,
     if (progress != nullptr && i % kProgressEvery == 0) progress->set((config.events + i) / 2);
   }
   FXT_RETURN_IF_ERROR(writer.close());
-  if (!latent_path.empty()) FXT_RETURN_IF_ERROR(latent.commit());
+  if (with_latent) {
+    FXT_RETURN_IF_ERROR(latent.commit());
+    FXT_RETURN_IF_ERROR(
+        write_file_atomic(out_path + ".synth.json", synth_config_to_json(config).dump(2) + "\n"));
+  }
   if (progress != nullptr) progress->set(config.events);
   if (stats != nullptr) *stats = collector.finish();
   return Status::Ok();

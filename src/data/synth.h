@@ -232,9 +232,13 @@ class SynthMarket {
 // one definition record, then the mbp-10 records. Runs the generator twice (the first pass
 // only finds the end timestamp for the metadata); `progress`, whose total should be
 // config.events, advances by half an event per event of each pass. `stats` may be null.
-// With latent_path, also writes the latent sidecar (write_latent_sidecar's format) there.
+// With `latent`, also writes out_path + ".latent" (the latent sidecar, format below) and
+// out_path + ".synth.json" (synth_config_to_json: what `fxt eval --oracle` regenerates from).
 Status synthesize_market(const SynthConfig& config, const std::string& out_path, SynthStats* stats,
-                         Progress* progress = nullptr, const std::string& latent_path = "");
+                         Progress* progress = nullptr, bool latent = false);
+
+// A run's statistics as `fxt synth --json` prints them (without the wall time).
+nlohmann::json synth_stats_json(const std::string& out_path, const SynthStats& s);
 
 // The latent sidecar: magic "FXTLATNT", u32 version 1, u32 record bytes 12, u64 events, then per
 // event (in record order, event i = snapshot i of the ingested store) f32 drift, f32

@@ -25,8 +25,8 @@ SynthConfig small(uint64_t events) {
 TEST(SynthLatent, SidecarHoldsTheLatentStateOfEveryEvent) {
   const SynthConfig c = small(3000);
   const std::string dir = test::scratch_dir();
-  ASSERT_TRUE(synthesize_market(c, dir + "/m.dbn", nullptr, nullptr, dir + "/m.latent").ok());
-  auto lat = read_latent_sidecar(dir + "/m.latent");
+  ASSERT_TRUE(synthesize_market(c, dir + "/m.dbn", nullptr, nullptr, /*latent=*/true).ok());
+  auto lat = read_latent_sidecar(dir + "/m.dbn.latent");
   ASSERT_TRUE(lat.ok()) << lat.status().message();
   ASSERT_EQ(lat->size(), 3000u);
   SynthMarket m(c);

@@ -76,6 +76,10 @@ void add_train_flags(CLI::App* cmd, TrainFlags* f, TrainFlagsFor who) {
                   "= every row)")
       ->check(int_range(0, 1000000000))
       ->capture_default_str();
+  cmd->add_option("--input-skip", f->input_skip,
+                  "linear path from the features to every head: logreg (started from the fitted "
+                  "logistic), zero, or off")
+      ->capture_default_str();
   cmd->add_option("--d-model", c.perception.d_model, "width D")->check(int_range(1, 8192))->capture_default_str();
   cmd->add_option("--d-state", c.perception.d_state, "Mamba2 state size N")->check(int_range(1, 1024))->capture_default_str();
   cmd->add_option("--head-dim", c.perception.head_dim, "Mamba2 head size")->check(int_range(1, 8192))->capture_default_str();
@@ -105,6 +109,7 @@ Result<TrainConfig> resolve_train_flags(const TrainFlags& f) {
     return UsageError("--model must be perception, logreg or gbdt (got '{}')", f.model);
   }
   FXT_RETURN_IF_ERROR(parse_baseline_families(f.baselines, &c.baselines));
+  FXT_ASSIGN_OR_RETURN(c.input_skip, parse_input_skip(f.input_skip));
   c.lambda = !f.no_lambda;
   return c;
 }

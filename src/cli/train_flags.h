@@ -19,7 +19,7 @@ struct TrainFlags {
   TrainConfig config;
   std::string horizons = "30,100,300,1000,6000", weighting = "kendall-closed", model = "perception",
               baselines = "logreg,gbdt",
-              drop_features, cfc_time = "stride";
+              drop_features, cfc_time = "stride", input_skip = "logreg";
   bool no_lambda = false;
   CLI::Option* horizons_opt = nullptr;  // set by add_train_flags: was --horizons given?
 };

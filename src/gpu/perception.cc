@@ -42,6 +42,7 @@ void PerceptionGpu::resize(int batch, int seq_len) {
   c_.resize(b * d);
   d_c_.resize(b * d);
   s_last_.resize(b * d);
+  x_last_.resize(b * f);
   const CfcDims cd{batch, seq_len, cfg_.d_model, cfg_.d_model};
   cfc_buf_.resize(cfc_workspace_floats(cd));
   cfc_ = cfc_workspace_carve(cd, cfc_buf_.data());
@@ -56,6 +57,14 @@ void PerceptionGpu::resize(int batch, int seq_len) {
                                 layernorm_backward_scratch(ri, cfg_.d_model),
                                 attn_pool_backward_scratch(batch, cfg_.d_model), size_t{1}});
   scratch_.resize(need);
+}
+
+// logits [rows, H] += x [rows, F] W_skip^T: the input skip path (model::PerceptionConfig).
+void PerceptionGpu::input_skip_forward(const Context& ctx, const float* params, const float* x,
+                                       int rows, float* logits) const {
+  if (!cfg_.input_skip) return;
+  gemm(ctx, false, true, rows, cfg_.horizons, cfg_.features, 1.0f, x, cfg_.features,
+       params + layout_.skip_w, cfg_.features, 1.0f, logits, cfg_.horizons);
 }
 
 void PerceptionGpu::trunk_forward(const Context& ctx, const float* p, const float* x, float stride,
@@ -90,6 +99,7 @@ void PerceptionGpu::forward(const Context& ctx, const float* params, const float
   const HeadDims hd{batch_ * seq_len_, cfg_.horizons, cfg_.d_model, cfg_.head_mid};
   heads_forward(ctx, hd, head_off_, params + layout_.heads, cfc_.out, logits_.data(), z1_.data(),
                 z2_.data(), scratch_.data());
+  input_skip_forward(ctx, params, x, batch_ * seq_len_, logits_.data());
   mark("fwd heads");
 }
 
@@ -120,6 +130,15 @@ void PerceptionGpu::backward(const Context& ctx, const float* p, const float* x,
   const HeadDims hd{r, cfg_.horizons, d, cfg_.head_mid};
   heads_backward(ctx, hd, head_off_, p + l.heads, cfc_.out, z1_.data(), z2_.data(), d_logits,
                  lambda, d_s_.data(), g + l.heads, scratch_.data());
+  if (cfg_.input_skip) {
+    // dW_skip = d_logits^T x (split-row deterministic reduction); d_x += d_logits W_skip.
+    gemm_tn_rows(ctx, cfg_.horizons, f, r, d_logits, cfg_.horizons, 0, x, f, 0, 0.0f,
+                 g + l.skip_w, f, 0);
+    if (d_x != nullptr) {
+      gemm(ctx, false, false, r, f, cfg_.horizons, 1.0f, d_logits, cfg_.horizons, p + l.skip_w,
+           f, 1.0f, d_x, f);
+    }
+  }
   mark("bwd heads");
   const CfcDims cd{batch_, seq_len_, d, d};
   cfc_backward(ctx, cd, cfc_off_, p + l.cfc, h_.data(), dt, stride, d_s_.data(), cfc_, g + l.cfc,

@@ -3,7 +3,7 @@
 // ops (src/model/perception.cc), over the same flat parameter layout.
 //
 //   x [B, K, F] -> varsel -> Mamba2 m1 -> LayerNorm a = v1 -> u2 = v1 + m2(v1) -> LayerNorm b = h
-//   c = attn_pool(h);  s = CfC(h, c, dt);  logits = heads(s) [B, K, H]
+//   c = attn_pool(h);  s = CfC(h, c, dt);  logits = heads(s) [B, K, H]  (+ x W_skip^T)
 //
 // Memory is planned once by resize(); forward and backward then only enqueue work on the
 // context's stream (no allocation, no synchronisation), so a training step that calls them can
@@ -55,6 +55,8 @@ class PerceptionGpu {
  private:
   void trunk_forward(const Context& ctx, const float* params, const float* x, float stride,
                      const float* dt);
+  void input_skip_forward(const Context& ctx, const float* params, const float* x, int rows,
+                          float* logits) const;
 
   void mark(const char* layer) const {
     if (marker_) marker_(layer);
@@ -80,6 +82,7 @@ class PerceptionGpu {
   CfcWorkspace cfc_;
   DeviceBuffer<float> logits_;                 // [B, K, H] ([B, H] after forward_last)
   DeviceBuffer<float> s_last_;                 // [B, D]
+  DeviceBuffer<float> x_last_;                 // [B, F] (input skip path at inference)
   DeviceBuffer<float> z1_, z2_;                // [H, B K, mid]
   // Backward scratch.
   DeviceBuffer<float> d_s_, d_h_, d_u2_, d_v1_, d_m1_out_;  // [B, K, D]

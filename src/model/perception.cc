@@ -97,6 +97,7 @@ PerceptionLayout perception_layout(const PerceptionConfig& cfg) {
   l.cfc = take(cfc_layout(cfg.cfc()).total);
   l.head = head_layout(cfg.d_model, cfg.head_mid);
   l.heads = take(static_cast<std::size_t>(cfg.horizons) * static_cast<std::size_t>(l.head.size));
+  l.skip_w = take(cfg.input_skip ? static_cast<std::size_t>(cfg.horizons) * f : 0);
   l.total = off;
   return l;
 }
@@ -150,6 +151,9 @@ std::vector<ModelParamSpec> perception_param_specs(const PerceptionConfig& cfg) 
     add(p + "w_s", at(hl.ws), {1, d}, true, kGroupHeads);
     add(p + "b_s", at(hl.bs), {1}, false, kGroupHeads);
   }
+  // The skip path is the logistic's coefficients: its L2 penalty was chosen when it was fit,
+  // so no decay pulls it further.
+  if (cfg.input_skip) add("skip.weight", l.skip_w, {cfg.horizons, f}, false, kGroupHeads);
   return out;
 }
 
@@ -170,6 +174,14 @@ void perception_init(const PerceptionConfig& cfg, T* params, std::uint64_t seed)
   }
   cfc_init(cfg.cfc(), params + l.cfc, block_seed(seed, 3));
   head_init<T>(l.head, mview(params + l.heads, {cfg.horizons, l.head.size}), block_seed(seed, 4));
+  if (cfg.input_skip) {
+    for (int j = 0; j < cfg.horizons; ++j) {
+      T* head = params + l.heads + static_cast<std::size_t>(j * l.head.size);
+      std::fill(head + l.head.wm, head + l.head.wm + l.head.mid, T(0));
+      std::fill(head + l.head.ws, head + l.head.ws + l.head.d, T(0));
+    }
+    std::fill(params + l.skip_w, params + l.total, T(0));
+  }
 }
 
 template <typename T>
@@ -238,6 +250,38 @@ void trunk_forward(const PerceptionConfig& cfg, CpuContext& ctx, const T* params
   cfc_forward(cfg.cfc(), ctx, p + l.cfc, ws->h.data(), ws->c.data(), dt, stride, &ws->cfc);
 }
 
+// The input skip path: logits[r, j] += sum_f x[r, f] W[j, f] over rows r < rows.
+template <typename T>
+void input_skip_forward(const T* x, const T* w, int64_t rows, int64_t f, int64_t nh, T* logits) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * f;
+    for (int64_t j = 0; j < nh; ++j) {
+      const T* wj = w + j * f;
+      T acc = T(0);
+      for (int64_t i = 0; i < f; ++i) acc += xr[i] * wj[i];
+      logits[r * nh + j] += acc;
+    }
+  }
+}
+
+// dW[j, f] += sum_r dlogits[r, j] x[r, f] (rows in order: deterministic); d_x += dlogits W.
+template <typename T>
+void input_skip_backward(const T* x, const T* w, const T* d_logits, int64_t rows, int64_t f,
+                         int64_t nh, T* dw, T* d_x) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * f;
+    for (int64_t j = 0; j < nh; ++j) {
+      const T dl = d_logits[r * nh + j];
+      T* dwj = dw + j * f;
+      for (int64_t i = 0; i < f; ++i) dwj[i] += dl * xr[i];
+      if (d_x != nullptr) {
+        const T* wj = w + j * f;
+        for (int64_t i = 0; i < f; ++i) d_x[r * f + i] += dl * wj[i];
+      }
+    }
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -250,6 +294,9 @@ void perception_forward(const PerceptionConfig& cfg, CpuContext& ctx, const T* p
   head_forward<T>(ctx, l.head, cview(ws->cfc.out, {r, d}),
                   cview(params + l.heads, {nh, l.head.size}), mview(ws->logits, {r, nh}),
                   mview(ws->z1, {nh, r, mid}), mview(ws->z2, {nh, r, mid}));
+  if (cfg.input_skip) {
+    input_skip_forward(x, params + l.skip_w, r, cfg.features, nh, ws->logits.data());
+  }
 }
 
 template <typename T>
@@ -267,6 +314,13 @@ void perception_forward_last(const PerceptionConfig& cfg, CpuContext& ctx, const
   head_forward<T>(ctx, l.head, cview(ws->s_last, {b, d}),
                   cview(params + l.heads, {nh, l.head.size}), mview(ws->logits.data(), {b, nh}),
                   mview(ws->z1.data(), {nh, b, mid}), mview(ws->z2.data(), {nh, b, mid}));
+  if (cfg.input_skip) {
+    const int64_t f = cfg.features;
+    for (int64_t i = 0; i < b; ++i) {
+      input_skip_forward(x + ((i * k) + (k - 1)) * f, params + l.skip_w, 1, f, nh,
+                         ws->logits.data() + i * nh);
+    }
+  }
 }
 
 // Reverse order of the forward; every op accumulates, so the scratch gradients are zeroed first.
@@ -296,6 +350,9 @@ void perception_backward(const PerceptionConfig& cfg, CpuContext& ctx, const T* 
                    cview(d_logits, {r, nh}),
                    cview(lambda != nullptr ? lambda : ws->ones.data(), {nh}),
                    mview(ws->d_s, {r, d}), mview(g + l.heads, {nh, l.head.size}));
+  if (cfg.input_skip) {
+    input_skip_backward(x, p + l.skip_w, d_logits, r, f, nh, g + l.skip_w, d_x);
+  }
   // CfC: dL/dh from the inputs W_in h_k, dL/dc from s_{-1}.
   cfc_backward(cfg.cfc(), ctx, p + l.cfc, ws->h.data(), dt, stride, ws->d_s.data(), &ws->cfc,
                g + l.cfc, ws->d_h.data(), ws->d_c.data());

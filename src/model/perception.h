@@ -3,7 +3,7 @@
 //   x [B, K, F] -> varsel -> Mamba2 m1 (F -> D) -> LayerNorm a = v1
 //   u2 = v1 + m2(v1) (Mamba2 D -> D) -> LayerNorm b = h [B, K, D]
 //   c = attn_pool(h) [B, D];  s = CfC(h, s_{-1} = c, dt) [B, K, D]
-//   logits[:, :, j] = head_j(s) [B, K, H]
+//   logits[:, :, j] = head_j(s) [B, K, H]  (+ x W_skip^T with the input skip path)
 // The decision stride S scales Mamba2's dt and is the CfC's Δt unless a per-position dt [B, K]
 // is given (`--cfc-time real`). docs/MODEL.md has the parameter table and the backward order.
 //
@@ -39,6 +39,12 @@ struct PerceptionConfig {
   int d_conv = 4;     // Mamba2 causal conv width
   int head_mid = 64;  // HEAD_MID of the output heads
   int horizons = 5;   // H
+  // The input skip path: a direct linear map from each position's (standardised) features to
+  // every head's logit, logits += x W_skip^T, W_skip [H, F]. With it the model contains the
+  // logistic regression on one snapshot (the trainer warm-starts W_skip and the heads' b_s from
+  // the fitted logistic baseline) and the deep path learns what the logistic misses; the heads'
+  // output projections w_m and w_s then start at zero, so the untrained model IS that logistic.
+  bool input_skip = false;
 
   Status validate() const;
   bool operator==(const PerceptionConfig&) const = default;
@@ -61,6 +67,7 @@ struct PerceptionLayout {
   std::size_t cfc;       // CfcLayout, relative
   std::size_t heads;     // [H, head.size], HeadLayout per row
   HeadLayout head;
+  std::size_t skip_w;    // [H, F] input skip path (only with input_skip; == total otherwise)
   std::size_t total;
 };
 PerceptionLayout perception_layout(const PerceptionConfig& cfg);
@@ -71,7 +78,8 @@ std::vector<ModelParamSpec> perception_param_specs(const PerceptionConfig& cfg);
 
 // DESIGN §3 initialisation of every block, deterministic in seed: varsel N(0, 1/F), Mamba2's
 // init for m1 and m2, LayerNorms w = 1 and b = 0, pool q = 0 (mean pooling), CfC and heads
-// Xavier-uniform with zero biases. params has layout.total elements.
+// Xavier-uniform with zero biases. With input_skip: W_skip = 0 and the heads' w_m, w_s = 0.
+// params has layout.total elements.
 template <typename T>
 void perception_init(const PerceptionConfig& cfg, T* params, std::uint64_t seed);
 

@@ -118,8 +118,10 @@ Result<LogisticSolution> fit_logistic(const DesignMatrix& x, std::span<const uin
         break;
       }
     }
-    if (!accepted) {
-      // No decrease along the Newton direction: the gradient is at rounding level.
+    if (!accepted || (!(f_new < f) && gnorm <= 1e3 * options.gradient_tolerance)) {
+      // No decrease along the Newton direction (or a step that leaves f unchanged): the
+      // gradient is at rounding level. On large, well-fit problems it can stall just above the
+      // tolerance (1.3e-8 seen at 1e-8), so within 1e3 x the tolerance that is convergence.
       sol.iterations = it;
       sol.gradient_norm = gnorm;
       if (gnorm > 1e3 * options.gradient_tolerance) {

@@ -52,6 +52,24 @@ const char* model_kind_name(ModelKind k) {
   }
 }
 
+const char* input_skip_name(InputSkip s) {
+  switch (s) {
+    case InputSkip::kOff:
+      return "off";
+    case InputSkip::kZero:
+      return "zero";
+    default:
+      return "logreg";
+  }
+}
+
+Result<InputSkip> parse_input_skip(const std::string& s) {
+  if (s == "off") return InputSkip::kOff;
+  if (s == "zero") return InputSkip::kZero;
+  if (s == "logreg") return InputSkip::kLogReg;
+  return UsageError("--input-skip must be logreg, zero or off (got '{}')", s);
+}
+
 namespace {
 
 Result<ModelKind> parse_model_kind(const std::string& s) {
@@ -154,12 +172,14 @@ class Net {
     pc_ = c.perception;
     pc_.features = kFeatureDim;
     pc_.horizons = static_cast<int>(c.horizons.size());
+    pc_.input_skip = c.input_skip != InputSkip::kOff;
     if (c.model == ModelKind::kPerception) {
       specs_ = model::perception_param_specs(pc_);
       size_ = model::perception_layout(pc_).total;
     }
   }
   size_t size() const { return size_; }
+  const model::PerceptionConfig& config() const { return pc_; }
   const std::vector<model::ModelParamSpec>& specs() const { return specs_; }
   int horizons() const { return pc_.horizons; }
 
@@ -592,6 +612,40 @@ nlohmann::json num(double v) {
 }
 
 // Keeps the metrics.jsonl lines of epochs <= last_epoch (a resumed run rewrites the rest).
+// --input-skip logreg: the skip path starts as the logistic regression on the snapshot's own
+// features fit on the training rows (the logreg baseline when --baselines fits it, else a fit for
+// this alone), and the heads' w_m, w_s start at zero, so the untrained model equals that logistic
+// and training learns what it misses.
+Status warm_start_input_skip(const Dataset& ds, TrainState& st) {
+  const TrainConfig& c = st.cfg;
+  const FittedBaseline* logistic = st.baselines.find("logreg");
+  Baselines own;
+  if (logistic == nullptr) {
+    BaselineConfig bc = c.baselines;
+    bc.lags = 1;
+    FXT_ASSIGN_OR_RETURN(own, Baselines::fit(ds, c.horizons, bc, c.threads, "logreg"));
+    logistic = own.find("logreg");
+  }
+  const model::PerceptionConfig& pc = st.net.config();
+  if (logistic == nullptr || !pc.input_skip ||
+      logistic->logistic.size() != static_cast<size_t>(pc.horizons)) {
+    return InternalError("--input-skip logreg: no logistic fit to start the skip path from");
+  }
+  const model::PerceptionLayout l = model::perception_layout(pc);
+  const auto f = static_cast<size_t>(pc.features);
+  for (size_t j = 0; j < static_cast<size_t>(pc.horizons); ++j) {
+    const LogisticSolution& sol = logistic->logistic[j];
+    if (sol.weights.size() != f) {
+      return InternalError("--input-skip logreg: the logistic has {} coefficients, not {}",
+                           sol.weights.size(), f);
+    }
+    for (size_t i = 0; i < f; ++i) st.params[l.skip_w + j * f + i] = static_cast<float>(sol.weights[i]);
+    st.params[l.heads + j * static_cast<size_t>(l.head.size) + static_cast<size_t>(l.head.bs)] =
+        static_cast<float>(sol.bias);
+  }
+  return Status::Ok();
+}
+
 Status truncate_metrics(const std::string& path, int last_epoch) {
   if (!fs::exists(path)) return Status::Ok();
   FXT_ASSIGN_OR_RETURN(std::string text, read_file(path));
@@ -852,6 +906,7 @@ nlohmann::json TrainConfig::to_json() const {
   j["expand"] = perception.expand;
   j["d_conv"] = perception.d_conv;
   j["head_mid"] = perception.head_mid;
+  j["input_skip"] = input_skip_name(input_skip);
   j["eval_batch"] = eval_batch;
   j["baselines"] = baselines.to_json();
   return j;
@@ -902,6 +957,9 @@ Result<TrainConfig> TrainConfig::from_json(const nlohmann::json& j) {
     c.perception.expand = j.at("expand").get<int>();
     c.perception.d_conv = j.at("d_conv").get<int>();
     c.perception.head_mid = j.at("head_mid").get<int>();
+    // Checkpoints from before the skip path hold the model without it.
+    FXT_ASSIGN_OR_RETURN(c.input_skip,
+                         parse_input_skip(j.value("input_skip", std::string("off"))));
     c.eval_batch = j.at("eval_batch").get<int>();
     FXT_ASSIGN_OR_RETURN(c.baselines, BaselineConfig::from_json(j.at("baselines")));
   } catch (const nlohmann::json::exception& e) {
@@ -997,6 +1055,9 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
     const std::string only = st->perception() ? "" : model_kind_name(c.model);
     FXT_ASSIGN_OR_RETURN(st->baselines,
                          Baselines::fit(ds, c.horizons, c.baselines, c.threads, only));
+    if (st->perception() && c.input_skip == InputSkip::kLogReg) {
+      FXT_RETURN_IF_ERROR(warm_start_input_skip(ds, *st));
+    }
   }
   std::error_code ec;
   fs::create_directories(run_dir, ec);

@@ -44,6 +44,14 @@ namespace fxt {
 enum class ModelKind { kPerception, kLogReg, kGbdt };
 const char* model_kind_name(ModelKind k);  // "perception", "logreg", "gbdt"
 
+// The perception model's input skip path (model::PerceptionConfig::input_skip, docs/MODEL.md):
+// kLogReg = on, W_skip and the heads' b_s warm-started from the logistic regression fit on the
+// training rows (the logreg baseline, or a fit of it for this purpose when --baselines leaves
+// it out); kZero = on, started at zero; kOff = the DESIGN §3 model without it.
+enum class InputSkip { kOff, kZero, kLogReg };
+const char* input_skip_name(InputSkip s);                 // "off", "zero", "logreg"
+Result<InputSkip> parse_input_skip(const std::string& s);  // names the flag on error
+
 struct TrainConfig {
   uint64_t seed = 1;
   int64_t steps_per_epoch = 200;
@@ -70,6 +78,7 @@ struct TrainConfig {
   int patience = 5;                     // epochs without improvement; 0 = never stop early
   ModelKind model = ModelKind::kPerception;
   model::PerceptionConfig perception;  // features and horizons are set from the data config
+  InputSkip input_skip = InputSkip::kLogReg;  // sets perception.input_skip (not kOff)
   BaselineConfig baselines;            // fit once before training (DESIGN §6)
   int eval_batch = 64;                 // windows per forward pass when scoring
   int threads = 1;                     // CPU threads (results do not depend on it)

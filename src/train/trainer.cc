@@ -169,10 +169,7 @@ std::vector<int64_t> shape64(const std::vector<int>& s) {
 class Net {
  public:
   explicit Net(const TrainConfig& c) {
-    pc_ = c.perception;
-    pc_.features = kFeatureDim;
-    pc_.horizons = static_cast<int>(c.horizons.size());
-    pc_.input_skip = c.input_skip != InputSkip::kOff;
+    pc_ = c.perception_config();
     if (c.model == ModelKind::kPerception) {
       specs_ = model::perception_param_specs(pc_);
       size_ = model::perception_layout(pc_).total;
@@ -773,9 +770,7 @@ class CudaTrainer {
  private:
   static gpu::TrainStepConfig step_config(const TrainConfig& c, const LrSchedule& sched) {
     gpu::TrainStepConfig g;
-    g.model = c.perception;
-    g.model.features = kFeatureDim;
-    g.model.horizons = static_cast<int>(c.horizons.size());
+    g.model = c.perception_config();
     g.batch = c.batch;
     g.window = c.window;
     g.stride = c.stride;
@@ -859,12 +854,17 @@ Status TrainConfig::validate() const {
   FXT_RETURN_IF_ERROR(parse_stop_metric(early_stop, horizons).status());
   FXT_RETURN_IF_ERROR(baselines.validate());
   if (model == ModelKind::kPerception) {
-    model::PerceptionConfig pc = perception;
-    pc.features = kFeatureDim;
-    pc.horizons = static_cast<int>(horizons.size());
-    FXT_RETURN_IF_ERROR(pc.validate());
+    FXT_RETURN_IF_ERROR(perception_config().validate());
   }
   return Status::Ok();
+}
+
+model::PerceptionConfig TrainConfig::perception_config() const {
+  model::PerceptionConfig pc = perception;
+  pc.features = kFeatureDim;
+  pc.horizons = static_cast<int>(horizons.size());
+  pc.input_skip = input_skip != InputSkip::kOff;
+  return pc;
 }
 
 nlohmann::json TrainConfig::to_json() const {

@@ -93,6 +93,9 @@ struct TrainConfig {
   nlohmann::json to_json() const;
   static Result<TrainConfig> from_json(const nlohmann::json& j);
   DatasetConfig dataset_config() const;
+  // The model's complete configuration: `perception` with the data's feature count, the
+  // horizon count and the input skip path set (the one place these are combined).
+  model::PerceptionConfig perception_config() const;
 };
 
 struct TrainOptions {

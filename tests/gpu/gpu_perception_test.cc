@@ -32,10 +32,11 @@ struct Case {
   int b, k, d, state;
   float stride;
   bool real_dt;
+  bool input_skip = false;
   std::string name() const {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "B%d K%d D%d N%d S%g%s", b, k, d, state,
-                  static_cast<double>(stride), real_dt ? " dt[]" : "");
+    std::snprintf(buf, sizeof buf, "B%d K%d D%d N%d S%g%s%s", b, k, d, state,
+                  static_cast<double>(stride), real_dt ? " dt[]" : "", input_skip ? " skip" : "");
     return buf;
   }
 };
@@ -98,6 +99,7 @@ void check_against_cpu(const Case& c) {
   cfg.d_model = c.d;
   cfg.d_state = c.state;
   cfg.head_dim = c.d == 128 ? 64 : 16;
+  cfg.input_skip = c.input_skip;
   const model::PerceptionLayout l = model::perception_layout(cfg);
   std::vector<float> params(l.total);
   model::perception_init<float>(cfg, params.data(), 11);
@@ -153,6 +155,14 @@ TEST(PerceptionGpu, MatchesCpuWithStrideAndRealTime) {
 TEST(PerceptionGpu, MatchesCpuAtSmallOddSizes) {
   FXT_SKIP_WITHOUT_GPU();
   check_against_cpu({3, 5, 32, 8, 1.0f, false});
+}
+
+// The input skip path (features -> every head's logit): its GEMMs in forward, forward_last and
+// backward (dW_skip, d_x) against the CPU reference; init noise makes W_skip, w_m, w_s non-zero.
+TEST(PerceptionGpu, MatchesCpuWithInputSkip) {
+  FXT_SKIP_WITHOUT_GPU();
+  check_against_cpu({4, 64, 128, 16, 1.0f, false, true});
+  check_against_cpu({3, 5, 32, 8, 4.0f, true, true});
 }
 
 TEST(PerceptionGpu, BackwardIsBitReproducible) {

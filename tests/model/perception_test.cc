@@ -363,6 +363,70 @@ TEST(Perception, LastPositionForwardEqualsFullForward) {
   }
 }
 
+// The input skip path: every gradient (W_skip, the heads with w_m and w_s moved off their zero
+// init, the trunk, d_x) against central differences.
+TEST(PerceptionGrad, TinyFullWithInputSkip) {
+  PerceptionConfig cfg = tiny_config();
+  cfg.input_skip = true;
+  Problem pb(cfg, 2, 6, 1.0, false, 17);
+  std::mt19937_64 rng(23);
+  for (const ModelParamSpec& s : perception_param_specs(cfg)) {
+    if (s.name == "skip.weight" || s.name.ends_with(".w_m") || s.name.ends_with(".w_s")) {
+      for (std::size_t i = 0; i < s.size; ++i) {
+        pb.params[s.offset + i] = std::uniform_real_distribution<double>(-0.5, 0.5)(rng);
+      }
+    }
+  }
+  std::printf("perception grad check tiny B=2 K=6 S=1 with the input skip path, all coords\n");
+  check_linear(pb, 1u << 20, 1e-8, 5);
+}
+
+// With the skip path the untrained model is exactly a logistic regression on each position's
+// features: logits = x W_skip^T + b_s (w_m = w_s = 0 at init), in the full and last-position
+// forwards; the layout adds H x F parameters after the heads.
+TEST(Perception, UntrainedModelWithInputSkipIsTheLogistic) {
+  PerceptionConfig cfg;
+  cfg.input_skip = true;
+  const PerceptionLayout l = perception_layout(cfg);
+  EXPECT_EQ(l.total, 259695u + 5u * 40u);
+  EXPECT_EQ(l.skip_w, 259695u);
+  const int b = 2, k = 7, f = cfg.features, nh = cfg.horizons;
+  std::vector<double> p(l.total);
+  perception_init(cfg, p.data(), 3);
+  std::mt19937_64 rng(4);
+  const std::vector<double> w = random_vector(rng, static_cast<std::size_t>(nh * f), -1.0, 1.0);
+  std::copy(w.begin(), w.end(), p.begin() + static_cast<std::ptrdiff_t>(l.skip_w));
+  for (int j = 0; j < nh; ++j) {
+    p[l.heads + static_cast<std::size_t>(j * l.head.size + l.head.bs)] = 0.25 * j - 0.5;
+  }
+  const std::vector<double> x =
+      random_vector(rng, static_cast<std::size_t>(b * k * f), -2.0, 2.0);
+  CpuContext ctx(2);
+  PerceptionWorkspace<double> ws;
+  ws.resize(cfg, b, k);
+  perception_forward(cfg, ctx, p.data(), x.data(), 1.0, static_cast<const double*>(nullptr), &ws);
+  auto logistic = [&](int row, int j) {
+    double z = 0.25 * j - 0.5;
+    for (int i = 0; i < f; ++i) {
+      z += x[static_cast<std::size_t>(row * f + i)] * w[static_cast<std::size_t>(j * f + i)];
+    }
+    return z;
+  };
+  for (int row = 0; row < b * k; ++row) {
+    for (int j = 0; j < nh; ++j) {
+      EXPECT_NEAR(ws.logits[static_cast<std::size_t>(row * nh + j)], logistic(row, j), 1e-12);
+    }
+  }
+  perception_forward_last(cfg, ctx, p.data(), x.data(), 1.0, static_cast<const double*>(nullptr),
+                          &ws);
+  for (int i = 0; i < b; ++i) {
+    for (int j = 0; j < nh; ++j) {
+      EXPECT_NEAR(ws.logits[static_cast<std::size_t>(i * nh + j)], logistic(i * k + k - 1, j),
+                  1e-12);
+    }
+  }
+}
+
 // Two runs, and 1 vs 4 threads, give identical bytes of logits, gradients and d_x.
 TEST(Perception, DeterministicBytes) {
   const PerceptionConfig cfg;

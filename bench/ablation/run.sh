@@ -38,7 +38,7 @@ def num(v):
     return v if isinstance(v, (int, float)) else float("nan")
 def fmt_row(name, hs, mean, secs=""):
     return "\t".join([name] + [f"{num(h['auc']):.4f}" for h in hs] + [f"{num(mean):.4f}", secs])
-header, rows, baselines = None, [], []
+header, rows = None, []
 for line in open(variants):
     line = line.rstrip("\n")
     if not line or line.startswith("#"):
@@ -51,11 +51,12 @@ for line in open(variants):
     ev = json.load(open(p))
     if header is None:
         header = "\t".join(["variant"] + [f"h{h}" for h in ev["horizons"]] + ["mean", "seconds"])
-        for b, bj in sorted(ev.get("baselines", {}).items()):
-            baselines.append(fmt_row("baseline:" + b, bj["horizons"], bj["mean_auc"]))
     secs = open(os.path.join(out, name, "seconds")).read().strip()
     rows.append(fmt_row(name, ev["model"]["horizons"], ev["model"]["mean_auc"], secs))
-table = "\n".join([header or "variant"] + baselines + rows) + "\n"
+    # Each variant's own baselines (fit on its rows; the lag variants depend on the stride).
+    for b, bj in sorted(ev.get("baselines", {}).items()):
+        rows.append(fmt_row("  " + b, bj["horizons"], bj["mean_auc"]))
+table = "\n".join([header or "variant"] + rows) + "\n"
 open(os.path.join(out, "ablation.tsv"), "w").write(table)
 print(table, end="")
 PY

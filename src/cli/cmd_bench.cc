@@ -102,7 +102,6 @@ Status bench_gpu(const BenchArgs& a, const std::vector<int>& batches, nlohmann::
     cfg.window = a.window;
     cfg.schedule.warmup_steps = 500;
     cfg.schedule.total_steps = 20000;
-    cfg.baseline = false;  // the peer trains no baseline: time the same work
     cfg.tf32 = a.tf32;
     gpu::TrainStep step(cfg);
     gpu::TrainData td;

@@ -296,6 +296,12 @@ def main():
     args.warmup = args.warmup if args.warmup is not None else (20 if on_cuda else 2)
     args.fwd_steps = args.fwd_steps or (200 if on_cuda else 20)
     torch.set_num_threads(args.threads)
+    # Every (form, precision, B) is its own compiled graph of the same forward code: allow
+    # them all, where the default limit (8) would silently fall back to eager.
+    dynamo = getattr(torch, '_dynamo', None)
+    for name in ('cache_size_limit', 'recompile_limit'):
+        if dynamo is not None and hasattr(dynamo.config, name):
+            setattr(dynamo.config, name, 256)
 
     meta = dict(device=device_name(device), device_type=device.type, torch=torch.__version__,
                 cuda=torch.version.cuda if on_cuda else None, python=platform.python_version(),

@@ -314,7 +314,7 @@ def main():
                 warmup=args.warmup, steps=args.steps, fwd_steps=args.fwd_steps)
     print(json.dumps(meta))
 
-    rows = []
+    rows, failures = [], []
     compile_mode = args.compile_mode or 'default'
     mode_args = argparse.Namespace(**{**vars(args), 'compile_mode': compile_mode})
 
@@ -322,17 +322,27 @@ def main():
         rows.append(row)
         if args.out:   # rewritten after every row, so a run cut short keeps what it measured
             with open(args.out, 'w') as f:
-                json.dump(dict(meta, results=rows, best=best_peers(rows)), f, indent=2)
+                json.dump(dict(meta, results=rows, best=best_peers(rows), failures=failures), f, indent=2)
                 f.write('\n')
 
     for precision in args.precisions:
         set_precision(precision)
         for form in args.forms:
             for mode in args.modes:
-                fwd_ms = None if args.no_fwd else bench_forward_b1(mode, form, precision, args.seq_len,
-                                                                   mode_args, device)
+                try:
+                    fwd_ms = None if args.no_fwd else bench_forward_b1(mode, form, precision, args.seq_len,
+                                                                       mode_args, device)
+                except Exception as e:  # noqa: BLE001
+                    print(f'{precision} {form} {mode} B=1 forward FAILED: {e!r}'[:400], flush=True)
+                    fwd_ms = None
                 for batch in args.batch:
-                    step_ms, wall_ms = bench_train(mode, form, precision, batch, args.seq_len, mode_args, device)
+                    try:
+                        step_ms, wall_ms = bench_train(mode, form, precision, batch, args.seq_len, mode_args,
+                                                       device)
+                    except Exception as e:  # noqa: BLE001 - one failed row must not lose the rest
+                        print(f'{precision:>4} {form:>9} {mode:>14} B={batch:<4} FAILED: {e!r}'[:400], flush=True)
+                        failures.append(dict(precision=precision, form=form, mode=mode, B=batch, error=repr(e)[:400]))
+                        continue
                     row = dict(device=meta['device'], torch=meta['torch'], threads=meta['threads'],
                                precision=precision, form=form, mode=mode,
                                compile_mode=compile_mode if 'compile' in mode else None, B=batch,

@@ -1,48 +1,99 @@
 #!/usr/bin/env bash
-# GPU training-step comparison (DESIGN §11, issue 4), one run on one machine: `fxt bench train`
-# (the captured CUDA Graph step at B = 32 and 256, K = 64, and B = 1 forward latency), then the
-# PyTorch peer in its four modes (eager, graph, compile, compile+graph) on the same GPU; prints
-# foxhunt's step time against the best peer mode at each batch size.
-# Usage: scripts/bench_train_gpu.sh [build-dir]   (env: FXT_BENCH_DIR, FXT_PEER_PYTHON,
-#        FXT_PEER_MODES (run in that order), FXT_PEER_STEPS, FXT_PEER_ARGS (more peer flags, e.g.
-#        --no-fwd), FXT_PEER_LIMIT (seconds for the whole peer run; what it measured by then is
-#        kept: the peer rewrites its JSON after every row))
-set -euo pipefail
+# GPU speed against the strongest PyTorch peer (DESIGN §11, issue 15), in one device call:
+#   1. `fxt bench train` FP32 at FXT_SCALING_BATCHES (step time, sequences/s, device memory per
+#      sequence, B = 1 forward), and with --tf32 at B = 32 and 256;
+#   2. `fxt bench predict` (scored snapshots/s per pass size, one snapshot's latency), FP32 and
+#      TF32;
+#   3. the PyTorch peer (bench/peer) in every form (loop, quadratic SSD, chunked SSD), mode
+#      (eager, graph, compile, compile+graph) and precision (fp32, tf32, bf16 autocast) that
+#      fits in FXT_PEER_LIMIT seconds, run as separate invocations in FXT_PEER_PLAN's order
+#      (each rewrites its JSON after every row, so a cut-short run keeps what it measured);
+#   4. the ratios against the best peer per precision and batch size.
+# Usage: scripts/bench_train_gpu.sh [build-dir]
+# Env: FXT_BENCH_DIR (out/bench), FXT_PEER_PYTHON (python3), FXT_PEER_LIMIT (900 s in all),
+#      FXT_PEER_STEPS (40), FXT_PEER_ARGS (more peer flags), FXT_SCALING_BATCHES,
+#      FXT_PEER_PLAN ("modes|forms|precisions;..." invocations, in order), FXT_SKIP_FXT=1 (peer only).
+set -uo pipefail
 BUILD=${1:-build}
 OUT=${FXT_BENCH_DIR:-out/bench}
 PY=${FXT_PEER_PYTHON:-python3}
-MODES=${FXT_PEER_MODES:-eager graph compile compile+graph}
-PEER_STEPS=${FXT_PEER_STEPS:-100}
+PEER_STEPS=${FXT_PEER_STEPS:-40}
 PEER_ARGS=${FXT_PEER_ARGS:-}
-PEER_LIMIT=${FXT_PEER_LIMIT:-3600}
+PEER_LIMIT=${FXT_PEER_LIMIT:-900}
+SCALING=${FXT_SCALING_BATCHES:-32,256,1024,4096}
+# Cheap, decisive rows first: the graph modes (no compilation), then compile+graph of the SSD
+# forms, then the slow modes and the loop form's compilation.
+PLAN=${FXT_PEER_PLAN:-"graph|quadratic chunked loop|fp32 tf32 bf16;compile+graph|quadratic chunked|fp32 tf32 bf16;eager compile|quadratic chunked loop|fp32 tf32 bf16;compile+graph|loop|fp32 tf32 bf16"}
 mkdir -p "$OUT"
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.limit --format=csv || true
-"$BUILD/bin/fxt" bench train --device cuda --batch 32,256 --steps 500 --warmup 50 \
-  --out "$OUT/fxt_train_gpu.json"
-# shellcheck disable=SC2086
-timeout "$PEER_LIMIT" "$PY" bench/peer/bench_peer.py --device cuda --modes $MODES --batch 32 256 \
-  --steps "$PEER_STEPS" $PEER_ARGS --out "$OUT/peer_gpu.json" || echo "peer stopped (rc $?)"
+if [ "${FXT_SKIP_FXT:-0}" != 1 ]; then
+  "$BUILD/bin/fxt" bench train --device cuda --batch "$SCALING" --steps 300 --warmup 30 \
+    --profile 10 --out "$OUT/fxt_train_fp32.json"
+  "$BUILD/bin/fxt" bench train --device cuda --batch 32,256 --steps 300 --warmup 30 --profile 0 \
+    --tf32 --out "$OUT/fxt_train_tf32.json"
+  "$BUILD/bin/fxt" bench predict --device cuda --out "$OUT/fxt_predict_fp32.json"
+  "$BUILD/bin/fxt" bench predict --device cuda --tf32 --batch 4096,16384 \
+    --out "$OUT/fxt_predict_tf32.json"
+fi
+deadline=$(( $(date +%s) + PEER_LIMIT ))
+i=0
+IFS=';' read -ra RUNS <<< "$PLAN"
+for run in "${RUNS[@]}"; do
+  IFS='|' read -r modes forms precisions <<< "$run"
+  left=$(( deadline - $(date +%s) ))
+  [ "$left" -le 5 ] && { echo "peer: no time left for '$run'"; continue; }
+  i=$((i + 1))
+  echo "== peer run $i ($left s left): modes [$modes] forms [$forms] precisions [$precisions]"
+  # shellcheck disable=SC2086
+  PYTHONUNBUFFERED=1 timeout "$left" "$PY" bench/peer/bench_peer.py --device cuda --modes $modes \
+    --forms $forms --precisions $precisions --batch 32 256 --steps "$PEER_STEPS" --warmup 5 \
+    --no-fwd $PEER_ARGS --out "$OUT/peer_$i.json" || echo "peer run $i stopped (rc $?)"
+done
 "$PY" - "$OUT" <<'PYEOF'
-import json, sys
+import glob, json, os, sys
 out = sys.argv[1]
-ours = json.load(open(f"{out}/fxt_train_gpu.json"))
-peer = json.load(open(f"{out}/peer_gpu.json"))["results"]
-print(f"\n{ours['device'].get('name')}  (foxhunt step: captured CUDA Graph; peer: median of per-step CUDA events)")
-print("   B   foxhunt ms   best peer mode          peer ms   ratio")
-for r in ours["results"]:
-    rows = [p for p in peer if p["B"] == r["B"]]
-    if not rows:
-        print(f"{r['B']:>4}   {r['step_ms']:10.4f}   (no peer result)")
+peer = []
+for f in sorted(glob.glob(f"{out}/peer_*.json")):
+    peer += json.load(open(f))["results"]
+def load(name):
+    p = f"{out}/{name}"
+    return json.load(open(p)) if os.path.exists(p) else None
+fp32, tf32 = load("fxt_train_fp32.json"), load("fxt_train_tf32.json")
+print("\npeer rows:")
+for p in sorted(peer, key=lambda p: (p["precision"], p["B"], p["step_ms"])):
+    print(f"  {p['precision']:>4} B={p['B']:<4} {p['form']:>9} {p['mode']:<14} {p['step_ms']:9.3f} ms")
+print("\nprecision  B     foxhunt ms (its precision)   best peer (form, mode)            peer ms   ratio")
+for prec, ours in (("fp32", fp32), ("tf32", tf32), ("bf16", tf32)):
+    if ours is None:
         continue
-    best = min(rows, key=lambda p: p["step_ms"])
-    print(f"{r['B']:>4}   {r['step_ms']:10.4f}   {best['mode']:<20} {best['step_ms']:9.3f}   {best['step_ms']/r['step_ms']:5.1f}x")
-for p in peer:
-    print(f"  peer {p['mode']:<14} B={p['B']:<4} {p['step_ms']:9.3f} ms")
-fwd = [p for p in peer if p.get("fwd_b1_ms")]
-if fwd:
-    best = min(fwd, key=lambda p: p["fwd_b1_ms"])
-    print(f"B=1 forward: foxhunt {ours['fwd_b1_ms']*1e3:.1f} us (graph replay), "
-          f"{ours['fwd_b1_end_to_end_ms']*1e3:.1f} us host to host; best peer {best['mode']} "
-          f"{best['fwd_b1_ms']*1e3:.1f} us -> {best['fwd_b1_ms']/ours['fwd_b1_ms']:.1f}x")
+    for r in ours["results"]:
+        if r["B"] not in (32, 256):
+            continue
+        rows = [p for p in peer if p["B"] == r["B"] and p["precision"] == prec]
+        label = "fp32" if ours is fp32 else "tf32"
+        if not rows:
+            print(f"{prec:>9} {r['B']:>4}   {r['step_ms']:9.4f} ({label})   (no peer result)")
+            continue
+        best = min(rows, key=lambda p: p["step_ms"])
+        # Without a compile+graph row (the fastest mode wherever both ran) the ratio only bounds.
+        bound = "" if any(p["mode"] == "compile+graph" for p in rows) else "  upper bound: no compile+graph row"
+        print(f"{prec:>9} {r['B']:>4}   {r['step_ms']:9.4f} ({label})        "
+              f"{best['form']+', '+best['mode']:<32} {best['step_ms']:9.3f}   {best['step_ms']/r['step_ms']:5.2f}x{bound}")
+if fp32:
+    print("\nscaling (FP32):")
+    for r in fp32["results"]:
+        print(f"  B={r['B']:<5} {r['step_ms']:8.3f} ms  {r['sequences_per_s']:10.0f} seq/s  "
+              f"{r.get('device_bytes_per_sequence', 0)/1024:8.0f} KiB/seq "
+              f"(marginal {r.get('device_bytes_per_sequence_marginal', 0)/1024:.0f} KiB)")
+    print(f"B=1 forward (all positions): {fp32['fwd_b1_ms']*1e3:.1f} us graph, "
+          f"{fp32['fwd_b1_end_to_end_ms']*1e3:.1f} us host to host")
+for name in ("fxt_predict_fp32.json", "fxt_predict_tf32.json"):
+    p = load(name)
+    if p is None:
+        continue
+    print(f"{name}:")
+    for r in p["results"]:
+        print(f"  batch {r['batch']:<6} {r['snapshots_per_s']:12.0f} snapshots/s  {r['ms_per_pass']:8.3f} ms/pass")
+    print(f"  B=1 scoring: {p['b1_host_ms']*1e3:.1f} us host to host")
 PYEOF

@@ -17,7 +17,7 @@ cmake --build build-dev -j16 > "$OUT/build.log" 2>&1 || { grep -E 'error|Error' 
 grep -c 'warning' "$OUT/build.log" | sed 's/^/build warnings: /'
 echo "build: $(( $(date +%s) - t0 )) s"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader
-GPU_TESTS=$(ls build-dev/tests | grep -vE '\.cmake$' | grep -E '^(gpu_|ops_test|runtime_test|batch_train_test|mamba2_test|cfc_heads_test|adamw_train_test|train_step_train_test|es_mbo_train_test)' || true)
+GPU_TESTS=$(ls build-dev/tests | grep -vE '\.cmake$' | grep -E '^(gpu_|ops_test|runtime_test|batch_train_test|mamba2_test|cfc_heads_test|adamw_train_test|train_step_train_test|window_scorer_train_test|es_mbo_train_test)' || true)
 [ -n "${FXT_GPU_TESTS:-}" ] && GPU_TESTS=$FXT_GPU_TESTS  # a subset, by program name
 if has gpu; then
   for t in $GPU_TESTS; do
@@ -128,7 +128,8 @@ if has ncu-source; then
     "$OUT/ncu_src_details_b$b.txt" | head -40
 fi
 if has peer; then
-  # The PyTorch peer alone, in the modes of FXT_PEER_MODES, same GPU and call as quick-bench.
+  # The PyTorch peer alone (quadratic SSD form, fp32), in the modes of FXT_PEER_MODES, same GPU
+  # and call as quick-bench; `bench` runs every form, mode and precision.
   # shellcheck disable=SC2086
   timeout ${FXT_PEER_LIMIT:-300} python3 bench/peer/bench_peer.py --device cuda \
     --modes ${FXT_PEER_MODES:-eager graph compile compile+graph} --batch 32 256 \
@@ -155,12 +156,14 @@ if has sanitize; then
     run_san memcheck cfc_heads_test '*Odd*:*ModelSizeB4*:*Graph*:*Gather*:*Skips*' &
     run_san memcheck gpu_perception_test '*SmallOdd*:*BitReproducible*' &
     run_san memcheck train_step_train_test '*GraphReplay*:*SameSeed*' &
+    run_san memcheck window_scorer_train_test '*' &
     for t in ops_test gpu_loss_test runtime_test; do
       run_san racecheck $t '-*Timing*' &
     done
     run_san racecheck mamba2_test '*SmallOdd*:*RealSizesB4*:*LongSequences*' &
     run_san racecheck cfc_heads_test '*Odd*:*ModelSizeB4*' &
     run_san racecheck gpu_perception_test '*SmallOdd*' &
+    run_san racecheck window_scorer_train_test '*StrideAndElapsed*' &
     wait
   } | sort
 fi

@@ -13,6 +13,8 @@ packages=(
 )
 # Optional extras: clang builds the libFuzzer targets (make fuzz).
 if [[ "${FXT_SETUP_FUZZ:-0}" == 1 ]]; then packages+=(clang); fi
+# The PyTorch peer's CPU self-test and form check (bench/peer, docs/PEER.md): Debian's torch.
+if [[ "${FXT_SETUP_PEER:-0}" == 1 ]]; then packages+=(python3-torch); fi
 
 missing=()
 for p in "${packages[@]}"; do

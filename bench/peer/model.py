@@ -47,16 +47,97 @@ class GatedRMSNorm(nn.Module):
         return y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
-class Mamba2(nn.Module):
-    """state-spaces/mamba's Mamba2 block (one group), exact sequential scan over K.
+def segsum(a):
+    """Stable segment sums (mamba_ssm's ssd_minimal): a [..., T] -> [..., T, T] with
+    out[..., i, j] = a[j+1] + ... + a[i] for i >= j and -inf above the diagonal, so that
+    exp(out) is the lower-triangular decay matrix L (no cumsum differences, no overflow)."""
+    t = a.shape[-1]
+    rep = a[..., None].expand(*a.shape, t)                              # [..., i, j] = a[i]
+    strict = torch.tril(torch.ones(t, t, dtype=torch.bool, device=a.device), diagonal=-1)
+    seg = torch.cumsum(rep.masked_fill(~strict, 0), dim=-2)
+    lower = torch.tril(torch.ones(t, t, dtype=torch.bool, device=a.device), diagonal=0)
+    return seg.masked_fill(~lower, -torch.inf)
 
-    K is short (64), so the scan is the plain recurrence, not the chunked SSD:
-        s <- exp(dt*A) s + dt * x (outer) B ;  y = s C + D x     (per head, s: P x N)
+
+def ssm_loop(x, dt, A, B, C):
+    """The recurrence as written, one step per position (K dependent steps):
+        s <- exp(dt*A) s + dt * x (outer) B ;  y = s C     (per head, s: P x N)
+    x [b, K, h, P], dt [b, K, h], A [h], B and C [b, K, N] -> y [b, K, h, P] (without D x)."""
+    batch, _, n_heads, headdim = x.shape
+    decay = torch.exp(dt * A)                                            # [b, K, h]
+    # Inputs of every step in one product: dt * x (outer) B -> [b, K, h, P, N].
+    dBx = (dt.unsqueeze(-1) * x).unsqueeze(-1) * B[:, :, None, None, :]
+    # unbind (not [:, k] indexing): its backward is one stack, where K slices would
+    # each scatter into a zero tensor of the full size.
+    s = x.new_zeros(batch, n_heads, headdim, B.shape[-1])
+    ys = []
+    for decay_k, dBx_k, C_k in zip(decay[..., None, None].unbind(1), dBx.unbind(1),
+                                   C[:, :, None, :, None].unbind(1)):
+        s = decay_k * s + dBx_k
+        ys.append(torch.matmul(s, C_k).squeeze(-1))                      # [b, h, P]
+    return torch.stack(ys, dim=1)
+
+
+def ssm_quadratic(x, dt, A, B, C):
+    """The SSD ("attention-like") form over all K positions at once:
+        y = (L o (C B^T)) (dt x),  L[i, j] = exp(sum_{l=j+1..i} dt_l A) for i >= j, else 0,
+    per head: two small batched matrix products instead of K dependent steps."""
+    L = torch.exp(segsum((dt * A).transpose(1, 2)))                      # [b, h, K, K]
+    G = torch.matmul(C, B.transpose(1, 2))                               # [b, K(i), K(j)]
+    xdt = (x * dt.unsqueeze(-1)).transpose(1, 2)                         # [b, h, K, P]
+    y = torch.matmul(L * G.unsqueeze(1), xdt)                            # [b, h, K, P]
+    return y.transpose(1, 2)
+
+
+def ssm_chunked(x, dt, A, B, C, chunk=16):
+    """The chunked SSD (mamba_ssm's ssd_minimal_discrete, one group): the quadratic form
+    inside chunks of `chunk` positions, states passed between chunks by their decays.
+    K must be a multiple of chunk."""
+    batch, seq_len, n_heads, headdim = x.shape
+    nc = seq_len // chunk
+    X = (x * dt.unsqueeze(-1)).reshape(batch, nc, chunk, n_heads, headdim)  # [b, c, l, h, p]
+    dA = (dt * A).reshape(batch, nc, chunk, n_heads).permute(0, 3, 1, 2)    # [b, h, c, l]
+    Bc = B.reshape(batch, nc, chunk, -1)                                    # [b, c, l, n]
+    Cc = C.reshape(batch, nc, chunk, -1)
+    cum = torch.cumsum(dA, dim=-1)                                          # [b, h, c, l]
+    # 1. Inside each chunk (the quadratic form).
+    L = torch.exp(segsum(dA))                                               # [b, h, c, l, s]
+    G = torch.matmul(Cc, Bc.transpose(-1, -2))                              # [b, c, l, s]
+    y_diag = torch.matmul(L * G.unsqueeze(1), X.permute(0, 3, 1, 2, 4))     # [b, h, c, l, p]
+    # 2. Each chunk's final state from its own inputs: sum_l exp(cum_end - cum_l) X_l B_l^T.
+    decay_states = torch.exp(cum[..., -1:] - cum)                           # [b, h, c, l]
+    Xd = X.permute(0, 3, 1, 4, 2) * decay_states.unsqueeze(-2)              # [b, h, c, p, l]
+    states = torch.matmul(Xd, Bc.unsqueeze(1))                              # [b, h, c, p, n]
+    # 3. Pass the states across chunks (a c+1 x c+1 decay product; zero initial state).
+    states = torch.cat([torch.zeros_like(states[:, :, :1]), states], dim=2)
+    decay_chunk = torch.exp(segsum(F.pad(cum[..., -1], (1, 0))))            # [b, h, c+1, c+1]
+    states = torch.matmul(decay_chunk, states.flatten(-2)).unflatten(-1, states.shape[-2:])[:, :, :-1]
+    # 4. Each position's output from the state entering its chunk: C_l . s exp(cum_l).
+    y_off = torch.matmul(Cc.unsqueeze(1), states.transpose(-1, -2)) * torch.exp(cum).unsqueeze(-1)
+    y = (y_diag + y_off).permute(0, 2, 3, 1, 4)                             # [b, c, l, h, p]
+    return y.reshape(batch, seq_len, n_heads, headdim)
+
+
+SSM_FORMS = {'loop': ssm_loop, 'quadratic': ssm_quadratic, 'chunked': ssm_chunked}
+
+
+class Mamba2(nn.Module):
+    """state-spaces/mamba's Mamba2 block (one group), exact over K.
+
+    The selective scan  s <- exp(dt*A) s + dt * x (outer) B ;  y = s C + D x  (per head,
+    s: P x N) in one of three equivalent forms (`form`): 'loop' (K sequential steps),
+    'quadratic' (the SSD matrix form over all K) or 'chunked' (SSD in chunks of
+    `chunk` positions, mamba_ssm's reference). K need not be a multiple of `chunk`: the
+    chunked form then pads the sequence with dt = 0 (no decay, no input).
     """
 
     def __init__(self, in_dim, d_model, d_state=16, headdim=64, expand=2, d_conv=4,
-                 stride=1.0, dt_min=1e-3, dt_max=1e-1, dt_floor=1e-4, A_init_range=(1.0, 16.0)):
+                 stride=1.0, dt_min=1e-3, dt_max=1e-1, dt_floor=1e-4, A_init_range=(1.0, 16.0),
+                 form='loop', chunk=16):
         super().__init__()
+        if form not in SSM_FORMS:
+            raise ValueError(f'Mamba2 form {form!r}: expected one of {sorted(SSM_FORMS)}')
+        self.form, self.chunk = form, chunk
         self.d_inner = expand * d_model
         assert self.d_inner % headdim == 0
         self.d_state = d_state
@@ -78,6 +159,16 @@ class Mamba2(nn.Module):
         self.norm = GatedRMSNorm(self.d_inner, eps=1e-5)
         self.out_proj = nn.Linear(self.d_inner, d_model, bias=False)
 
+    def ssm(self, x, dt, A, B, C):
+        """y without the D x skip; x [b, K, h, P], dt [b, K, h], B and C [b, K, N]."""
+        if self.form != 'chunked':
+            return SSM_FORMS[self.form](x, dt, A, B, C)
+        seq_len = x.shape[1]
+        pad = -seq_len % self.chunk
+        if pad:   # dt = 0 on the padding: decay 1 and no input, so the real positions are exact
+            x, dt, B, C = (F.pad(t, (0, 0) * (t.dim() - 2) + (0, pad)) for t in (x, dt, B, C))
+        return ssm_chunked(x, dt, A, B, C, self.chunk)[:, :seq_len]
+
     def forward(self, u):
         batch, seq_len, _ = u.shape
         n_heads, headdim, d_state = self.n_heads, self.headdim, self.d_state
@@ -90,19 +181,7 @@ class Mamba2(nn.Module):
 
         dt = F.softplus(dt + self.dt_bias) * self.stride             # [B, K, nh]
         A = -torch.exp(self.A_log)                                   # [nh]
-        decay = torch.exp(dt * A)                                    # [B, K, nh]
-        # Inputs of every step in one product: dt * x (outer) B -> [B, K, nh, P, N].
-        dBx = (dt.unsqueeze(-1) * x).unsqueeze(-1) * B[:, :, None, None, :]
-
-        # unbind (not [:, k] indexing): its backward is one stack, where K slices would
-        # each scatter into a zero tensor of the full size.
-        s = u.new_zeros(batch, n_heads, headdim, d_state)
-        ys = []
-        for decay_k, dBx_k, C_k in zip(decay[..., None, None].unbind(1), dBx.unbind(1), C[:, :, None, :, None].unbind(1)):
-            s = decay_k * s + dBx_k
-            ys.append(torch.matmul(s, C_k).squeeze(-1))                   # [B, nh, P]
-        y = torch.stack(ys, dim=1) + x * self.D[:, None]                # [B, K, nh, P]
-
+        y = self.ssm(x, dt, A, B, C) + x * self.D[:, None]           # [B, K, nh, P]
         y = self.norm(y.reshape(batch, seq_len, self.d_inner), z)
         return self.out_proj(y)
 
@@ -223,11 +302,13 @@ class GatedResidualHeads(nn.Module):
 
 
 class PerceptionModel(nn.Module):
-    def __init__(self, F=40, D=128, H=5, d_state=16, headdim=64, expand=2, d_conv=4, head_mid=64, stride=1):
+    def __init__(self, F=40, D=128, H=5, d_state=16, headdim=64, expand=2, d_conv=4, head_mid=64, stride=1,
+                 form='loop', chunk=16):
         super().__init__()
         self.n_horizons = H
         self.select = VariableSelection(F)
-        mamba = dict(d_state=d_state, headdim=headdim, expand=expand, d_conv=d_conv, stride=stride)
+        mamba = dict(d_state=d_state, headdim=headdim, expand=expand, d_conv=d_conv, stride=stride,
+                     form=form, chunk=chunk)
         self.m1 = Mamba2(F, D, **mamba)
         self.norm_a = nn.LayerNorm(D)
         self.m2 = Mamba2(D, D, **mamba)

@@ -51,6 +51,27 @@ def test_scan_matches_closed_form():
     torch.testing.assert_close(got, closed_form(u))
 
 
+def test_ssd_forms_match_loop():
+    """The quadratic and chunked SSD forms equal the loop form in float64 (block output and
+    every gradient, K = 64 and an odd K that pads the last chunk), and the whole float32
+    model gives the same logits in every form."""
+    from bench_peer import check_forms
+    assert check_forms(64, 16) == 0
+    x, _, _ = small_batch(batch=2, seq_len=24)
+    logits = {}
+    for form in ('loop', 'quadratic', 'chunked'):
+        torch.manual_seed(0)
+        logits[form] = PerceptionModel(form=form, chunk=8)(x)
+    torch.testing.assert_close(logits['quadratic'], logits['loop'], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(logits['chunked'], logits['loop'], rtol=1e-5, atol=1e-5)
+    try:
+        Mamba2(8, 16, form='scan')
+    except ValueError as e:
+        assert 'scan' in str(e)
+    else:
+        raise AssertionError('an unknown form must raise')
+
+
 def test_gradient_reaches_every_parameter():
     torch.manual_seed(0)
     model = PerceptionModel()

@@ -79,8 +79,10 @@ class Trainer:
     """
 
     def __init__(self, model, lr=1e-3, weight_decay=0.01, clip=1.0, warmup_steps=500, total_steps=20000,
-                 lr_mult=None, use_lambda=True, graph_safe=False, fused=None, forward=None):
+                 lr_mult=None, use_lambda=True, graph_safe=False, fused=None, forward=None,
+                 autocast_dtype=None):
         self.model = model
+        self.autocast_dtype = autocast_dtype
         self.forward = model if forward is None else forward
         self.clip = clip
         self.base_lr = lr
@@ -122,9 +124,16 @@ class Trainer:
             self.step_count += 1
 
     def loss(self, x, labels, mask):
-        """Forward and the total loss (updates the controllers); returns (total, per-horizon L_h)."""
-        logits = self.forward(x, self.controller.trunk_grad_scale)
-        per_horizon = masked_bce_per_horizon(logits, labels, mask)
+        """Forward and the total loss (updates the controllers); returns (total, per-horizon L_h).
+        With autocast_dtype (bf16) the forward runs under torch.autocast (products in bf16,
+        FP32 accumulation; cache off, as CUDA-graph capture needs); the loss and controllers
+        stay FP32."""
+        if self.autocast_dtype is None:
+            logits = self.forward(x, self.controller.trunk_grad_scale)
+        else:
+            with torch.autocast(x.device.type, dtype=self.autocast_dtype, cache_enabled=False):
+                logits = self.forward(x, self.controller.trunk_grad_scale)
+        per_horizon = masked_bce_per_horizon(logits.float(), labels, mask)
         return self.controller(per_horizon), per_horizon
 
     def step(self, x, labels, mask, zero_grad=True):

@@ -1,11 +1,16 @@
 // fxt bench train: the training-step benchmark of DESIGN §11 — step time, sequences/s and
-// positions/s at each batch size (K = 64), forward latency at B = 1, the device and its clocks,
-// as JSON. On the GPU the step is the captured CUDA Graph of the trainer (gpu/train_step.h) on a
-// device-resident random dataset; the PyTorch peer (bench/peer) times the same model, loss,
-// controllers and optimizer, so scripts/bench_train_gpu.sh prints the ratio in one run.
-// docs/PERFORMANCE.md has the results and the protocol.
+// positions/s at each batch size (K = 64), device memory per sequence, forward latency at
+// B = 1, the device and its clocks, as JSON. On the GPU the step is the captured CUDA Graph of
+// the trainer (gpu/train_step.h) on a device-resident random dataset; the PyTorch peer
+// (bench/peer) times the same model, loss, controllers and optimizer, so
+// scripts/bench_train_gpu.sh prints the ratio in one run.
+// fxt bench predict: scored snapshots per second (every snapshot scored with the window that
+// ends at it, as `fxt eval` / `fxt predict` score) at each pass size, and the latency of one
+// snapshot's probabilities (B = 1, heads at the last position). On the GPU through
+// gpu::WindowScorer. docs/PERFORMANCE.md has the results and the protocol.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <memory>
 #include <string>
@@ -23,8 +28,10 @@
 #include "model/loss.h"
 #include "model/perception.h"
 #include "train/optimizer.h"
+#include "features/sequences.h"
 #if FXT_HAVE_CUDA
 #include "gpu/train_step.h"
+#include "gpu/window_scorer.h"
 #endif
 
 namespace fxt::cli {
@@ -34,6 +41,7 @@ struct BenchArgs {
   std::string device = "auto", batches = "32,256", out;
   int window = 64, steps = 200, warmup = 20, fwd_steps = 200, profile = 20;
   bool tf32 = false;
+  int64_t rows = 262'144;  // bench predict: snapshots of the random store, every one scored
 };
 
 // A random standardised dataset: features N(0,1)-like, labels fair coins, ~75 % valid masks.
@@ -91,6 +99,13 @@ nlohmann::json device_json(bool cuda) {
 }
 
 #if FXT_HAVE_CUDA
+size_t device_free_bytes() {
+  size_t free = 0, total = 0;
+  FXT_CUDA_CHECK(cudaDeviceSynchronize());
+  FXT_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return free;
+}
+
 Status bench_gpu(const BenchArgs& a, const std::vector<int>& batches, nlohmann::json* out) {
   model::PerceptionConfig pc;  // DESIGN §3 defaults: F = 40, D = 128, H = 5
   const RandomData data = random_data(200'000, pc.features, pc.horizons);
@@ -102,9 +117,13 @@ Status bench_gpu(const BenchArgs& a, const std::vector<int>& batches, nlohmann::
     cfg.window = a.window;
     cfg.schedule.warmup_steps = 500;
     cfg.schedule.total_steps = 20000;
-    cfg.baseline = false;  // the peer trains no baseline: time the same work
     cfg.tf32 = a.tf32;
+    const size_t free_before = device_free_bytes();
     gpu::TrainStep step(cfg);
+    // Everything the step allocates for this batch size (model activations and gradients,
+    // batch buffers, optimizer state, the context's scratch and cuBLAS workspace), dataset
+    // excluded (uploaded next).
+    const size_t step_bytes = free_before - std::min(free_before, device_free_bytes());
     gpu::TrainData td;
     td.features = data.features.data();
     td.labels = data.labels.data();
@@ -125,15 +144,28 @@ Status bench_gpu(const BenchArgs& a, const std::vector<int>& batches, nlohmann::
     const gpu::StepSums sums = step.take_sums();
     nlohmann::json r = step_row(b, a.window, ms);
     r["graph_nodes"] = step.graph_nodes();
+    r["device_bytes"] = step_bytes;
+    r["device_bytes_per_sequence"] = static_cast<double>(step_bytes) / b;
+    if (!rows.empty() && rows.back()["B"].get<int>() != b) {
+      // The marginal cost of one more sequence: the fixed part (parameters, optimizer state,
+      // scratch) cancels between two batch sizes.
+      const nlohmann::json& prev = rows.back();
+      r["device_bytes_per_sequence_marginal"] =
+          (static_cast<double>(step_bytes) - prev["device_bytes"].get<double>()) /
+          (b - prev["B"].get<int>());
+    }
     r["mean_loss"] = sums.loss / static_cast<double>(std::max<int64_t>(1, sums.steps));
     if (a.profile > 0) {
       nlohmann::json phases = nlohmann::json::object();
       for (const auto& [name, pms] : step.profile_phases(a.profile)) phases[name] = pms;
       r["uncaptured_phase_ms"] = phases;
     }
-    fmt::print("B={:<4} K={} step {:8.4f} ms  {:10.0f} seq/s  {:12.0f} pos/s  ({} graph nodes)\n",
-               b, a.window, ms, b * 1e3 / ms, static_cast<double>(b) * a.window * 1e3 / ms,
-               step.graph_nodes());
+    fmt::print(
+        "B={:<4} K={} step {:8.4f} ms  {:10.0f} seq/s  {:12.0f} pos/s  ({} graph nodes, {:.1f} MiB "
+        "on the device, {:.0f} KiB per sequence)\n",
+        b, a.window, ms, b * 1e3 / ms, static_cast<double>(b) * a.window * 1e3 / ms,
+        step.graph_nodes(), static_cast<double>(step_bytes) / (1 << 20),
+        static_cast<double>(step_bytes) / b / 1024);
     rows.push_back(r);
   }
   (*out)["results"] = rows;
@@ -261,9 +293,120 @@ Status bench_cpu(const BenchArgs& a, const std::vector<int>& batches, nlohmann::
   return Status::Ok();
 }
 
-Status run_bench_train(const BenchArgs& a) {
+#if FXT_HAVE_CUDA
+// Scored snapshots/s through gpu::WindowScorer at each pass size: every snapshot of a random
+// store of a.rows rows scored once (after one warm-up pass), host to host (end indices in,
+// logits out); then one snapshot's latency (a pass of one window).
+Status bench_predict_gpu(const BenchArgs& a, const std::vector<int>& batches, nlohmann::json* out) {
+  model::PerceptionConfig pc;
+  const auto n = static_cast<uint64_t>(a.rows);
+  const RandomData data = random_data(n, pc.features, pc.horizons);
+  std::vector<float> params(model::perception_layout(pc).total);
+  model::perception_init<float>(pc, params.data(), 1);
+  std::vector<uint64_t> ends(n);
+  for (uint64_t t = 0; t < n; ++t) ends[t] = t;
+  std::vector<float> logits(n * static_cast<uint64_t>(pc.horizons));
+  nlohmann::json rows = nlohmann::json::array();
+  auto make_scorer = [&](int batch) {
+    gpu::ScoringShape shape;
+    shape.window = a.window;
+    shape.batch = batch;
+    auto sc = std::make_unique<gpu::WindowScorer>(pc, shape);
+    sc->set_tf32(a.tf32);
+    sc->set_params(params);
+    sc->upload_rows(data.features.data(), nullptr, n);
+    return sc;
+  };
+  for (int b : batches) {
+    const size_t free_before = device_free_bytes();
+    auto sc = make_scorer(b);
+    const size_t bytes = free_before - std::min(free_before, device_free_bytes());
+    sc->score(ends.data(), std::min<size_t>(n, static_cast<size_t>(b)), logits.data());  // warm-up
+    const auto t0 = std::chrono::steady_clock::now();
+    sc->score(ends.data(), n, logits.data());
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double passes = std::ceil(static_cast<double>(n) / b);
+    nlohmann::json r;
+    r["batch"] = b;
+    r["K"] = a.window;
+    r["snapshots"] = n;
+    r["snapshots_per_s"] = static_cast<double>(n) / s;
+    r["ms_per_pass"] = s * 1e3 / passes;
+    r["graph_nodes"] = sc->graph_nodes();
+    r["device_bytes"] = bytes;  // scorer buffers and the store's rows
+    fmt::print("predict batch={:<6} K={} {:12.0f} snapshots/s  {:8.3f} ms per pass  ({} graph "
+               "nodes, {:.1f} MiB)\n",
+               b, a.window, static_cast<double>(n) / s, s * 1e3 / passes, sc->graph_nodes(),
+               static_cast<double>(bytes) / (1 << 20));
+    rows.push_back(r);
+  }
+  (*out)["results"] = rows;
+  {
+    auto sc = make_scorer(1);
+    const uint64_t end = n - 1;
+    std::vector<float> one(static_cast<size_t>(pc.horizons));
+    for (int i = 0; i < 20; ++i) sc->score(&end, 1, one.data());
+    // Host to host (the end index in, the graph, the logits out, the synchronisation): what a
+    // live scorer waits for. The forward's device time alone is `fxt bench train`'s fwd_b1_ms.
+    std::vector<double> host;
+    for (int i = 0; i < a.fwd_steps; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      sc->score(&end, 1, one.data());
+      host.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(host.begin(), host.end());
+    (*out)["b1_host_ms"] = host[host.size() / 2];
+    (*out)["b1_graph_nodes"] = sc->graph_nodes();
+    fmt::print("B=1 scoring: {:.4f} ms host to host (median; {} graph nodes)\n",
+               host[host.size() / 2], sc->graph_nodes());
+  }
+  return Status::Ok();
+}
+#endif
+
+// The CPU reference of scoring (one thread): windows gathered on the host as score_inference
+// gathers them, perception_forward_last in passes of a.batches' first size (at most 256).
+Status bench_predict_cpu(const BenchArgs& a, const std::vector<int>& batches, nlohmann::json* out) {
+  model::PerceptionConfig pc;
+  const auto n = static_cast<uint64_t>(std::min<int64_t>(a.rows, 2048));
+  const RandomData data = random_data(n, pc.features, pc.horizons);
+  std::vector<float> params(model::perception_layout(pc).total);
+  model::perception_init<float>(pc, params.data(), 1);
+  const int b = std::min(batches.front(), 256);
+  const size_t k = static_cast<size_t>(a.window), f = static_cast<size_t>(pc.features);
+  model::CpuContext ctx(1);
+  model::PerceptionWorkspace<float> ws;
+  std::vector<float> x(static_cast<size_t>(b) * k * f);
+  std::vector<uint64_t> idx(k);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (uint64_t e0 = 0; e0 < n; e0 += static_cast<uint64_t>(b)) {
+    const int nb = static_cast<int>(std::min<uint64_t>(n - e0, static_cast<uint64_t>(b)));
+    for (int w = 0; w < nb; ++w) {
+      window_positions(e0 + static_cast<uint64_t>(w), a.window, 1, idx.data());
+      for (size_t p = 0; p < k; ++p)
+        std::copy_n(data.features.data() + idx[p] * f, f,
+                    x.data() + (static_cast<size_t>(w) * k + p) * f);
+    }
+    ws.resize(pc, nb, a.window);
+    model::perception_forward_last<float>(pc, ctx, params.data(), x.data(), 1.0f, nullptr, &ws);
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  nlohmann::json r;
+  r["batch"] = b;
+  r["K"] = a.window;
+  r["snapshots"] = n;
+  r["snapshots_per_s"] = static_cast<double>(n) / s;
+  fmt::print("predict batch={:<4} K={} {:10.0f} snapshots/s (CPU, 1 thread)\n", b, a.window,
+             static_cast<double>(n) / s);
+  (*out)["results"] = nlohmann::json::array({r});
+  return Status::Ok();
+}
+
+Result<std::vector<int>> parse_batches(const std::string& text) {
   std::vector<int> batches;
-  for (const std::string& f : split_fields(a.batches, ',')) {
+  for (const std::string& f : split_fields(text, ',')) {
     try {
       batches.push_back(std::stoi(f));
     } catch (...) {
@@ -271,34 +414,67 @@ Status run_bench_train(const BenchArgs& a) {
     }
     if (batches.back() < 1) return UsageError("--batch values must be >= 1");
   }
-  if (a.window < 1 || a.steps < 1 || a.warmup < 0 || a.fwd_steps < 1) {
-    return UsageError("--window, --steps and --fwd-steps must be >= 1, --warmup >= 0");
-  }
+  if (batches.empty()) return UsageError("--batch: no batch size given");
+  return batches;
+}
+
+// Which backend a bench runs on, and the JSON fields every bench writes.
+Result<bool> bench_on_cuda(const BenchArgs& a) {
   const bool have_gpu = cuda_compiled() && !list_cuda_devices().empty();
-  bool cuda = a.device == "cuda" || (a.device == "auto" && have_gpu);
+  const bool cuda = a.device == "cuda" || (a.device == "auto" && have_gpu);
   if (cuda && !have_gpu) return UsageError("--device cuda: no CUDA device is available");
+  return cuda;
+}
+
+nlohmann::json bench_header(const char* command, const BenchArgs& a, bool cuda) {
   nlohmann::json out;
-  out["command"] = "fxt bench train";
+  out["command"] = command;
   out["device"] = device_json(cuda);
   out["git_revision"] = FXT_GIT_REV;
   out["build_type"] = FXT_BUILD_TYPE;
   out["tf32"] = a.tf32;
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  out["date"] = buf;
+  return out;
+}
+
+Status run_bench_train(const BenchArgs& a) {
+  FXT_ASSIGN_OR_RETURN(const std::vector<int> batches, parse_batches(a.batches));
+  if (a.window < 1 || a.steps < 1 || a.warmup < 0 || a.fwd_steps < 1) {
+    return UsageError("--window, --steps and --fwd-steps must be >= 1, --warmup >= 0");
+  }
+  FXT_ASSIGN_OR_RETURN(const bool cuda, bench_on_cuda(a));
+  nlohmann::json out = bench_header("fxt bench train", a, cuda);
   out["steps"] = a.steps;
   out["warmup"] = a.warmup;
-  {
-    const std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&now, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    out["date"] = buf;
-  }
   if (cuda) {
 #if FXT_HAVE_CUDA
     FXT_RETURN_IF_ERROR(bench_gpu(a, batches, &out));
 #endif
   } else {
     FXT_RETURN_IF_ERROR(bench_cpu(a, batches, &out));
+  }
+  if (!a.out.empty()) FXT_RETURN_IF_ERROR(write_file_atomic(a.out, out.dump(2) + "\n"));
+  return Status::Ok();
+}
+
+Status run_bench_predict(const BenchArgs& a) {
+  FXT_ASSIGN_OR_RETURN(const std::vector<int> batches, parse_batches(a.batches));
+  if (a.window < 1 || a.fwd_steps < 1) return UsageError("--window and --fwd-steps must be >= 1");
+  if (a.rows < a.window) return UsageError("--rows must be >= --window ({})", a.window);
+  FXT_ASSIGN_OR_RETURN(const bool cuda, bench_on_cuda(a));
+  nlohmann::json out = bench_header("fxt bench predict", a, cuda);
+  out["rows"] = a.rows;
+  if (cuda) {
+#if FXT_HAVE_CUDA
+    FXT_RETURN_IF_ERROR(bench_predict_gpu(a, batches, &out));
+#endif
+  } else {
+    FXT_RETURN_IF_ERROR(bench_predict_cpu(a, batches, &out));
   }
   if (!a.out.empty()) FXT_RETURN_IF_ERROR(write_file_atomic(a.out, out.dump(2) + "\n"));
   return Status::Ok();
@@ -330,6 +506,28 @@ void register_bench(CLI::App& app) {
       ->check(int_range(0, 1000000));
   cmd->add_flag("--tf32", a->tf32, "TF32 tensor-core GEMMs (FP32 by default)");
   cmd->add_option("--out", a->out, "JSON output file");
+
+  auto p = std::make_shared<BenchArgs>();
+  p->batches = "256,1024,4096,16384";
+  CLI::App* pred = add_command(*bench, "predict",
+                               "scored snapshots/s (every snapshot, window ending at it) and "
+                               "one snapshot's latency",
+                               [p] { return run_bench_predict(*p); });
+  pred->add_option("--device", p->device, "auto, cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  pred->add_option("--batch", p->batches, "windows per pass, comma-separated")
+      ->capture_default_str();
+  pred->add_option("--window", p->window, "K positions per window")->capture_default_str()
+      ->check(int_range(1, 1 << 20));
+  pred->add_option("--rows", p->rows, "snapshots of the random store, each scored once")
+      ->capture_default_str()
+      ->check(int_range(1, int64_t{1} << 31));
+  pred->add_option("--fwd-steps", p->fwd_steps, "timed one-snapshot passes")
+      ->capture_default_str()
+      ->check(int_range(1, 1000000));
+  pred->add_flag("--tf32", p->tf32, "TF32 tensor-core GEMMs (FP32 by default)");
+  pred->add_option("--out", p->out, "JSON output file");
 }
 
 }  // namespace fxt::cli

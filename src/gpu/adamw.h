@@ -132,8 +132,8 @@ class AdamW {
                  const std::vector<AdamSegment>& segments);
 
   // One optimizer step (see the file comment). external_lr: when not nullptr, a device double
-  // read as the base learning rate instead of the schedule (e.g. a second optimizer sharing the
-  // first one's lr(): the baseline's). Needs at least one registered buffer.
+  // read as the base learning rate instead of the schedule (a second optimizer sharing the
+  // first one's lr()). Needs at least one registered buffer.
   void step(const Context& ctx, const double* external_lr = nullptr);
 
   // Device memory written by step(): copy what is reported into mapped pinned memory.

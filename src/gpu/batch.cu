@@ -77,6 +77,27 @@ __global__ void __launch_bounds__(kGatherThreads)
   }
 }
 
+// Launch: grid-stride loop over n_x + n_dt output elements (x first, then dt).
+__global__ void __launch_bounds__(kGatherThreads)
+    gather_scoring_kernel(const uint64_t* __restrict__ ends, int window, int stride, int f,
+                          const float* __restrict__ features, const float* __restrict__ elapsed,
+                          float* __restrict__ x, float* __restrict__ dt, unsigned n_x,
+                          unsigned n_dt) {
+  const unsigned total = n_x + n_dt;
+  for (unsigned idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+       idx += gridDim.x * blockDim.x) {
+    if (idx < n_x) {
+      const unsigned p = idx / f, j = idx - p * f;  // position (b K + k), feature
+      const unsigned b = p / window, k = p - b * window;
+      x[idx] = features[scoring_row(ends[b], static_cast<int>(k), window, stride) * f + j];
+    } else {
+      const unsigned e = idx - n_x;
+      const unsigned b = e / window, k = e - b * window;
+      dt[e] = elapsed[scoring_row(ends[b], static_cast<int>(k), window, stride)];
+    }
+  }
+}
+
 [[noreturn]] void usage_fail(const char* what) {
   cuda_fail(what, "invalid argument", __FILE__, __LINE__);
 }
@@ -119,6 +140,25 @@ void gather_windows(const Context& ctx, const uint64_t* anchors, int batch,
   gather_windows_kernel<<<grid, kGatherThreads, 0, ctx.stream()>>>(
       anchors, shape.window, shape.stride, shape.features, shape.horizons, features, labels, masks,
       elapsed, x, y, m, dt, static_cast<unsigned>(n_x), static_cast<unsigned>(n_y),
+      static_cast<unsigned>(n_dt));
+  FXT_CUDA_LAUNCH_CHECK();
+}
+
+void gather_scoring_windows(const Context& ctx, const uint64_t* ends, int batch, int window,
+                            int stride, int features, const float* feature_rows,
+                            const float* elapsed, float* x, float* dt) {
+  if (batch <= 0 || window <= 0) return;
+  if (stride < 1) usage_fail("gather_scoring_windows: stride must be >= 1");
+  const uint64_t positions = static_cast<uint64_t>(batch) * static_cast<uint64_t>(window);
+  const uint64_t n_x = positions * static_cast<uint64_t>(features);
+  const uint64_t n_dt = dt != nullptr ? positions : 0;
+  if (n_x + n_dt > std::numeric_limits<unsigned>::max() / 2)
+    usage_fail("gather_scoring_windows: batch too large for 32-bit element indexing");
+  const uint64_t total = n_x + n_dt;
+  const auto grid =
+      static_cast<int>(std::min<uint64_t>((total + kGatherThreads - 1) / kGatherThreads, 4096));
+  gather_scoring_kernel<<<grid, kGatherThreads, 0, ctx.stream()>>>(
+      ends, window, stride, features, feature_rows, elapsed, x, dt, static_cast<unsigned>(n_x),
       static_cast<unsigned>(n_dt));
   FXT_CUDA_LAUNCH_CHECK();
 }

@@ -104,6 +104,29 @@ void gather_windows(const Context& ctx, const uint64_t* anchors, int batch,
                     const uint8_t* masks, const float* elapsed, float* x, float* y, float* m,
                     float* dt);
 
+// ---- scoring windows (inference: every snapshot scored with the window that ends at it) -------
+// Row of position k of the window of `window` positions at stride S ending at snapshot `end` of
+// one store: window_positions (features/sequences.h) restated for host and device. Near the
+// store's start fewer than K positions exist; the window is then left-padded with its first
+// row: available = end / S + 1, real = min(available, K), pad = K - real,
+// first = end - (real - 1) S, row(k) = first + max(k - pad, 0) S.
+__host__ __device__ inline uint64_t scoring_row(uint64_t end, int k, int window, int stride) {
+  const auto s = static_cast<uint64_t>(stride);
+  const uint64_t available = end / s + 1;
+  const int real = available < static_cast<uint64_t>(window) ? static_cast<int>(available) : window;
+  const int pad = window - real;
+  const uint64_t first = end - static_cast<uint64_t>(real - 1) * s;
+  return k < pad ? first : first + static_cast<uint64_t>(k - pad) * s;
+}
+
+// x[b, k, :] = features[scoring_row(ends[b], k), :] for the `batch` windows (x [batch, K, f]);
+// dt[b, k] = elapsed[that row] when dt != nullptr (elapsed_per_row's values: the padded rows
+// of an early window all sit below S, where elapsed is 0, as window_elapsed gives). Launch: a
+// grid-stride loop over the output elements (consecutive threads copy one row's features).
+void gather_scoring_windows(const Context& ctx, const uint64_t* ends, int batch, int window,
+                            int stride, int features, const float* feature_rows,
+                            const float* elapsed, float* x, float* dt);
+
 // Host: the per-row elapsed input of one store of n snapshots with timestamps ts_ns [n]:
 // out[t] = max(ts[t] - ts[t - stride], 0) / unit_ns for t >= stride, else 0 (ts[t] - ts[t]),
 // rounded to float exactly as Dataset::gather_elapsed does. out [n] is host memory (the

@@ -5,21 +5,18 @@ namespace fxt::gpu {
 
 namespace {
 __global__ void accumulate_kernel(const double* total, const double* loss_h, int horizons,
-                                  const AdamWStats* stats, const double* base_total,
-                                  double* sums) {
+                                  const AdamWStats* stats, double* sums) {
   sums[kSumSteps] += 1.0;
   sums[kSumLoss] += *total;
   sums[kSumGradNorm] += stats->grad_norm;
-  if (base_total != nullptr) sums[kSumBaseLoss] += *base_total;
   if (!stats->applied) sums[kSumSkipped] += 1.0;
   for (int h = 0; h < horizons; ++h) sums[kSumLossH + h] += loss_h[h];
 }
 }  // namespace
 
 void accumulate_step_sums(const Context& ctx, const double* total, const double* loss_h,
-                          int horizons, const AdamWStats* stats, const double* base_total,
-                          double* sums) {
-  accumulate_kernel<<<1, 1, 0, ctx.stream()>>>(total, loss_h, horizons, stats, base_total, sums);
+                          int horizons, const AdamWStats* stats, double* sums) {
+  accumulate_kernel<<<1, 1, 0, ctx.stream()>>>(total, loss_h, horizons, stats, sums);
   FXT_CUDA_LAUNCH_CHECK();
 }
 

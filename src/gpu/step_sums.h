@@ -7,14 +7,12 @@
 
 namespace fxt::gpu {
 
-// Slots of the sums array: [steps, loss, grad norm, base loss, skipped, loss_h[0..H)].
-constexpr int kSumSteps = 0, kSumLoss = 1, kSumGradNorm = 2, kSumBaseLoss = 3, kSumSkipped = 4,
-              kSumLossH = 5;
+// Slots of the sums array: [steps, loss, grad norm, skipped, loss_h[0..H)].
+constexpr int kSumSteps = 0, kSumLoss = 1, kSumGradNorm = 2, kSumSkipped = 3, kSumLossH = 4;
 
-// sums += this step's values (one thread, in a fixed order: deterministic). base_total may be
-// nullptr (no baseline). stats: the model optimizer's.
+// sums += this step's values (one thread, in a fixed order: deterministic). stats: the model
+// optimizer's.
 void accumulate_step_sums(const Context& ctx, const double* total, const double* loss_h,
-                          int horizons, const AdamWStats* stats, const double* base_total,
-                          double* sums);
+                          int horizons, const AdamWStats* stats, double* sums);
 
 }  // namespace fxt::gpu

@@ -6,7 +6,6 @@
 
 #include "gpu/batch.h"
 #include "gpu/step_sums.h"
-#include "model/logreg.h"
 
 namespace fxt::gpu {
 
@@ -31,10 +30,6 @@ std::vector<T> download_sync(const Context& ctx, const T* src, size_t n) {
       cudaMemcpyAsync(out.data(), src, n * sizeof(T), cudaMemcpyDeviceToHost, ctx.stream()));
   ctx.sync();
   return out;
-}
-
-size_t baseline_size(int horizons, int features) {
-  return model::logreg_layout(model::LogRegConfig{features, horizons}).total;
 }
 
 }  // namespace
@@ -64,8 +59,6 @@ TrainStep::TrainStep(const TrainStepConfig& cfg, int device)
       kendall_(cfg.loss.weighting == HorizonWeighting::kKendall),
       ctrl_(cfg.model.horizons),
       loss_out_(cfg.model.horizons),
-      bctrl_(cfg.model.horizons),
-      bloss_out_(cfg.model.horizons),
       report_(static_cast<size_t>(kSumLossH + cfg.model.horizons)) {
   ctx_->set_tf32(cfg.tf32);
   const int b = cfg.batch, k = cfg.window, f = cfg.model.features, nh = horizons_;
@@ -98,20 +91,6 @@ TrainStep::TrainStep(const TrainStepConfig& cfg, int device)
     opt_->add_buffer(*ctx_, log_sigma_.data(), dlog_sigma_.data(), static_cast<size_t>(nh),
                      std::vector<uint8_t>(static_cast<size_t>(nh), 0),
                      std::vector<double>(static_cast<size_t>(nh), 1.0));
-  }
-  if (cfg.baseline) {
-    const size_t bs = baseline_size(nh, f);
-    bparams_.resize(bs);
-    bgrads_.resize(bs);
-    bparams_.zero();
-    bgrads_.zero();
-    blogits_.resize(r * nh);
-    bopt_ = std::make_unique<AdamW>(cfg.adamw, cfg.schedule);
-    // "logreg.weight" [H, F] decayed, "logreg.bias" [H] not; no groups (multiplier 1).
-    std::vector<uint8_t> bdecay(bs, 0);
-    std::fill(bdecay.begin(), bdecay.begin() + static_cast<std::ptrdiff_t>(nh * f), 1);
-    bopt_->add_buffer(*ctx_, bparams_.data(), bgrads_.data(), bs, bdecay,
-                      std::vector<double>(bs, 1.0));
   }
   sums_.resize(report_.size());
   sums_.zero();
@@ -146,10 +125,6 @@ void TrainStep::upload_state(const TrainHostState& s) {
   if (kendall_) upload_async_sync(ctx, log_sigma_.data(), s.log_sigma.data(), s.log_sigma.size());
   opt_->upload_state(ctx, s.opt);
   ctrl_.upload(ctx, s.controller);
-  if (cfg_.baseline) {
-    upload_async_sync(ctx, bparams_.data(), s.base_params.data(), s.base_params.size());
-    bopt_->upload_state(ctx, s.base_opt);
-  }
 }
 
 TrainHostState TrainStep::download_state() const {
@@ -159,10 +134,6 @@ TrainHostState TrainStep::download_state() const {
   if (kendall_) s.log_sigma = download_sync(ctx, log_sigma_.data(), log_sigma_.size());
   s.opt = opt_->download_state(ctx);
   s.controller = ctrl_.download(ctx);
-  if (cfg_.baseline) {
-    s.base_params = download_sync(ctx, bparams_.data(), bparams_.size());
-    s.base_opt = bopt_->download_state(ctx);
-  }
   return s;
 }
 
@@ -200,27 +171,9 @@ void TrainStep::enqueue_step() {
   model_.backward(ctx, params_.data(), x_.data(), stride, dt, dlogits_.data(), loss_out_.lambda(),
                   grads_.data(), nullptr);  // marks its layers
 
-  if (cfg_.baseline) {
-    // The logistic baseline on exactly the same rows, uniform weighting, its own AdamW at the
-    // model's learning rate of this step (read before the model optimizer's step: both see
-    // lr_at(step)); the CPU trainer does the same after the model's update with the same lr.
-    linear_forward(ctx, x_.data(), bparams_.data(), bparams_.data() + nh * f, blogits_.data(),
-                   rows, f, nh);
-    zero_async(ctx, dlogits_.data(), rh);
-    LossConfig bcfg;
-    bcfg.weighting = HorizonWeighting::kUniform;
-    bcfg.trunk_lambda = false;
-    loss_step(ctx, bcfg, nh, rows, blogits_.data(), y_.data(), m_.data(), nullptr,
-              dlogits_.data(), nullptr, bctrl_, /*update_state=*/false, bloss_out_);
-    zero_async(ctx, bgrads_.data(), bgrads_.size());
-    linear_backward(ctx, x_.data(), bparams_.data(), dlogits_.data(), nullptr, bgrads_.data(),
-                    bgrads_.data() + nh * f, rows, f, nh);
-    mark("baseline");
-  }
   opt_->step(ctx);
-  if (cfg_.baseline) bopt_->step(ctx, opt_->lr());
   accumulate_step_sums(ctx, loss_out_.total(), loss_out_.loss_h(), nh, opt_->stats(),
-                       cfg_.baseline ? bloss_out_.total() : nullptr, sums_.data());
+                       sums_.data());
   mark("adamw+sums");
 }
 
@@ -263,7 +216,6 @@ StepSums TrainStep::take_sums() {
   s.steps = static_cast<int64_t>(v[kSumSteps]);
   s.loss = v[kSumLoss];
   s.grad_norm = v[kSumGradNorm];
-  s.base_loss = v[kSumBaseLoss];
   s.skipped = static_cast<int64_t>(v[kSumSkipped]);
   s.loss_h.assign(v + kSumLossH, v + kSumLossH + horizons_);
   FXT_CUDA_CHECK(cudaMemsetAsync(sums_.data(), 0, sums_.size() * sizeof(double), ctx.stream()));

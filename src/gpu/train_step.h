@@ -3,11 +3,11 @@
 //   sample anchors (device RNG, the CPU sampler's exact sequence) -> gather windows from the
 //   device-resident dataset -> perception forward -> masked BCE + controllers (+ kendall) ->
 //   backward with the trunk scale λ -> global-norm clipping + AdamW (lr from the device step
-//   counter) -> logistic baseline forward/loss/backward/AdamW on the same rows -> per-epoch sums
+//   counter) -> per-epoch sums
 //
 // Nothing in the step allocates, synchronises or branches on the host; the step counter, the
 // learning rate and the controller state live on the device. The host reads the epoch's sums
-// (loss, per-horizon loss, gradient norm, skipped steps, baseline loss) through mapped pinned
+// (loss, per-horizon loss, gradient norm, skipped steps) through mapped pinned
 // memory when it reports (take_sums). The same seed and data give identical bytes run to run.
 //
 // InferenceGpu runs the model forward for validation, evaluation and prediction: host windows
@@ -43,7 +43,6 @@ struct TrainStepConfig {
   LrSchedule schedule;
   // Learning-rate multiplier per model parameter group ("mamba", "cfc", "heads").
   double lr_mult_mamba = 1.0, lr_mult_cfc = 1.0, lr_mult_heads = 1.0;
-  bool baseline = true;  // train the logistic baseline alongside on the same rows
   bool tf32 = false;     // TF32 tensor-core GEMMs (FP32 by default)
 };
 
@@ -60,15 +59,15 @@ struct TrainData {
 // Everything of the training state that lives on the device, as host copies (checkpoints,
 // resume, tests). Moments: buffer 0 the model, buffer 1 kendall's log σ when present.
 struct TrainHostState {
-  std::vector<float> params, log_sigma, base_params;
-  AdamWHostState opt, base_opt;
+  std::vector<float> params, log_sigma;
+  AdamWHostState opt;
   ControllerHost controller;
 };
 
 // The per-epoch sums read through mapped memory.
 struct StepSums {
   int64_t steps = 0;
-  double loss = 0, grad_norm = 0, base_loss = 0;
+  double loss = 0, grad_norm = 0;
   int64_t skipped = 0;
   std::vector<double> loss_h;  // [H]
 };
@@ -99,7 +98,7 @@ class TrainStep {
   // Graph nodes of the captured step (0 before the first run).
   size_t graph_nodes() const { return graph_.node_count(); }
   // Where the time goes: n uncaptured steps with CUDA events between the phases (sample +
-  // gather, each layer of the forward, loss, each layer of the backward, baseline, optimizer;
+  // gather, each layer of the forward, loss, each layer of the backward, optimizer;
   // PhaseTimer); mean milliseconds per phase. Launch
   // gaps of uncaptured work are included, so the sum exceeds a graph replay's step time.
   std::vector<std::pair<std::string, double>> profile_phases(int n);
@@ -126,12 +125,7 @@ class TrainStep {
   std::unique_ptr<AdamW> opt_;
   DeviceControllerState ctrl_;
   LossOutputs loss_out_;
-  // Baseline.
-  DeviceBuffer<float> bparams_, bgrads_, blogits_;
-  std::unique_ptr<AdamW> bopt_;
-  DeviceControllerState bctrl_;
-  LossOutputs bloss_out_;
-  // Reporting: device sums [4 + H] (steps, loss, grad norm, base loss, skipped, loss_h...),
+  // Reporting: device sums [kSumLossH + H] (steps, loss, grad norm, skipped, loss_h...),
   // copied into mapped pinned memory when read.
   DeviceBuffer<double> sums_;
   MappedHost<double> report_;

@@ -789,7 +789,6 @@ class CudaTrainer {
     g.lr_mult_mamba = c.lr_mult_mamba;
     g.lr_mult_cfc = c.lr_mult_cfc;
     g.lr_mult_heads = c.lr_mult_heads;
-    g.baseline = false;  // the baselines are fit exactly before training (train/baselines.h)
     g.tf32 = c.tf32;
     return g;
   }

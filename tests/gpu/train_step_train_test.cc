@@ -51,7 +51,7 @@ Data make_data(uint64_t rows, int k) {
   return d;
 }
 
-TrainStepConfig small_config(int b, int k, bool baseline) {
+TrainStepConfig small_config(int b, int k) {
   TrainStepConfig c;
   c.model.features = kF;
   c.model.horizons = kH;
@@ -61,7 +61,6 @@ TrainStepConfig small_config(int b, int k, bool baseline) {
   c.schedule.peak_lr = 1e-3;
   c.schedule.warmup_steps = 10;
   c.schedule.total_steps = 60;
-  c.baseline = baseline;
   return c;
 }
 
@@ -84,7 +83,7 @@ TEST(TrainStepGpu, FiftyStepsMatchTheCpuLoop) {
   FXT_SKIP_WITHOUT_GPU();
   const int b = 8, k = 32, steps = 50;
   const Data d = make_data(4000, k);
-  const TrainStepConfig c = small_config(b, k, /*baseline=*/false);
+  const TrainStepConfig c = small_config(b, k);
   auto gpu = make_step(c, d);
   std::vector<double> gpu_loss;
   for (int i = 0; i < steps; ++i) {
@@ -150,7 +149,7 @@ TEST(TrainStepGpu, FiftyStepsMatchTheCpuLoop) {
 TEST(TrainStepGpu, SameSeedGivesIdenticalBytes) {
   FXT_SKIP_WITHOUT_GPU();
   const Data d = make_data(4000, 64);
-  const TrainStepConfig c = small_config(32, 64, /*baseline=*/true);
+  const TrainStepConfig c = small_config(32, 64);
   auto a = make_step(c, d);
   auto b = make_step(c, d);
   a->run(20);
@@ -159,14 +158,13 @@ TEST(TrainStepGpu, SameSeedGivesIdenticalBytes) {
   EXPECT_EQ(sa.params, sb.params);
   EXPECT_EQ(sa.opt.m, sb.opt.m);
   EXPECT_EQ(sa.opt.v, sb.opt.v);
-  EXPECT_EQ(sa.base_params, sb.base_params);
   EXPECT_EQ(sa.controller.ema, sb.controller.ema);
 }
 
 TEST(TrainStepGpu, GraphReplayEqualsUncapturedSteps) {
   FXT_SKIP_WITHOUT_GPU();
   const Data d = make_data(4000, 64);
-  const TrainStepConfig c = small_config(16, 64, /*baseline=*/true);
+  const TrainStepConfig c = small_config(16, 64);
   auto a = make_step(c, d);
   auto b = make_step(c, d);
   a->run(12);
@@ -174,7 +172,6 @@ TEST(TrainStepGpu, GraphReplayEqualsUncapturedSteps) {
   const StepSums ta = a->take_sums(), tb = b->take_sums();
   EXPECT_EQ(ta.steps, 12);
   EXPECT_EQ(ta.loss, tb.loss);
-  EXPECT_EQ(ta.base_loss, tb.base_loss);
   EXPECT_EQ(a->download_state().params, b->download_state().params);
   EXPECT_GT(a->graph_nodes(), 20u);
 }
@@ -182,7 +179,7 @@ TEST(TrainStepGpu, GraphReplayEqualsUncapturedSteps) {
 TEST(TrainStepGpu, StateRoundTripContinuesBitForBit) {
   FXT_SKIP_WITHOUT_GPU();
   const Data d = make_data(4000, 64);
-  const TrainStepConfig c = small_config(16, 64, /*baseline=*/true);
+  const TrainStepConfig c = small_config(16, 64);
   auto whole = make_step(c, d);
   whole->run(10);
   auto first = make_step(c, d);
@@ -198,7 +195,7 @@ TEST(TrainStepGpu, StateRoundTripContinuesBitForBit) {
 TEST(TrainStepGpu, InferenceAfterCapturedTrainingMatchesTheCpu) {
   FXT_SKIP_WITHOUT_GPU();
   const Data d = make_data(4000, 64);
-  const TrainStepConfig c = small_config(16, 64, /*baseline=*/false);
+  const TrainStepConfig c = small_config(16, 64);
   auto s = make_step(c, d);
   s->run(15);
   const TrainHostState st = s->download_state();

@@ -111,6 +111,10 @@ void PerceptionGpu::forward_last(const Context& ctx, const float* params, const 
   const HeadDims hd{batch_, cfg_.horizons, cfg_.d_model, cfg_.head_mid};
   heads_forward(ctx, hd, head_off_, params + layout_.heads, s_last_.data(), logits_.data(),
                 z1_.data(), z2_.data(), scratch_.data());
+  if (cfg_.input_skip) {
+    gather_last_positions(ctx, x, batch_, seq_len_, cfg_.features, x_last_.data());
+    input_skip_forward(ctx, params, x_last_.data(), batch_, logits_.data());
+  }
 }
 
 void PerceptionGpu::backward(const Context& ctx, const float* p, const float* x, float stride,

@@ -1,16 +1,12 @@
-// Logistic-regression baseline (DESIGN §3, `--model logreg`), CPU reference.
+// A logistic-regression layer on the CPU reference backend: a small convex model the optimizer's
+// tests train with AdamW and the masked BCE (tests/train/optimizer_test.cc, docs/OPTIMIZER.md).
+// It is NOT the product's logistic baseline: that one is solved exactly (train/logistic_fit.h,
+// train/baselines.h, docs/BASELINES.md); the SGD-trained baseline this layer once was is gone.
 //
-// Per horizon h, on the standardised features x [F] of one snapshot:
-//   logit_h = w_h . x + b_h
-// Rows are any set of snapshots: the last position of each window ([B, F]) or every position
-// ([B*K, F]) when the perception model is scored on all positions, so the baseline is scored on
-// exactly the rows the model is. It is trained with the same AdamW and masked BCE (model/loss.h)
-// as the model; its report line is the lift the model has to beat.
-//
+// Per horizon h, on the standardised features x [F] of one row: logit_h = w_h . x + b_h.
 // Parameters live in one flat buffer: "logreg.weight" [H, F] (weight decay) then "logreg.bias"
 // [H] (no decay); gradients in a buffer of the same layout. Initialisation is all zeros (every
-// logit 0, p = 1/2), which is deterministic and the optimum's natural starting point for a
-// convex problem. Re-entrant; forward and backward allocate nothing beyond CpuContext scratch.
+// logit 0, p = 1/2). Re-entrant; forward and backward allocate nothing beyond CpuContext scratch.
 #pragma once
 
 #include <cstddef>

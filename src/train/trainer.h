@@ -36,67 +36,9 @@
 #include "model/perception.h"
 #include "train/baselines.h"
 #include "train/checkpoint.h"
+#include "train/train_config.h"
 
 namespace fxt {
-
-// kLogReg / kGbdt: a baseline-only run (`--model logreg|gbdt`): the baselines of that family are
-// fit (train/baselines.h) and the model is the one on the snapshot's own features.
-enum class ModelKind { kPerception, kLogReg, kGbdt };
-const char* model_kind_name(ModelKind k);  // "perception", "logreg", "gbdt"
-
-// The perception model's input skip path (model::PerceptionConfig::input_skip, docs/MODEL.md):
-// kLogReg = on, W_skip and the heads' b_s warm-started from the logistic regression fit on the
-// training rows (the logreg baseline, or a fit of it for this purpose when --baselines leaves
-// it out); kZero = on, started at zero; kOff = the DESIGN §3 model without it.
-enum class InputSkip { kOff, kZero, kLogReg };
-const char* input_skip_name(InputSkip s);                 // "off", "zero", "logreg"
-Result<InputSkip> parse_input_skip(const std::string& s);  // names the flag on error
-
-struct TrainConfig {
-  uint64_t seed = 1;
-  int64_t steps_per_epoch = 200;
-  int epochs = 20;
-  int batch = 32;   // B
-  int window = 64;  // K
-  int stride = 1;   // S
-  // CfC time step (DESIGN §3.4): false = S per position; true = elapsed time in units of the
-  // training range's median snapshot gap (`--cfc-time real`).
-  bool cfc_time_real = false;
-  std::vector<int> horizons = {30, 100, 300, 1000, 6000};
-  int64_t min_move_ticks = 0;
-  std::vector<int> drop_features;  // feature slots held at 0 (their training mean), sorted
-  SplitConfig split;
-  double lr = 1e-3;
-  int64_t warmup_steps = 100;  // capped at the total number of steps
-  double min_lr_ratio = 0.1;
-  double weight_decay = 0.01;
-  double clip = 1.0;  // global gradient-norm clip; <= 0 off
-  double lr_mult_mamba = 1.0, lr_mult_cfc = 1.0, lr_mult_heads = 1.0;
-  model::HorizonWeighting weighting = model::HorizonWeighting::kKendallClosed;
-  bool lambda = true;
-  std::string early_stop = "val_loss";  // val_loss | mean_auc | auc_h<h>
-  int patience = 5;                     // epochs without improvement; 0 = never stop early
-  ModelKind model = ModelKind::kPerception;
-  model::PerceptionConfig perception;  // features and horizons are set from the data config
-  InputSkip input_skip = InputSkip::kLogReg;  // sets perception.input_skip (not kOff)
-  BaselineConfig baselines;            // fit once before training (DESIGN §6)
-  int eval_batch = 64;                 // windows per forward pass when scoring
-  int threads = 1;                     // CPU threads (results do not depend on it)
-  // Backend (not part of the saved config): "auto" = the CUDA backend when it is built and a GPU
-  // is present (perception model), else the CPU; "cpu"; "cuda" (an error without a GPU).
-  std::string device = "auto";
-  bool tf32 = false;  // TF32 tensor-core GEMMs on the GPU (FP32 by default)
-
-  // Checks every field; the message names the flag.
-  Status validate() const;
-  // Everything that defines the run except `threads`.
-  nlohmann::json to_json() const;
-  static Result<TrainConfig> from_json(const nlohmann::json& j);
-  DatasetConfig dataset_config() const;
-  // The model's complete configuration: `perception` with the data's feature count, the
-  // horizon count and the input skip path set (the one place these are combined).
-  model::PerceptionConfig perception_config() const;
-};
 
 struct TrainOptions {
   bool resume = false;        // continue RUN_DIR/last.ckpt (config and stores come from it)

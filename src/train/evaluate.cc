@@ -1,0 +1,301 @@
+// evaluate() and predict() (see trainer.h): a checkpoint's model and baselines scored with
+// inference windows (scoring.h), and the synthetic market's oracle beside them.
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <memory>
+#include <span>
+
+#include <fmt/format.h>
+
+#include "core/file_util.h"
+#include "core/progress.h"
+#include "data/synth_oracle.h"
+#include "features/features.h"
+#include "train/comparison.h"
+#include "train/metrics.h"
+#include "train/scoring.h"
+#include "train/train_state.h"
+
+namespace fxt {
+
+using model::CpuContext;
+using train_detail::check_same_stores;
+using train_detail::join_ints;
+using train_detail::load_state;
+using train_detail::score_inference;
+using train_detail::TrainState;
+
+Result<EvalSplit> parse_eval_split(const std::string& name) {
+  if (name == "test") return EvalSplit::kTest;
+  if (name == "validation") return EvalSplit::kValidation;
+  if (name == "all") return EvalSplit::kAll;
+  return UsageError("--split must be test, validation or all (got '{}')", name);
+}
+
+namespace {
+
+// The synthetic market's oracle on evenly spaced rows of an evaluation (EvalOptions::oracle_*):
+// the store must be the one the config generated (one store, as many snapshots as events).
+Result<nlohmann::json> oracle_section(const EvalOptions& o, const Dataset& ds, GlobalRange g,
+                                      const TrainConfig& c, const std::vector<std::string>& names,
+                                      const std::vector<std::vector<float>>& base_scores,
+                                      const std::vector<float>& model_scores,
+                                      const std::vector<uint8_t>& labels,
+                                      const std::vector<uint8_t>& mask,
+                                      const nlohmann::json& comparison) {
+  FXT_ASSIGN_OR_RETURN(std::string text, read_file(o.oracle_config));
+  const auto cj = nlohmann::json::parse(text, nullptr, false);
+  if (cj.is_discarded()) return InvalidInput("{}: not JSON", o.oracle_config);
+  FXT_ASSIGN_OR_RETURN(SynthConfig sc, synth_config_from_json(cj, o.oracle_config));
+  if (ds.store_count() != 1 || ds.store(0).reader.size() != sc.events) {
+    return UsageError(
+        "--oracle {}: the evaluated data must be the one store generated from it ({} events; "
+        "got {} store(s), {} snapshots)",
+        o.oracle_config, sc.events, ds.store_count(), ds.total_snapshots());
+  }
+  if (o.oracle_rows < 1 || o.oracle_paths < 1 || o.oracle_max_horizon < 1) {
+    return UsageError("--oracle-rows, --oracle-paths and --oracle-max-horizon must be >= 1");
+  }
+  const size_t nh = c.horizons.size(), rows = model_scores.size() / nh;
+  const size_t n = std::min<size_t>(rows, static_cast<size_t>(o.oracle_rows));
+  std::vector<size_t> picked;
+  std::vector<uint64_t> events;
+  for (size_t k = 0; k < n; ++k) {
+    const size_t r = k * rows / n;
+    picked.push_back(r);
+    events.push_back(g.begin + r);  // one store: global index = local index
+  }
+  std::vector<int> covered;
+  for (int h : c.horizons) {
+    if (h <= o.oracle_max_horizon) covered.push_back(h);
+  }
+  if (covered.empty()) return UsageError("--oracle-max-horizon is below every horizon");
+  OracleOptions oo;
+  oo.paths = o.oracle_paths;
+  oo.threads = c.threads;
+  Progress progress("oracle", events.size(), "rows");
+  FXT_ASSIGN_OR_RETURN(std::vector<double> op, synth_oracle(sc, events, covered, oo, &progress));
+  progress.finish();
+  // The picked rows of every array, all horizons (NaN oracle where not covered).
+  std::vector<double> oracle(n * nh, std::nan(""));
+  std::vector<float> ms(n * nh), bs(n * nh);
+  std::vector<uint8_t> ys(n * nh), ks(n * nh);
+  std::vector<std::string> best_names(nh);
+  for (size_t h = 0; h < nh; ++h) {
+    best_names[h] = comparison["horizons"][h]["best_baseline"].get<std::string>();
+  }
+  for (size_t k = 0; k < n; ++k) {
+    size_t ci = 0;
+    for (size_t h = 0; h < nh; ++h) {
+      const size_t at = picked[k] * nh + h, to = k * nh + h;
+      const size_t b =
+          static_cast<size_t>(std::find(names.begin(), names.end(), best_names[h]) - names.begin());
+      ms[to] = model_scores[at];
+      bs[to] = base_scores[b][at];
+      ys[to] = labels[at];
+      ks[to] = mask[at];
+      if (c.horizons[h] <= o.oracle_max_horizon) oracle[to] = op[k * covered.size() + ci++];
+    }
+  }
+  BootstrapOptions bo;
+  bo.replicates = 200;
+  bo.threads = c.threads;
+  const auto spacing = static_cast<int64_t>(std::max<size_t>(1, rows / n));
+  FXT_ASSIGN_OR_RETURN(nlohmann::json out, compare_with_oracle(oracle, ms, bs, best_names, ys, ks,
+                                                               c.horizons, spacing, bo));
+  out["paths"] = o.oracle_paths;
+  out["config"] = o.oracle_config;
+  return out;
+}
+
+}  // namespace
+
+Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
+                                const std::vector<std::string>& store_dirs,
+                                const EvalOptions& options, EvalRows* rows) {
+  FXT_ASSIGN_OR_RETURN(std::unique_ptr<TrainState> st, load_state(checkpoint_path));
+  TrainConfig& c = st->cfg;
+  c.threads = options.threads;
+  FXT_ASSIGN_OR_RETURN(const bool use_cuda, resolve_cuda(options.device, c.model));
+#if FXT_HAVE_CUDA
+  if (use_cuda) st->net.use_gpu(nullptr, st->params);
+#endif
+  if (!options.expect_horizons.empty() && options.expect_horizons != c.horizons) {
+    return UsageError("{} was trained for horizons {}; --horizons asks for {}", checkpoint_path,
+                      join_ints(c.horizons), join_ints(options.expect_horizons));
+  }
+  const std::vector<std::string> dirs = store_dirs.empty() ? st->stores : store_dirs;
+  if (store_dirs.empty()) {
+    FXT_RETURN_IF_ERROR(check_same_stores(st->stores, st->store_ids, checkpoint_path));
+  }
+  DatasetConfig dc = c.dataset_config();
+  // --split all ignores the split, so a CV fold's explicit ranges need not fit other stores.
+  if (options.split == EvalSplit::kAll) dc.split = SplitConfig{};
+  FXT_ASSIGN_OR_RETURN(Dataset ds, Dataset::open(dirs, dc));
+  ds.standardise_features(st->stats);  // the training statistics, never re-measured
+  const int nh = static_cast<int>(c.horizons.size());
+  GlobalRange g{0, ds.total_snapshots()};
+  if (options.split == EvalSplit::kTest) g = ds.range(Split::kTest);
+  if (options.split == EvalSplit::kValidation) g = ds.range(Split::kValidation);
+
+  CpuContext ctx(c.threads);
+  const std::vector<FittedBaseline>& fitted = st->baselines.fitted();
+  std::vector<float> model_scores, ml;
+  std::vector<std::vector<float>> base_scores(fitted.size());
+  std::vector<uint8_t> labels, mask;
+  Progress progress("eval", g.end - g.begin, "snap");
+  for (size_t i = 0; i < ds.store_count(); ++i) {
+    const Dataset::Store& s = ds.store(i);
+    const uint64_t n = s.reader.size();
+    const uint64_t lo = std::max(g.begin, s.offset), hi = std::min(g.end, s.offset + n);
+    if (lo >= hi) continue;
+    std::vector<uint64_t> ends;
+    for (uint64_t t = lo; t < hi; ++t) ends.push_back(t - s.offset);
+    FXT_RETURN_IF_ERROR(
+        score_inference(*st, ctx, s.reader, s.features.data(), ends, &ml, &progress));
+    model_scores.insert(model_scores.end(), ml.begin(), ml.end());
+    for (size_t b = 0; b < fitted.size(); ++b) {
+      FXT_ASSIGN_OR_RETURN(std::vector<float> bl,
+                           st->baselines.score(b, s.features.data(), ends, c.stride, c.threads));
+      base_scores[b].insert(base_scores[b].end(), bl.begin(), bl.end());
+    }
+    const size_t r0 = static_cast<size_t>(ends.front()) * static_cast<size_t>(nh);
+    const size_t r1 = static_cast<size_t>(ends.back() + 1) * static_cast<size_t>(nh);
+    labels.insert(labels.end(), s.labels.y.begin() + static_cast<std::ptrdiff_t>(r0),
+                  s.labels.y.begin() + static_cast<std::ptrdiff_t>(r1));
+    mask.insert(mask.end(), s.labels.mask.begin() + static_cast<std::ptrdiff_t>(r0),
+                s.labels.mask.begin() + static_cast<std::ptrdiff_t>(r1));
+  }
+  if (model_scores.empty()) {
+    return InvalidInput("no snapshot to evaluate in the {} split of the given stores",
+                        options.split == EvalSplit::kTest         ? "test"
+                        : options.split == EvalSplit::kValidation ? "validation"
+                                                                  : "whole");
+  }
+  progress.finish();
+  FXT_ASSIGN_OR_RETURN(Metrics mm, compute_metrics(std::span<const float>(model_scores), labels,
+                                                   mask, c.horizons, ScoreKind::kLogit));
+  nlohmann::json baseline_metrics = nlohmann::json::object();
+  std::vector<std::string> names;
+  for (size_t b = 0; b < fitted.size(); ++b) {
+    names.push_back(fitted[b].name);
+    FXT_ASSIGN_OR_RETURN(Metrics m, compute_metrics(std::span<const float>(base_scores[b]), labels,
+                                                    mask, c.horizons, ScoreKind::kLogit));
+    baseline_metrics[fitted[b].name] = m.to_json();
+  }
+  FXT_ASSIGN_OR_RETURN(Metrics bm, base_rate_metrics(st->base_rates, labels, mask, c.horizons));
+  nlohmann::json ci = nlohmann::json::object();
+  nlohmann::json comparison;
+  if (options.bootstrap > 0) {
+    BootstrapOptions bo;
+    bo.replicates = options.bootstrap;
+    bo.seed = options.bootstrap_seed;
+    bo.threads = c.threads;
+    FXT_ASSIGN_OR_RETURN(BootstrapResult mb,
+                         bootstrap_metrics(std::span<const float>(model_scores), labels, mask,
+                                           c.horizons, ScoreKind::kLogit, bo));
+    ci["model"] = mb.to_json();
+    for (size_t b = 0; b < fitted.size(); ++b) {
+      FXT_ASSIGN_OR_RETURN(BootstrapResult lb,
+                           bootstrap_metrics(std::span<const float>(base_scores[b]), labels, mask,
+                                             c.horizons, ScoreKind::kLogit, bo));
+      ci[fitted[b].name] = lb.to_json();
+    }
+    if (!fitted.empty()) {
+      FXT_ASSIGN_OR_RETURN(comparison, compare_with_baselines(model_scores, names, base_scores,
+                                                              labels, mask, c.horizons, bo));
+    }
+  }
+  nlohmann::json oracle;
+  if (!options.oracle_config.empty()) {
+    if (!comparison.is_object()) {
+      return UsageError("--oracle needs the baselines and bootstrap intervals (--bootstrap > 0)");
+    }
+    FXT_ASSIGN_OR_RETURN(oracle, oracle_section(options, ds, g, c, names, base_scores, model_scores,
+                                                labels, mask, comparison));
+  }
+  nlohmann::json j;
+  j["checkpoint"] = checkpoint_path;
+  j["store_dirs"] = dirs;
+  j["split"] = options.split == EvalSplit::kTest         ? "test"
+               : options.split == EvalSplit::kValidation ? "validation"
+                                                         : "all";
+  j["rows"] = model_scores.size() / static_cast<size_t>(nh);
+  j["horizons"] = c.horizons;
+  j["window"] = c.window;
+  j["stride"] = c.stride;
+  j["model_kind"] = model_kind_name(c.model);
+  j["device"] = backend_name(use_cuda);
+  j["base_rates"] = st->base_rates;
+  j["model"] = mm.to_json();
+  j["baselines"] = baseline_metrics;
+  j["baseline_fits"] = st->baselines.summary(/*with_timings=*/false);
+  j["base_rate"] = bm.to_json();
+  j["bootstrap"] = ci;
+  j["vs_best_baseline"] = comparison;
+  if (!oracle.is_null()) j["oracle"] = oracle;
+  if (rows != nullptr) {
+    rows->horizons = c.horizons;
+    rows->base_rates = st->base_rates;
+    rows->model_logits = std::move(model_scores);
+    rows->baseline_names = std::move(names);
+    rows->baseline_logits = std::move(base_scores);
+    rows->labels = std::move(labels);
+    rows->mask = std::move(mask);
+  }
+  return j;
+}
+
+Status predict(const std::string& checkpoint_path, const std::string& store_dir,
+               const std::string& out_csv, int threads, const std::string& device) {
+  FXT_ASSIGN_OR_RETURN(std::unique_ptr<TrainState> st, load_state(checkpoint_path));
+  const TrainConfig& c = st->cfg;
+  FXT_ASSIGN_OR_RETURN(const bool use_cuda, resolve_cuda(device, c.model));
+#if FXT_HAVE_CUDA
+  if (use_cuda) st->net.use_gpu(nullptr, st->params);
+#endif
+  (void)use_cuda;
+  FXT_ASSIGN_OR_RETURN(StoreReader store, StoreReader::open(store_dir));
+  FeatureConfig fc;
+  fc.stride = c.stride;
+  std::vector<float> features;
+  FXT_RETURN_IF_ERROR(compute_features(store, fc, &features));
+  const uint64_t n = store.size();
+  standardise(st->stats, features.data(), n);
+  CpuContext ctx(threads);
+  const int nh = static_cast<int>(c.horizons.size());
+  FXT_ASSIGN_OR_RETURN(BufferedFileWriter w, BufferedFileWriter::create(out_csv));
+  std::string line = "ts_ns";
+  for (int h : c.horizons) fmt::format_to(std::back_inserter(line), ",p_h{}", h);
+  line += '\n';
+  FXT_RETURN_IF_ERROR(w.write(line));
+  constexpr uint64_t kChunk = 4096;  // snapshots scored per pass (bounded memory)
+  std::vector<uint64_t> ends;
+  std::vector<float> logits;
+  Progress progress("predict", n, "snap");
+  for (uint64_t t0 = 0; t0 < n; t0 += kChunk) {
+    ends.clear();
+    for (uint64_t t = t0; t < std::min(n, t0 + kChunk); ++t) ends.push_back(t);
+    FXT_RETURN_IF_ERROR(
+        score_inference(*st, ctx, store, features.data(), ends, &logits, &progress));
+    for (size_t i = 0; i < ends.size(); ++i) {
+      line.clear();
+      fmt::format_to(std::back_inserter(line), "{}", store.ts_ns[ends[i]]);
+      for (int h = 0; h < nh; ++h) {
+        const float p =
+            model::sigmoid(logits[i * static_cast<size_t>(nh) + static_cast<size_t>(h)]);
+        fmt::format_to(std::back_inserter(line), ",{}", p);
+      }
+      line += '\n';
+      FXT_RETURN_IF_ERROR(w.write(line));
+    }
+  }
+  FXT_RETURN_IF_ERROR(w.commit());
+  progress.finish();
+  return Status::Ok();
+}
+
+}  // namespace fxt

@@ -15,6 +15,8 @@
 #include <functional>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 namespace fxt::test {
 namespace fs = std::filesystem;
 
@@ -46,6 +48,28 @@ std::string scratch_dir() {
   return dir.string();
 }
 
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return in ? text.str() : std::string();
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+std::string jsonl_without(const std::string& path, const std::string& key) {
+  std::string out, line;
+  std::istringstream in(file_bytes(path));
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object()) j.erase(key);
+    out += j.dump() + "\n";
+  }
+  return out;
+}
+
 std::string shared_fixture(const std::string& name, const std::string& recipe,
                            const std::function<bool(const std::string& dir)>& build) {
   // One directory per build tree (the binary's path) and fixture name.
@@ -68,13 +92,7 @@ std::string shared_fixture(const std::string& name, const std::string& recipe,
     return "";
   }
   const fs::path stamp_path = dir / ".fixture-stamp";
-  std::string have;
-  {
-    std::ifstream in(stamp_path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    have = text.str();
-  }
+  const std::string have = file_bytes(stamp_path.string());
   std::string result = dir.string();
   if (have != stamp.str()) {
     std::error_code ec;
@@ -85,7 +103,7 @@ std::string shared_fixture(const std::string& name, const std::string& recipe,
       fs::remove_all(dir, ec);
       result.clear();
     } else {
-      std::ofstream(stamp_path, std::ios::binary) << stamp.str();  // written last: complete
+      write_bytes(stamp_path.string(), stamp.str());  // written last: the fixture is complete
     }
   }
   ::flock(fd, LOCK_UN);

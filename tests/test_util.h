@@ -30,6 +30,13 @@ std::string scratch_dir();
 std::string shared_fixture(const std::string& name, const std::string& recipe,
                            const std::function<bool(const std::string& dir)>& build);
 
+// A file's bytes ("" when it cannot be read) and writing bytes to a file (truncating).
+std::string file_bytes(const std::string& path);
+void write_bytes(const std::string& path, const std::string& bytes);
+// A JSON-lines file with `key` removed from every line (wall-clock "seconds" of metrics.jsonl),
+// each line re-serialised: what must match between an interrupted and an uninterrupted run.
+std::string jsonl_without(const std::string& path, const std::string& key);
+
 struct CommandResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr together

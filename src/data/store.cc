@@ -266,6 +266,7 @@ void StoreWriter::on_snapshot(const Snapshot& s) {
   if (s.flags & kFlagBadTimestamp) ++w.bad_ts;
   w.prev = s;
   ++w.n;
+  if (w.n % 1024 == 0) fault_point("store.snapshots");  // a kill mid-ingest (tests)
 }
 
 void StoreWriter::on_trade(const Trade& t) {

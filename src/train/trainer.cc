@@ -1087,6 +1087,7 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
       for (int h = 0; h < nh; ++h)
         loss_h_sum[static_cast<size_t>(h)] += out.loss_h[static_cast<size_t>(h)];
       ++st->step;
+      fault_point("train.step");
     }
     // Nothing of a diverged epoch is written: last.ckpt stays the last good epoch.
     if (!std::isfinite(loss_sum)) return diverged(st->step, loss_sum, last_path);

@@ -24,7 +24,10 @@
 namespace fxt {
 namespace {
 namespace fs = std::filesystem;
+using test::file_bytes;
+using test::jsonl_without;
 using test::run_fxt;
+using test::write_bytes;
 
 const char* kSmall =
     " --epochs 2 --steps-per-epoch 3 --batch 8 --seq 16 --horizons 10,30 --d-model 32"
@@ -36,16 +39,6 @@ void expect_usage_error(const test::CommandResult& r, const std::string& needle)
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
   EXPECT_NE(r.output.find(needle), std::string::npos) << "missing '" << needle << "' in\n"
                                                       << r.output;
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-}
-
-std::string read_bytes(const std::string& path) {
-  auto t = read_file(path);
-  return t.ok() ? *t : std::string();
 }
 
 // The suite's inputs: one small market (4,000 events), its store and one tiny training run
@@ -93,7 +86,7 @@ class RobustnessTest : public ::testing::Test {
     const std::string bad = out_ + "/bad_store";
     if (!fs::exists(bad)) {
       fs::copy(store(), bad, fs::copy_options::recursive);
-      std::string px = read_bytes(bad + "/bid_px.bin");
+      std::string px = file_bytes(bad + "/bid_px.bin");
       px[px.size() / 2] = static_cast<char>(px[px.size() / 2] ^ 0x10);
       write_bytes(bad + "/bid_px.bin", px);
     }
@@ -331,14 +324,14 @@ TEST_F(RobustnessTest, RandomBitFlipsInStoresAndCheckpointsAreRefused) {
     SCOPED_TRACE(column);
     const std::string bad = out_ + "/flip_store_" + std::to_string(trial);
     fs::copy(store(), bad, fs::copy_options::recursive);
-    std::string bytes = read_bytes(bad + "/" + column);
+    std::string bytes = file_bytes(bad + "/" + column);
     bytes[next() % bytes.size()] ^= static_cast<char>(1 << (next() % 8));
     write_bytes(bad + "/" + column, bytes);
     const std::string cmd = trial % 2 == 0 ? "backtest -q --strategy twap --out " + bad + "_bt"
                                            : "features -q --out " + bad + ".csv";
     expect_usage_error(run_fxt(cmd + " --store " + bad), "CRC32");
   }
-  const std::string ckpt = read_bytes(run() + "/best.ckpt");
+  const std::string ckpt = file_bytes(run() + "/best.ckpt");
   for (int trial = 0; trial < 4; ++trial) {
     std::string bytes = ckpt;
     const size_t at = next() % bytes.size();
@@ -421,14 +414,14 @@ TEST_F(RobustnessTest, VersionFlagAndGpuPresence) {
 // ---- records: a command never overwrites another run's run.json -------------------------
 
 TEST_F(RobustnessTest, EvalDoesNotOverwriteATrainingRunRecord) {
-  const std::string before = read_bytes(run() + "/run.json");
+  const std::string before = file_bytes(run() + "/run.json");
   auto e = run_fxt("eval -q --bootstrap 0 --checkpoint " + run() + "/best.ckpt --run-dir " + run());
   expect_usage_error(e, "records a train run");
-  EXPECT_EQ(read_bytes(run() + "/run.json"), before);
+  EXPECT_EQ(file_bytes(run() + "/run.json"), before);
   EXPECT_FALSE(fs::exists(run() + "/eval.json"));
   expect_usage_error(run_fxt("backtest -q --store " + store() + " --strategy twap --out " + run()),
                      "records a train run");
-  EXPECT_EQ(read_bytes(run() + "/run.json"), before);
+  EXPECT_EQ(file_bytes(run() + "/run.json"), before);
 }
 
 // ---- divergence: one line, exit 1, the last good checkpoint kept ------------------------
@@ -453,18 +446,6 @@ TEST_F(RobustnessTest, DivergenceStopsWithTheStepAndKeepsOnlyGoodCheckpoints) {
   }
 }
 
-// metrics.jsonl without the wall-clock "seconds" of each line.
-std::string metrics_without_seconds(const std::string& path) {
-  std::string out, line;
-  std::istringstream in(read_bytes(path));
-  while (std::getline(in, line)) {
-    auto j = nlohmann::json::parse(line);
-    j.erase("seconds");
-    out += j.dump() + "\n";
-  }
-  return out;
-}
-
 // ---- determinism: outputs never depend on the run directory's name ----------------------
 
 TEST_F(RobustnessTest, ResumeIsBitIdenticalWhateverTheRunDirectoryIsCalled) {
@@ -478,9 +459,9 @@ TEST_F(RobustnessTest, ResumeIsBitIdenticalWhateverTheRunDirectoryIsCalled) {
     auto r = run_fxt("train -q --resume --run-dir " + d);
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
-  EXPECT_EQ(read_bytes(a + "/last.ckpt"), read_bytes(b + "/last.ckpt"));
-  EXPECT_EQ(metrics_without_seconds(a + "/metrics.jsonl"),
-            metrics_without_seconds(b + "/metrics.jsonl"));
+  EXPECT_EQ(file_bytes(a + "/last.ckpt"), file_bytes(b + "/last.ckpt"));
+  EXPECT_EQ(jsonl_without(a + "/metrics.jsonl", "seconds"),
+            jsonl_without(b + "/metrics.jsonl", "seconds"));
 }
 
 TEST_F(RobustnessTest, ResumeAndEvalRefuseAStoreReplacedInPlace) {
@@ -518,9 +499,9 @@ TEST_F(RobustnessTest, KillBetweenMetricsLineAndCheckpointLosesNothing) {
     EXPECT_EQ(killed.exit_code, 128 + 9) << killed.output;  // SIGKILL
     auto r = run_fxt("train -q --resume --run-dir " + d);
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_EQ(read_bytes(d + "/last.ckpt"), read_bytes(ref + "/last.ckpt"));
-    EXPECT_EQ(metrics_without_seconds(d + "/metrics.jsonl"),
-              metrics_without_seconds(ref + "/metrics.jsonl"));
+    EXPECT_EQ(file_bytes(d + "/last.ckpt"), file_bytes(ref + "/last.ckpt"));
+    EXPECT_EQ(jsonl_without(d + "/metrics.jsonl", "seconds"),
+              jsonl_without(ref + "/metrics.jsonl", "seconds"));
   }
 }
 

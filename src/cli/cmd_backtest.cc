@@ -133,6 +133,21 @@ Status run_backtest_command(BacktestArgs& a) {
         cell(r.stats, "sharpe_daily_annualised").c_str(), cell(r.stats, "max_drawdown").c_str(),
         cell(r.stats, "trades").c_str(), cell(r.stats, "fees").c_str(), fill.c_str());
   }
+  for (const sim::QueueModelRun& r : out.runs) {
+    if (!r.stats.contains("execution")) continue;
+    const nlohmann::json& e = r.stats["execution"];  // sim/strategy_exec.h
+    auto price = [&e](const char* key) {
+      return e[key].is_number() ? fmt::format("{:.10g}", e[key].get<double>()) : std::string("-");
+    };
+    std::printf(
+        "%s: %s %s of %s, average %s; shortfall vs arrival (%s) %s bps, vs VWAP (%s) %s bps "
+        "(positive = cost), fees %s bps\n",
+        r.name.c_str(), e["side"].get<std::string>() == "buy" ? "bought" : "sold",
+        cell(e, "executed_qty").c_str(), cell(e, "qty").c_str(), price("avg_fill_px").c_str(),
+        price("arrival_px").c_str(), cell(e, "shortfall_bps").c_str(),
+        price("market_vwap_px").c_str(), cell(e, "vwap_slippage_bps").c_str(),
+        cell(e, "fees_bps").c_str());
+  }
   if (out.runs.size() > 1 && out.band.contains("total_pnl")) {
     std::printf("model-risk band of total_pnl: spread %s\n",
                 cell(out.band["total_pnl"], "spread").c_str());

@@ -266,8 +266,9 @@ Result<MarketMakerConfig> mm_config(StrategyParams& p) {
   return c;
 }
 
-Result<ExecutionConfig> exec_config(StrategyParams& p, bool ac) {
+Result<ExecutionConfig> exec_config(StrategyParams& p, bool ac, double store_lot) {
   ExecutionConfig c;
+  c.lot = store_lot;
   std::string side = "sell", order = "market";
   FXT_RETURN_IF_ERROR(p.get_choice("side", {"buy", "sell"}, &side));
   c.side = side == "buy" ? Side::kBuy : Side::kSell;
@@ -278,6 +279,7 @@ Result<ExecutionConfig> exec_config(StrategyParams& p, bool ac) {
   FXT_RETURN_IF_ERROR(p.get_duration("duration", &c.duration_ns));
   FXT_RETURN_IF_ERROR(p.get("slices", &c.slices));
   FXT_RETURN_IF_ERROR(p.get("limit_ticks", &c.limit_ticks));
+  FXT_RETURN_IF_ERROR(p.get("lot", &c.lot));
   if (ac) {
     FXT_RETURN_IF_ERROR(p.get("urgency", &c.urgency));
     FXT_RETURN_IF_ERROR(p.get("sigma", &c.sigma));
@@ -315,11 +317,15 @@ Result<StrategyFactory> make_strategy_factory(const std::string& name, StrategyP
     };
   } else if (name == "twap" || name == "ac") {
     const bool ac = name == "ac";
-    FXT_ASSIGN_OR_RETURN(ExecutionConfig c, exec_config(params, ac));
+    const bool lot_given = params.has("lot");
+    FXT_ASSIGN_OR_RETURN(ExecutionConfig c, exec_config(params, ac, inputs.lot_size));
     if (inputs.sessions.empty()) return UsageError("--strategy {} needs at least one store", name);
     const int64_t start = inputs.sessions.front().start_ns + c.start_ns;
     const int64_t end = c.duration_ns > 0 ? start + c.duration_ns : inputs.sessions.back().end_ns;
     f.config = c.to_json(ac);
+    f.config["lot_source"] = lot_given             ? "param"
+                             : inputs.lot_size > 0 ? "store (whole sizes)"
+                                                   : "store (fractional sizes)";
     f.config["window_start_ns"] = start;
     f.config["window_end_ns"] = std::max(start, end);
     f.config["holdings"] = execution_holdings(c, ac, std::max<int64_t>(0, end - start));
@@ -333,6 +339,17 @@ Result<StrategyFactory> make_strategy_factory(const std::string& name, StrategyP
 // ---- the run -----------------------------------------------------------------------------------
 
 namespace {
+
+// True when every displayed size of the store is a whole number (lots of 1).
+bool whole_sizes(const StoreReader& r) {
+  for (const Column<double>* c : {&r.bid_sz, &r.ask_sz}) {
+    const uint64_t n = c->rows * static_cast<uint64_t>(c->width);
+    for (uint64_t i = 0; i < n; ++i) {
+      if (c->data[i] != std::floor(c->data[i])) return false;
+    }
+  }
+  return true;
+}
 
 nlohmann::json spec_json(const BacktestSpec& s, const std::vector<QueueModel>& models) {
   std::vector<std::string> names;
@@ -393,6 +410,10 @@ Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
     const uint64_t n = r.size();
     inputs.sessions.push_back(n > 0 ? SessionSpan{r.ts_ns[0], r.ts_ns[n - 1]} : SessionSpan{});
     stores.push_back(std::move(r));
+  }
+  inputs.lot_size = 1;
+  for (const StoreReader& r : stores) {
+    if (!whole_sizes(r)) inputs.lot_size = 0;
   }
   if (!spec.multiplier_given) {
     const auto& inst = stores.front().meta().value("instrument", nlohmann::json::object());
@@ -472,6 +493,9 @@ Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
         return;
       }
       run.stats = compute_stats(*result);
+      if (nlohmann::json report = strategy->report(); !report.is_null()) {
+        run.stats["execution"] = std::move(report);
+      }
       events[i] = result->events;
       statuses[i] = write_backtest_results(run.dir, *result, run.stats);
     } catch (const std::exception& e) {

@@ -63,6 +63,9 @@ class StrategyParams {
 struct StrategyInputs {
   std::vector<SessionSpan> sessions;           // per store, first and last snapshot times
   std::shared_ptr<const SignalSeries> signal;  // null when no predictions were given
+  // The stores' lot size: 1 when every displayed size is a whole number (futures, shares,
+  // DBN sources), 0 when some are fractional (crypto). The default `lot` of twap and ac.
+  double lot_size = 0;
 };
 
 // A configured strategy: `make` builds a fresh instance (one per queue-model run).

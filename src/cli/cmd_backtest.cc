@@ -130,8 +130,12 @@ Status run_backtest_command(BacktestArgs& a) {
     }
     std::printf(
         "%-14s %14s %10s %12s %8s %12s %8s\n", r.name.c_str(), cell(r.stats, "total_pnl").c_str(),
-        cell(r.stats, "sharpe_daily_annualised").c_str(), cell(r.stats, "max_drawdown").c_str(),
+        cell(r.stats, "sharpe_annualised").c_str(), cell(r.stats, "max_drawdown").c_str(),
         cell(r.stats, "trades").c_str(), cell(r.stats, "fees").c_str(), fill.c_str());
+  }
+  if (const nlohmann::json& s0 = out.runs.front().stats; s0.value("sharpe_basis", "") != "daily") {
+    std::printf("sharpe: annualised from %s (the run spans under 2 days; docs/BACKTEST.md)\n",
+                s0.value("sharpe_basis", std::string("-")).c_str());
   }
   for (const sim::QueueModelRun& r : out.runs) {
     if (!r.stats.contains("execution")) continue;

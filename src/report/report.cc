@@ -818,6 +818,8 @@ struct ModelRun {
 const char* const kStatRows[][2] = {
     {"total_pnl", "total PnL"},
     {"sharpe_daily_annualised", "Sharpe (daily, annualised)"},
+    {"sharpe_annualised", "Sharpe (annualised, as it applies)"},
+    {"sharpe_basis", "Sharpe computed on"},
     {"sharpe_per_trade", "Sharpe per round trip"},
     {"sortino", "Sortino"},
     {"max_drawdown", "max drawdown"},
@@ -838,6 +840,7 @@ const char* const kStatRows[][2] = {
 
 std::string stat_text(const json& stats, const std::string& key) {
   const json& v = field(stats, key);
+  if (v.is_string()) return v.get<std::string>();
   if (key == "mean_holding_ns") return format_number(num(v) / 1e9, 4);
   if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
   return format_number(num(v), 6);
@@ -1059,7 +1062,8 @@ Result<std::string> backtest_html(const std::string& dir, const std::string& sid
   const json& s0 = runs[0].stats;
   headline->insert(headline->begin(), {{"strategy", scalar_text(field(strategy, "name"))},
                                        {"total PnL", stat_text(s0, "total_pnl")},
-                                       {"Sharpe", stat_text(s0, "sharpe_daily_annualised")},
+                                       {"Sharpe", stat_text(s0, "sharpe_annualised") + " (" +
+                                                      s0.value("sharpe_basis", "-") + ")"},
                                        {"max drawdown", stat_text(s0, "max_drawdown")},
                                        {"fills", stat_text(s0, "trades")}});
   return out;

@@ -548,7 +548,7 @@ Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
   // Headline metrics: the main statistics of each queue model's run (one run: flat).
   auto headline = [](const nlohmann::json& stats) {
     nlohmann::json m = nlohmann::json::object();
-    for (const char* k : {"total_pnl", "sharpe_daily_annualised", "max_drawdown", "trades",
+    for (const char* k : {"total_pnl", "sharpe_annualised", "sharpe_basis", "max_drawdown", "trades",
                           "fill_ratio", "fees", "final_position"}) {
       if (stats.contains(k)) m[k] = stats[k];
     }

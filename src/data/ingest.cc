@@ -294,6 +294,19 @@ Status describe_dbn(const std::string& path, const IngestOptions& options, Defin
   return Status::Ok();
 }
 
+// `fxt ingest --tick`: the user's tick replaces a definition's (with a warning when they
+// differ) or the inferred one; StoreWriter::finish checks that it divides the book's levels.
+void apply_tick_option(const IngestOptions& options, StoreInfo* info) {
+  if (options.tick_px <= 0) return;
+  if (info->tick_px > 0 && info->tick_px != options.tick_px) {
+    log_warn("{}: --tick {} replaces the {}'s tick {}", info->source_path,
+             static_cast<double>(options.tick_px) * kPxScale, info->tick_source,
+             static_cast<double>(info->tick_px) * kPxScale);
+  }
+  info->tick_px = options.tick_px;
+  info->tick_source = "flag";
+}
+
 Result<nlohmann::json> ingest_dbn(const IngestJob& job, const std::vector<std::string>& def_files,
                                   const IngestOptions& options, const std::string& store_dir) {
   const std::string& path = job.files.front();
@@ -310,6 +323,7 @@ Result<nlohmann::json> ingest_dbn(const IngestJob& job, const std::vector<std::s
   // 'T' actions (decided after the fact by the store: no trades seen → tick rule).
   info.has_trades = is_mbo || schema == dbn::Schema::kTrades || schema == dbn::Schema::kTbbo;
 
+  apply_tick_option(options, &info);
   FXT_ASSIGN_OR_RETURN(StoreWriter writer, StoreWriter::create(store_dir, info));
   if (is_mbo) {
     MboStats stats;
@@ -345,6 +359,7 @@ Result<nlohmann::json> ingest_binance(const IngestJob& job, const IngestOptions&
   info.source_format = "binance";
   info.has_trades = true;
   info.currency = "USDT";
+  apply_tick_option(options, &info);
   FXT_ASSIGN_OR_RETURN(StoreWriter writer, StoreWriter::create(store_dir, info));
   BinanceStats stats;
   FXT_RETURN_IF_ERROR(replay_binance_capture(job.files.front(), bo, &writer, &stats));
@@ -367,6 +382,7 @@ Result<nlohmann::json> ingest_lobster(const IngestJob& job, const IngestOptions&
   info.currency = "USD";
   std::string name = fs::path(job.files[0]).filename().string();
   info.symbol = name.substr(0, name.find('_'));
+  apply_tick_option(options, &info);
   FXT_ASSIGN_OR_RETURN(StoreWriter writer, StoreWriter::create(store_dir, info));
   LobsterStats stats;
   FXT_RETURN_IF_ERROR(import_lobster(job.files[0], job.files[1], lo, &writer, &stats));

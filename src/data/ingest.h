@@ -24,6 +24,7 @@ struct IngestOptions {
   uint8_t dbn_fragment_version = 0;     // for .dbn.frag inputs (records without metadata)
   std::string binance_market = "auto";  // auto, spot, usdm
   std::string lobster_date;             // YYYY-MM-DD; default: from the file name
+  int64_t tick_px = 0;  // > 0: the instrument's tick (1e-9 units), over a definition or inference
 };
 
 // A unit of work: the files that make one store, and the store's directory name.

@@ -331,6 +331,11 @@ Status StoreWriter::finish() {
   if (tick <= 0) {
     tick = w.min_level_gap;
     tick_source = "inferred";
+  } else if (tick_source == "flag" && w.min_level_gap % tick != 0) {
+    // A tick given by the user must divide the price grid the book lives on.
+    return InvalidInput("{}: --tick {}: price levels {} apart are not multiples of it", w.dir,
+                        static_cast<double>(tick) * kPxScale,
+                        static_cast<double>(w.min_level_gap) * kPxScale);
   }
   auto now = std::chrono::system_clock::now().time_since_epoch();
   nlohmann::json meta = {

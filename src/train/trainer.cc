@@ -235,6 +235,7 @@ struct TrainState {
   TrainConfig cfg;
   std::vector<std::string> stores;
   std::vector<std::string> store_ids;  // CRC32 of each store's meta.json (its column CRCs)
+  nlohmann::json store_instruments = nlohmann::json::array();  // {symbol, tick_px} per store
   FeatureStats stats;
   std::vector<double> base_rates;
   double cfc_time_unit_ns = 0;  // `--cfc-time real`: the median snapshot gap of training
@@ -323,6 +324,7 @@ struct TrainState {
     baselines.save(&ck, &meta);
     meta["store_dirs"] = stores;
     meta["store_checksums"] = store_ids;
+    meta["store_instruments"] = store_instruments;
     meta["base_rates"] = base_rates;
     meta["cfc_time_unit_ns"] = cfc_time_unit_ns;
     meta["epoch"] = epoch;
@@ -364,6 +366,7 @@ struct TrainState {
                            Baselines::load(ck, m, static_cast<int>(cfg.horizons.size())));
       stores = m.at("store_dirs").get<std::vector<std::string>>();
       store_ids = m.value("store_checksums", std::vector<std::string>{});
+      store_instruments = m.value("store_instruments", nlohmann::json::array());
       base_rates = m.at("base_rates").get<std::vector<double>>();
       cfc_time_unit_ns = m.value("cfc_time_unit_ns", 0.0);
       epoch = m.at("epoch").get<int>();
@@ -414,6 +417,26 @@ Result<std::vector<std::string>> store_identities(const std::vector<std::string>
     ids.push_back(std::move(id));
   }
   return ids;
+}
+
+// What predict compares between a store and the training stores: symbol and tick.
+nlohmann::json instrument_of(const nlohmann::json& store_meta) {
+  const nlohmann::json inst = store_meta.value("instrument", nlohmann::json::object());
+  return {{"symbol", inst.value("symbol", std::string())}, {"tick_px", inst.value("tick_px", 0)}};
+}
+
+// A model trained on one instrument scores another silently wrong (ticks, spreads and sizes
+// are in its features): warn when the store's symbol or tick is none of the training stores'.
+void warn_if_other_instrument(const nlohmann::json& trained, const StoreReader& store,
+                              const std::string& store_dir) {
+  const nlohmann::json now = instrument_of(store.meta());
+  if (trained.empty() || std::find(trained.begin(), trained.end(), now) != trained.end()) return;
+  log_warn("{}: instrument {} (tick {}) differs from the training stores' ({} tick {}): the "
+           "predictions may not mean what they meant in training",
+           store_dir, now["symbol"].get<std::string>(),
+           static_cast<double>(now["tick_px"].get<int64_t>()) * 1e-9,
+           trained[0]["symbol"].get<std::string>(),
+           static_cast<double>(trained[0]["tick_px"].get<int64_t>()) * 1e-9);
 }
 
 // Refuses a checkpoint whose stores were replaced since it was written (checkpoints from
@@ -969,6 +992,9 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
   FXT_ASSIGN_OR_RETURN(Dataset ds, Dataset::open(st->stores, c.dataset_config()));
   if (!options.resume) {
     FXT_ASSIGN_OR_RETURN(st->store_ids, store_identities(st->stores));
+    for (size_t i = 0; i < ds.store_count(); ++i) {
+      st->store_instruments.push_back(instrument_of(ds.store(i).reader.meta()));
+    }
   }
   if (ds.anchors(Split::kTrain).empty()) {
     return InvalidInput(
@@ -1465,6 +1491,7 @@ Status predict(const std::string& checkpoint_path, const std::string& store_dir,
 #endif
   (void)use_cuda;
   FXT_ASSIGN_OR_RETURN(StoreReader store, StoreReader::open(store_dir));
+  warn_if_other_instrument(st->store_instruments, store, store_dir);
   FeatureConfig fc;
   fc.stride = c.stride;
   std::vector<float> features;

@@ -399,6 +399,36 @@ TEST_F(RobustnessTest, IngestWarnsAboutATinyStore) {
   EXPECT_NE(r.output.find("only 50 snapshots (fewer than 100)"), std::string::npos) << r.output;
 }
 
+TEST_F(RobustnessTest, IngestTickFlagSetsTheTickAndMustDivideThePriceLevels) {
+  const std::string d = out_ + "/tick";
+  // The synthetic market's levels are 0.25 apart: 0.5 cannot be its tick.
+  expect_usage_error(run_fxt("ingest -q " + dbn() + " --out " + d + " --tick 0.5"),
+                     "--tick 0.5: price levels 0.25 apart are not multiples of it");
+  EXPECT_FALSE(fs::exists(d));
+  auto r = run_fxt("ingest " + dbn() + " --out " + d + " --tick 0.125");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--tick 0.125 replaces the definition's tick 0.25"), std::string::npos)
+      << r.output;
+  const auto meta = nlohmann::json::parse(file_bytes(d + "/meta.json"));
+  EXPECT_EQ(meta["instrument"]["tick_px"], 125000000);
+  EXPECT_EQ(meta["instrument"]["tick_source"], "flag");
+}
+
+TEST_F(RobustnessTest, PredictWarnsWhenTheStoreIsAnotherInstrument) {
+  const std::string other = out_ + "/other_tick";
+  ASSERT_EQ(run_fxt("ingest -q " + dbn() + " --out " + other + " --tick 0.125").exit_code, 0);
+  const std::string warning = "differs from the training stores'";
+  auto same = run_fxt("predict --checkpoint " + run() + "/best.ckpt --store " + store() +
+                      " --out " + out_ + "/same.csv");
+  ASSERT_EQ(same.exit_code, 0) << same.output;
+  EXPECT_EQ(same.output.find(warning), std::string::npos) << same.output;
+  auto diff = run_fxt("predict --checkpoint " + run() + "/best.ckpt --store " + other + " --out " +
+                      out_ + "/other.csv");
+  ASSERT_EQ(diff.exit_code, 0) << diff.output;
+  EXPECT_NE(diff.output.find("(tick 0.125) " + warning + " (SYN tick 0.25)"), std::string::npos)
+      << diff.output;
+}
+
 TEST_F(RobustnessTest, VersionFlagAndGpuPresence) {
   auto v = run_fxt("--version");
   EXPECT_EQ(v.exit_code, 0) << v.output;

@@ -587,6 +587,21 @@ TEST(Execution, BacktestLotComesFromTheStoreSizes) {
     // Sold at the bid: 100.125 − 100 = 0.125 below the arrival mid.
     EXPECT_NEAR(e["shortfall_bps"].get<double>(), 0.125 / 100.125 * 1e4, 1e-9);
     EXPECT_EQ(out->runs.front().stats["trades"].get<int>(), size == 10.0 ? 5 : 10);
+    // The costs assumed are in stats.json, and a run without any says so.
+    const nlohmann::json& costs = out->runs.front().stats["assumed_costs"];
+    EXPECT_EQ(costs["latency"]["entry_ns"], 0);
+    EXPECT_EQ(costs["fees"]["taker_bps"], 0.0);
+    EXPECT_TRUE(costs["zero_latency_and_fees"].get<bool>());
+    if (size != 10.0) continue;
+    spec.sim.latency.entry_ns = 1'000'000;
+    spec.sim.fees.taker_bps = 0.5;
+    spec.out_dir = store + "_costs";
+    auto costly = run_backtest_spec(spec, "");
+    ASSERT_TRUE(costly.ok()) << costly.status().message();
+    const nlohmann::json& c2 = costly->runs.front().stats["assumed_costs"];
+    EXPECT_EQ(c2["latency"]["entry_ns"], 1'000'000);
+    EXPECT_EQ(c2["fees"]["taker_bps"], 0.5);
+    EXPECT_FALSE(c2["zero_latency_and_fees"].get<bool>());
   }
 }
 

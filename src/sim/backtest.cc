@@ -498,18 +498,17 @@ Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
                               c.latency.response_ns == 0 && c.latency.file.empty();
       const bool no_fees = c.fees.maker_bps == 0 && c.fees.taker_bps == 0 &&
                            c.fees.maker_per_unit == 0 && c.fees.taker_per_unit == 0;
-      run.stats["assumed_costs"] = {
-          {"latency",
-           {{"feed_ns", c.latency.feed_ns},
-            {"entry_ns", c.latency.entry_ns},
-            {"response_ns", c.latency.response_ns},
-            {"file", c.latency.file}}},
-          {"fees",
-           {{"maker_bps", c.fees.maker_bps},
-            {"taker_bps", c.fees.taker_bps},
-            {"maker_per_unit", c.fees.maker_per_unit},
-            {"taker_per_unit", c.fees.taker_per_unit}}},
-          {"zero_latency_and_fees", no_latency && no_fees}};
+      run.stats["assumed_costs"] = {{"latency",
+                                     {{"feed_ns", c.latency.feed_ns},
+                                      {"entry_ns", c.latency.entry_ns},
+                                      {"response_ns", c.latency.response_ns},
+                                      {"file", c.latency.file}}},
+                                    {"fees",
+                                     {{"maker_bps", c.fees.maker_bps},
+                                      {"taker_bps", c.fees.taker_bps},
+                                      {"maker_per_unit", c.fees.maker_per_unit},
+                                      {"taker_per_unit", c.fees.taker_per_unit}}},
+                                    {"zero_latency_and_fees", no_latency && no_fees}};
       if (nlohmann::json report = strategy->report(); !report.is_null()) {
         run.stats["execution"] = std::move(report);
       }
@@ -565,8 +564,8 @@ Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
   // Headline metrics: the main statistics of each queue model's run (one run: flat).
   auto headline = [](const nlohmann::json& stats) {
     nlohmann::json m = nlohmann::json::object();
-    for (const char* k : {"total_pnl", "sharpe_annualised", "sharpe_basis", "max_drawdown", "trades",
-                          "fill_ratio", "fees", "final_position"}) {
+    for (const char* k : {"total_pnl", "sharpe_annualised", "sharpe_basis", "max_drawdown",
+                          "trades", "fill_ratio", "fees", "final_position"}) {
       if (stats.contains(k)) m[k] = stats[k];
     }
     return m;

@@ -66,12 +66,12 @@ void register_ingest(CLI::App& app) {
                   [a] { return run_ingest(*a); });
   cmd->add_option("sources", a->sources,
                   "source files: .dbn/.dbn.zst (+ definition files), Binance .gz captures, "
-                  "LOBSTER message+orderbook CSV pairs")
+                  "LOBSTER message+orderbook CSV pairs, Tardis.dev incremental_book_L2 (+ trades) CSV")
       ->required();
   cmd->add_option("-o,--out", a->out,
                   "the store directory (one source) or dataset folder (several sources)")
       ->required();
-  cmd->add_option("--format", a->format, "force the format: auto, dbn, binance, lobster")
+  cmd->add_option("--format", a->format, "force the format: auto, dbn, binance, lobster, tardis")
       ->capture_default_str();
   cmd->add_option("--dbn-version", a->dbn_version,
                   "DBN version of .dbn.frag inputs (records without metadata): 1, 2 or 3")

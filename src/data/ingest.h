@@ -16,7 +16,7 @@
 
 namespace fxt {
 
-enum class SourceFormat { kAuto, kDbn, kBinance, kLobster };
+enum class SourceFormat { kAuto, kDbn, kBinance, kLobster, kTardis };
 Result<SourceFormat> parse_source_format(const std::string& name);
 
 struct IngestOptions {
@@ -30,7 +30,8 @@ struct IngestOptions {
 // A unit of work: the files that make one store, and the store's directory name.
 struct IngestJob {
   SourceFormat format = SourceFormat::kAuto;
-  std::vector<std::string> files;  // one file; a LOBSTER pair is {message, orderbook}
+  std::vector<std::string> files;  // one file; a LOBSTER pair is {message, orderbook}, a
+                                   // Tardis.dev pair {incremental_book_L2, trades}
   std::string name;                // store directory name (from the source file name)
 };
 

@@ -209,6 +209,43 @@ Status StrategyParams::check_all_used(const std::string& strategy) const {
 
 // ---- registry ----------------------------------------------------------------------------------
 
+double stores_lot_size(const std::vector<StoreReader>& stores) {
+  for (const StoreReader& r : stores) {
+    for (const Column<double>* c : {&r.bid_sz, &r.ask_sz}) {
+      const uint64_t n = c->rows * static_cast<uint64_t>(c->width);
+      for (uint64_t i = 0; i < n; ++i) {
+        if (c->data[i] != std::floor(c->data[i])) return 0;
+      }
+    }
+  }
+  return 1;
+}
+
+nlohmann::json run_stats(const BacktestResult& result, const SimConfig& c,
+                         const Strategy& strategy) {
+  nlohmann::json stats = compute_stats(result);
+  // The costs the run assumed (they default to zero: say so).
+  const bool no_latency = c.latency.feed_ns == 0 && c.latency.entry_ns == 0 &&
+                          c.latency.response_ns == 0 && c.latency.file.empty();
+  const bool no_fees = c.fees.maker_bps == 0 && c.fees.taker_bps == 0 &&
+                       c.fees.maker_per_unit == 0 && c.fees.taker_per_unit == 0;
+  stats["assumed_costs"] = {{"latency",
+                             {{"feed_ns", c.latency.feed_ns},
+                              {"entry_ns", c.latency.entry_ns},
+                              {"response_ns", c.latency.response_ns},
+                              {"file", c.latency.file}}},
+                            {"fees",
+                             {{"maker_bps", c.fees.maker_bps},
+                              {"taker_bps", c.fees.taker_bps},
+                              {"maker_per_unit", c.fees.maker_per_unit},
+                              {"taker_per_unit", c.fees.taker_per_unit}}},
+                            {"zero_latency_and_fees", no_latency && no_fees}};
+  if (nlohmann::json report = strategy.report(); !report.is_null()) {
+    stats["execution"] = std::move(report);
+  }
+  return stats;
+}
+
 const std::vector<std::string>& strategy_names() {
   static const std::vector<std::string> kNames = {"signal", "mm", "twap", "ac"};
   return kNames;
@@ -340,17 +377,6 @@ Result<StrategyFactory> make_strategy_factory(const std::string& name, StrategyP
 
 namespace {
 
-// True when every displayed size of the store is a whole number (lots of 1).
-bool whole_sizes(const StoreReader& r) {
-  for (const Column<double>* c : {&r.bid_sz, &r.ask_sz}) {
-    const uint64_t n = c->rows * static_cast<uint64_t>(c->width);
-    for (uint64_t i = 0; i < n; ++i) {
-      if (c->data[i] != std::floor(c->data[i])) return false;
-    }
-  }
-  return true;
-}
-
 nlohmann::json spec_json(const BacktestSpec& s, const std::vector<QueueModel>& models) {
   std::vector<std::string> names;
   for (const auto& m : models) names.push_back(queue_model_name(m));
@@ -411,10 +437,7 @@ Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
     inputs.sessions.push_back(n > 0 ? SessionSpan{r.ts_ns[0], r.ts_ns[n - 1]} : SessionSpan{});
     stores.push_back(std::move(r));
   }
-  inputs.lot_size = 1;
-  for (const StoreReader& r : stores) {
-    if (!whole_sizes(r)) inputs.lot_size = 0;
-  }
+  inputs.lot_size = stores_lot_size(stores);
   if (!spec.multiplier_given) {
     const auto& inst = stores.front().meta().value("instrument", nlohmann::json::object());
     const double m = inst.value("contract_multiplier", 1.0);
@@ -492,26 +515,7 @@ Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
         statuses[i] = result.status();
         return;
       }
-      run.stats = compute_stats(*result);
-      // The costs the run assumed, in every stats.json (they default to zero: say so).
-      const bool no_latency = c.latency.feed_ns == 0 && c.latency.entry_ns == 0 &&
-                              c.latency.response_ns == 0 && c.latency.file.empty();
-      const bool no_fees = c.fees.maker_bps == 0 && c.fees.taker_bps == 0 &&
-                           c.fees.maker_per_unit == 0 && c.fees.taker_per_unit == 0;
-      run.stats["assumed_costs"] = {{"latency",
-                                     {{"feed_ns", c.latency.feed_ns},
-                                      {"entry_ns", c.latency.entry_ns},
-                                      {"response_ns", c.latency.response_ns},
-                                      {"file", c.latency.file}}},
-                                    {"fees",
-                                     {{"maker_bps", c.fees.maker_bps},
-                                      {"taker_bps", c.fees.taker_bps},
-                                      {"maker_per_unit", c.fees.maker_per_unit},
-                                      {"taker_per_unit", c.fees.taker_per_unit}}},
-                                    {"zero_latency_and_fees", no_latency && no_fees}};
-      if (nlohmann::json report = strategy->report(); !report.is_null()) {
-        run.stats["execution"] = std::move(report);
-      }
+      run.stats = run_stats(*result, c, *strategy);
       events[i] = result->events;
       statuses[i] = write_backtest_results(run.dir, *result, run.stats);
     } catch (const std::exception& e) {

@@ -75,6 +75,14 @@ struct StrategyFactory {
   std::function<std::unique_ptr<Strategy>()> make;
 };
 
+// StrategyInputs::lot_size of these stores: 1 when every displayed size is whole, else 0.
+double stores_lot_size(const std::vector<StoreReader>& stores);
+
+// The stats.json object of one run (fxt backtest and every sweep lane alike): compute_stats,
+// the latency and fees the run assumed (`assumed_costs`), and the strategy's own report.
+nlohmann::json run_stats(const BacktestResult& result, const SimConfig& sim,
+                         const Strategy& strategy);
+
 const std::vector<std::string>& strategy_names();  // "signal", "mm", "twap", "ac"
 // Builds the factory; `signal` requires inputs.signal; `mm` uses it for its skew when present.
 Result<StrategyFactory> make_strategy_factory(const std::string& name, StrategyParams params,

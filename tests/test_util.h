@@ -2,6 +2,7 @@
 // directories, and running the fxt binary as a user would.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,22 @@ std::string shared_file(const std::string& relative);
 
 // A fresh, empty directory under the build tree, unique per test.
 std::string scratch_dir();
+
+// A directory of inputs shared by every process of one test program: ctest runs each test
+// of a program as its own process, so a SetUpTestSuite fixture is rebuilt per test. `build`
+// fills DIR once (under an exclusive lock, so parallel ctest processes wait for the first);
+// it is rebuilt when the fxt binary or `recipe` (the commands, as text) changes. DIR is
+// fixed, so paths recorded inside it (a checkpoint's stores) stay valid. Tests read it
+// only; outputs go to scratch_dir(). Returns "" (with a gtest failure) when `build` fails.
+std::string shared_fixture(const std::string& name, const std::string& recipe,
+                           const std::function<bool(const std::string& dir)>& build);
+
+// A file's bytes ("" when it cannot be read) and writing bytes to a file (truncating).
+std::string file_bytes(const std::string& path);
+void write_bytes(const std::string& path, const std::string& bytes);
+// A JSON-lines file with `key` removed from every line (wall-clock "seconds" of metrics.jsonl),
+// each line re-serialised: what must match between an interrupted and an uninterrupted run.
+std::string jsonl_without(const std::string& path, const std::string& key);
 
 struct CommandResult {
   int exit_code = -1;

@@ -130,8 +130,27 @@ Status run_backtest_command(BacktestArgs& a) {
     }
     std::printf(
         "%-14s %14s %10s %12s %8s %12s %8s\n", r.name.c_str(), cell(r.stats, "total_pnl").c_str(),
-        cell(r.stats, "sharpe_daily_annualised").c_str(), cell(r.stats, "max_drawdown").c_str(),
+        cell(r.stats, "sharpe_annualised").c_str(), cell(r.stats, "max_drawdown").c_str(),
         cell(r.stats, "trades").c_str(), cell(r.stats, "fees").c_str(), fill.c_str());
+  }
+  if (const nlohmann::json& s0 = out.runs.front().stats; s0.value("sharpe_basis", "") != "daily") {
+    std::printf("sharpe: annualised from %s (the run spans under 2 days; docs/BACKTEST.md)\n",
+                s0.value("sharpe_basis", std::string("-")).c_str());
+  }
+  for (const sim::QueueModelRun& r : out.runs) {
+    if (!r.stats.contains("execution")) continue;
+    const nlohmann::json& e = r.stats["execution"];  // sim/strategy_exec.h
+    auto price = [&e](const char* key) {
+      return e[key].is_number() ? fmt::format("{:.10g}", e[key].get<double>()) : std::string("-");
+    };
+    std::printf(
+        "%s: %s %s of %s, average %s; shortfall vs arrival (%s) %s bps, vs VWAP (%s) %s bps "
+        "(positive = cost), fees %s bps\n",
+        r.name.c_str(), e["side"].get<std::string>() == "buy" ? "bought" : "sold",
+        cell(e, "executed_qty").c_str(), cell(e, "qty").c_str(), price("avg_fill_px").c_str(),
+        price("arrival_px").c_str(), cell(e, "shortfall_bps").c_str(),
+        price("market_vwap_px").c_str(), cell(e, "vwap_slippage_bps").c_str(),
+        cell(e, "fees_bps").c_str());
   }
   if (out.runs.size() > 1 && out.band.contains("total_pnl")) {
     std::printf("model-risk band of total_pnl: spread %s\n",

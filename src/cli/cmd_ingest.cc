@@ -1,4 +1,5 @@
 // fxt ingest SRC... --out DIR: source files → snapshot stores.
+#include <cmath>
 #include <memory>
 
 #include <fmt/format.h>
@@ -6,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "core/log.h"
+#include "data/book.h"
 #include "data/ingest.h"
 
 namespace fxt::cli {
@@ -17,6 +19,7 @@ struct IngestArgs {
   int dbn_version = 0;
   std::string binance_market = "auto";
   std::string lobster_date;
+  double tick = 0;
   bool json = false;
 };
 
@@ -29,6 +32,8 @@ Status run_ingest(const IngestArgs& a) {
   options.dbn_fragment_version = static_cast<uint8_t>(a.dbn_version);
   options.binance_market = a.binance_market;
   options.lobster_date = a.lobster_date;
+  options.tick_px = static_cast<int64_t>(std::llround(a.tick / kPxScale));
+  if (a.tick > 0 && options.tick_px <= 0) return UsageError("--tick {}: below 1e-9", a.tick);
 
   FXT_ASSIGN_OR_RETURN(nlohmann::json summary, ingest_sources(a.sources, options, a.out));
   for (const auto& entry : summary) {
@@ -61,12 +66,12 @@ void register_ingest(CLI::App& app) {
                   [a] { return run_ingest(*a); });
   cmd->add_option("sources", a->sources,
                   "source files: .dbn/.dbn.zst (+ definition files), Binance .gz captures, "
-                  "LOBSTER message+orderbook CSV pairs")
+                  "LOBSTER message+orderbook CSV pairs, Tardis.dev incremental_book_L2 (+ trades) CSV")
       ->required();
   cmd->add_option("-o,--out", a->out,
                   "the store directory (one source) or dataset folder (several sources)")
       ->required();
-  cmd->add_option("--format", a->format, "force the format: auto, dbn, binance, lobster")
+  cmd->add_option("--format", a->format, "force the format: auto, dbn, binance, lobster, tardis")
       ->capture_default_str();
   cmd->add_option("--dbn-version", a->dbn_version,
                   "DBN version of .dbn.frag inputs (records without metadata): 1, 2 or 3")
@@ -75,6 +80,10 @@ void register_ingest(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--lobster-date", a->lobster_date,
                   "trading day of LOBSTER files (YYYY-MM-DD; default: from the file name)");
+  cmd->add_option("--tick", a->tick,
+                  "the instrument's tick size in price units (e.g. 0.25); default: the DBN "
+                  "definition's, else the smallest gap between price levels")
+      ->check(finite_number(0, 1e9));
   cmd->add_flag("--json", a->json, "print the stores' metadata as JSON");
 }
 

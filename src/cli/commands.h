@@ -21,6 +21,7 @@ CLI::App* add_command(CLI::App& app, const std::string& name, const std::string&
 void register_backtest(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_cv(CLI::App& app);
+void register_dump(CLI::App& app);
 void register_eval(CLI::App& app);
 void register_features(CLI::App& app);
 void register_ingest(CLI::App& app);

@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
 
   cli::register_ingest(app);
   cli::register_inspect(app);
+  cli::register_dump(app);
   cli::register_synth(app);
   cli::register_features(app);
   cli::register_train(app);

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+
+#include <fmt/format.h>
 
 namespace fxt {
 
@@ -35,6 +38,25 @@ inline CivilDate civil_from_days(int64_t days) {
   d.month = static_cast<unsigned>(mp < 10 ? mp + 3 : mp - 9);
   d.year = yoe + era * 400 + (d.month <= 2 ? 1 : 0);
   return d;
+}
+
+// ns since the epoch as "2024-01-02T14:30:00.000520882Z" with `digits` (0-9) fractional
+// digits, truncated; the one UTC formatter (store metadata, run records, reports).
+inline std::string utc_text(int64_t ns, int digits = 9) {
+  constexpr int64_t kNs = 1'000'000'000;
+  const int64_t secs = ns >= 0 ? ns / kNs : -((-ns + kNs - 1) / kNs);
+  const int64_t frac = ns - secs * kNs;
+  const int64_t days = secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400);
+  const int64_t sod = secs - days * 86400;
+  const CivilDate d = civil_from_days(days);
+  std::string out = fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", d.year, d.month, d.day,
+                                sod / 3600, sod / 60 % 60, sod % 60);
+  if (digits > 0) {
+    int64_t f = frac;
+    for (int k = digits; k < 9; ++k) f /= 10;
+    out += fmt::format(".{:0{}}", f, digits);
+  }
+  return out + "Z";
 }
 
 }  // namespace fxt

@@ -11,7 +11,7 @@
 namespace fxt {
 
 void fault_point(const char* name) {
-  const char* spec = std::getenv("FXT_FAULT");
+  static const char* const spec = std::getenv("FXT_FAULT");  // read once: points may be hot
   if (spec == nullptr) return;
   const size_t n = std::strlen(name);
   if (std::strncmp(spec, name, n) != 0 || (spec[n] != '\0' && spec[n] != ':')) return;

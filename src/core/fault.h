@@ -4,8 +4,9 @@
 //
 // fault_point(name) does nothing unless the environment variable FXT_FAULT is
 // "<name>", "<name>:<n>" or "<name>:<n>:TERM" (or ":INT"); it then sends the process
-// SIGKILL (or that signal) on the n-th time (default 1) the point is reached. The cost when
-// unset is one getenv per call: place points at epoch or file granularity, not in loops.
+// SIGKILL (or that signal) on the n-th time (default 1) the point is reached. FXT_FAULT is
+// read once per process; a call costs a load and a compare, so points may sit in per-step or
+// per-block loops (not per record).
 #pragma once
 
 namespace fxt {

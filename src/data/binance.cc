@@ -1,12 +1,8 @@
 #include "data/binance.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <chrono>
-#include <climits>
 #include <cstring>
 #include <deque>
 #include <variant>
@@ -16,6 +12,7 @@
 
 #include "core/log.h"
 #include "data/decimal.h"
+#include "data/line_reader.h"
 
 namespace fxt {
 namespace {
@@ -926,60 +923,9 @@ bool BinanceReplayer::synced() const {
 Status replay_binance_capture(const std::string& path, const BinanceOptions& options,
                               BookSink* sink, BinanceStats* stats) {
   const auto t0 = std::chrono::steady_clock::now();
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    if (errno == ENOENT) return NotFound("{}: no such file", path);
-    return IoError("{}: cannot open: {}", path, std::strerror(errno));
-  }
-  gzbuffer(f, 1 << 18);
   BinanceReplayer replayer(path, options, sink);
-  // Chunked reads split on '\n'; the buffer doubles for a line longer than itself.
-  std::vector<char> buf(size_t{1} << 20);
-  size_t have = 0;
-  uint64_t line_no = 0;
-  Status status;
-  for (;;) {
-    if (have == buf.size()) buf.resize(buf.size() * 2);
-    const unsigned want = static_cast<unsigned>(std::min<size_t>(buf.size() - have, INT_MAX));
-    const int n = gzread(f, buf.data() + have, want);
-    if (n < 0) {
-      int errnum = 0;
-      const char* msg = gzerror(f, &errnum);
-      status = InvalidInput("{}: corrupt or truncated gzip after line {}: {}", path, line_no,
-                            msg != nullptr ? msg : "?");
-      break;
-    }
-    const bool eof = n == 0;
-    have += static_cast<size_t>(n);
-    size_t pos = 0;
-    while (pos < have) {
-      const void* nl = std::memchr(buf.data() + pos, '\n', have - pos);
-      if (nl == nullptr) break;
-      const size_t end = static_cast<size_t>(static_cast<const char*>(nl) - buf.data());
-      status = replayer.feed_line(std::string_view(buf.data() + pos, end - pos), ++line_no);
-      if (!status.ok()) break;
-      pos = end + 1;
-    }
-    if (!status.ok()) break;
-    if (eof) {
-      // zlib reports a stream cut short (Z_BUF_ERROR) only at the end: say so rather than
-      // complain about the partial last line.
-      int errnum = Z_OK;
-      const char* msg = gzerror(f, &errnum);
-      if (errnum != Z_OK && errnum != Z_STREAM_END) {
-        status = InvalidInput(
-            "{}: corrupt or truncated gzip after line {}: {}", path, line_no,
-            errnum == Z_BUF_ERROR ? "unexpected end of file" : (msg != nullptr ? msg : "?"));
-        break;
-      }
-      if (pos < have)
-        status = replayer.feed_line(std::string_view(buf.data() + pos, have - pos), ++line_no);
-      break;
-    }
-    std::memmove(buf.data(), buf.data() + pos, have - pos);
-    have -= pos;
-  }
-  gzclose(f);
+  Status status = for_each_line(
+      path, [&](std::string_view line, uint64_t line_no) { return replayer.feed_line(line, line_no); });
   if (status.ok()) status = replayer.finish();
   if (stats != nullptr) {
     *stats = replayer.stats();

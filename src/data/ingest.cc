@@ -14,6 +14,7 @@
 #include "data/lobster.h"
 #include "data/mbo_book.h"
 #include "data/store.h"
+#include "data/tardis.h"
 
 namespace fxt {
 namespace fs = std::filesystem;
@@ -47,6 +48,7 @@ Result<SourceFormat> detect_format(const std::string& path) {
   if (!fs::exists(path, ec)) return NotFound("{}: no such file", path);
   if (fs::is_directory(path, ec))
     return InvalidInput("{}: is a directory, expected a source file", path);
+  if (is_tardis_book_name(path) || is_tardis_trades_name(path)) return SourceFormat::kTardis;
   std::string head = head_bytes(path, 4);
   if (head.size() >= 2 && static_cast<uint8_t>(head[0]) == 0x1f &&
       static_cast<uint8_t>(head[1]) == 0x8b) {
@@ -69,7 +71,8 @@ Result<SourceFormat> detect_format(const std::string& path) {
   }
   return InvalidInput(
       "{}: offset 0: unrecognised format (expected DBN, zstd-compressed DBN, a "
-      "gzip Binance capture or a LOBSTER *_message_*/*_orderbook_* CSV); use "
+      "gzip Binance capture, a LOBSTER *_message_*/*_orderbook_* CSV or a Tardis.dev "
+      "*_incremental_book_L2_*/*_trades_* CSV); use "
       "--format to force one",
       path);
 }
@@ -294,6 +297,19 @@ Status describe_dbn(const std::string& path, const IngestOptions& options, Defin
   return Status::Ok();
 }
 
+// `fxt ingest --tick`: the user's tick replaces a definition's (with a warning when they
+// differ) or the inferred one; StoreWriter::finish checks that it divides the book's levels.
+void apply_tick_option(const IngestOptions& options, StoreInfo* info) {
+  if (options.tick_px <= 0) return;
+  if (info->tick_px > 0 && info->tick_px != options.tick_px) {
+    log_warn("{}: --tick {} replaces the {}'s tick {}", info->source_path,
+             static_cast<double>(options.tick_px) * kPxScale, info->tick_source,
+             static_cast<double>(info->tick_px) * kPxScale);
+  }
+  info->tick_px = options.tick_px;
+  info->tick_source = "flag";
+}
+
 Result<nlohmann::json> ingest_dbn(const IngestJob& job, const std::vector<std::string>& def_files,
                                   const IngestOptions& options, const std::string& store_dir) {
   const std::string& path = job.files.front();
@@ -310,6 +326,7 @@ Result<nlohmann::json> ingest_dbn(const IngestJob& job, const std::vector<std::s
   // 'T' actions (decided after the fact by the store: no trades seen → tick rule).
   info.has_trades = is_mbo || schema == dbn::Schema::kTrades || schema == dbn::Schema::kTbbo;
 
+  apply_tick_option(options, &info);
   FXT_ASSIGN_OR_RETURN(StoreWriter writer, StoreWriter::create(store_dir, info));
   if (is_mbo) {
     MboStats stats;
@@ -345,6 +362,7 @@ Result<nlohmann::json> ingest_binance(const IngestJob& job, const IngestOptions&
   info.source_format = "binance";
   info.has_trades = true;
   info.currency = "USDT";
+  apply_tick_option(options, &info);
   FXT_ASSIGN_OR_RETURN(StoreWriter writer, StoreWriter::create(store_dir, info));
   BinanceStats stats;
   FXT_RETURN_IF_ERROR(replay_binance_capture(job.files.front(), bo, &writer, &stats));
@@ -367,9 +385,28 @@ Result<nlohmann::json> ingest_lobster(const IngestJob& job, const IngestOptions&
   info.currency = "USD";
   std::string name = fs::path(job.files[0]).filename().string();
   info.symbol = name.substr(0, name.find('_'));
+  apply_tick_option(options, &info);
   FXT_ASSIGN_OR_RETURN(StoreWriter writer, StoreWriter::create(store_dir, info));
   LobsterStats stats;
   FXT_RETURN_IF_ERROR(import_lobster(job.files[0], job.files[1], lo, &writer, &stats));
+  writer.source_stats() = stats.to_json();
+  FXT_RETURN_IF_ERROR(writer.finish());
+  FXT_ASSIGN_OR_RETURN(StoreReader r, StoreReader::open(store_dir, false));
+  return r.meta();
+}
+
+Result<nlohmann::json> ingest_tardis(const IngestJob& job, const IngestOptions& options,
+                                     const std::string& store_dir) {
+  StoreInfo info;
+  info.source_path = job.files.size() > 1 ? job.files[0] + "," + job.files[1] : job.files[0];
+  info.source_format = "tardis";
+  info.has_trades = job.files.size() > 1;
+  apply_tick_option(options, &info);
+  FXT_ASSIGN_OR_RETURN(StoreWriter writer, StoreWriter::create(store_dir, info));
+  TardisStats stats;
+  FXT_RETURN_IF_ERROR(import_tardis(job.files[0], job.files.size() > 1 ? job.files[1] : "",
+                                    &writer, &stats));
+  writer.info().symbol = stats.symbol;
   writer.source_stats() = stats.to_json();
   FXT_RETURN_IF_ERROR(writer.finish());
   FXT_ASSIGN_OR_RETURN(StoreReader r, StoreReader::open(store_dir, false));
@@ -383,7 +420,8 @@ Result<SourceFormat> parse_source_format(const std::string& name) {
   if (name == "dbn") return SourceFormat::kDbn;
   if (name == "binance") return SourceFormat::kBinance;
   if (name == "lobster") return SourceFormat::kLobster;
-  return UsageError("--format {}: expected auto, dbn, binance or lobster", name);
+  if (name == "tardis") return SourceFormat::kTardis;
+  return UsageError("--format {}: expected auto, dbn, binance, lobster or tardis", name);
 }
 
 std::string source_stem(const std::string& path) {
@@ -398,7 +436,7 @@ Result<std::vector<IngestJob>> plan_ingest(const std::vector<std::string>& paths
                                            const IngestOptions& options,
                                            std::vector<std::string>* definitions) {
   std::vector<IngestJob> jobs;
-  std::vector<std::string> lobster_messages, lobster_books;
+  std::vector<std::string> lobster_messages, lobster_books, tardis_books, tardis_trades;
   for (const auto& path : paths) {
     SourceFormat format = options.format;
     if (format == SourceFormat::kAuto) {
@@ -411,6 +449,10 @@ Result<std::vector<IngestJob>> plan_ingest(const std::vector<std::string>& paths
       } else {
         lobster_messages.push_back(path);
       }
+      continue;
+    }
+    if (format == SourceFormat::kTardis) {
+      (is_tardis_trades_name(path) ? tardis_trades : tardis_books).push_back(path);
       continue;
     }
     if (format == SourceFormat::kDbn) {
@@ -450,6 +492,29 @@ Result<std::vector<IngestJob>> plan_ingest(const std::vector<std::string>& paths
         "files)",
         lobster_books.front());
   }
+  // Tardis.dev: X_incremental_book_L2_Y with X_trades_Y when given (else the tick rule).
+  for (const auto& book : tardis_books) {
+    std::string want = fs::path(book).filename().string();
+    const size_t at = want.find("_incremental_book_L2_");
+    std::vector<std::string> files = {book};
+    if (at != std::string::npos) {
+      want.replace(at, 21, "_trades_");
+      auto it = std::find_if(tardis_trades.begin(), tardis_trades.end(), [&](const std::string& t) {
+        return fs::path(t).filename().string() == want;
+      });
+      if (it != tardis_trades.end()) {
+        files.push_back(*it);
+        tardis_trades.erase(it);
+      }
+    }
+    jobs.push_back({SourceFormat::kTardis, files, source_stem(book)});
+  }
+  if (!tardis_trades.empty()) {
+    return UsageError(
+        "{}: a Tardis.dev trades file needs its incremental_book_L2 file (the same name with "
+        "_incremental_book_L2_ for _trades_)",
+        tardis_trades.front());
+  }
   // Definition files alone make a (book-less) store each, so their metadata can be inspected.
   if (jobs.empty()) {
     for (const auto& d : *definitions) jobs.push_back({SourceFormat::kDbn, {d}, source_stem(d)});
@@ -467,6 +532,8 @@ Result<nlohmann::json> ingest_to_store(const IngestJob& job,
       return ingest_binance(job, options, store_dir);
     case SourceFormat::kLobster:
       return ingest_lobster(job, options, store_dir);
+    case SourceFormat::kTardis:
+      return ingest_tardis(job, options, store_dir);
     default:
       return InternalError("ingest: unresolved format for {}", job.files.front());
   }

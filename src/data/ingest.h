@@ -16,7 +16,7 @@
 
 namespace fxt {
 
-enum class SourceFormat { kAuto, kDbn, kBinance, kLobster };
+enum class SourceFormat { kAuto, kDbn, kBinance, kLobster, kTardis };
 Result<SourceFormat> parse_source_format(const std::string& name);
 
 struct IngestOptions {
@@ -24,12 +24,14 @@ struct IngestOptions {
   uint8_t dbn_fragment_version = 0;     // for .dbn.frag inputs (records without metadata)
   std::string binance_market = "auto";  // auto, spot, usdm
   std::string lobster_date;             // YYYY-MM-DD; default: from the file name
+  int64_t tick_px = 0;  // > 0: the instrument's tick (1e-9 units), over a definition or inference
 };
 
 // A unit of work: the files that make one store, and the store's directory name.
 struct IngestJob {
   SourceFormat format = SourceFormat::kAuto;
-  std::vector<std::string> files;  // one file; a LOBSTER pair is {message, orderbook}
+  std::vector<std::string> files;  // one file; a LOBSTER pair is {message, orderbook}, a
+                                   // Tardis.dev pair {incremental_book_L2, trades}
   std::string name;                // store directory name (from the source file name)
 };
 

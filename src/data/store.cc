@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "core/civil_date.h"
 #include "core/fault.h"
 #include "core/file_util.h"
 #include "core/log.h"
@@ -93,13 +94,7 @@ std::string column_file(const std::string& dir, const char* name) {
 }
 
 std::string utc_string(int64_t ts_ns) {
-  if (ts_ns <= 0) return "";
-  std::time_t secs = static_cast<std::time_t>(ts_ns / 1000000000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return fmt::format("{}.{:09}Z", buf, ts_ns % 1000000000);
+  return ts_ns <= 0 ? std::string() : utc_text(ts_ns, 9);
 }
 
 // Tick rule (DESIGN §2.3) between consecutive snapshots: the signed volume that the
@@ -266,6 +261,7 @@ void StoreWriter::on_snapshot(const Snapshot& s) {
   if (s.flags & kFlagBadTimestamp) ++w.bad_ts;
   w.prev = s;
   ++w.n;
+  if (w.n % 1024 == 0) fault_point("store.snapshots");  // a kill mid-ingest (tests)
 }
 
 void StoreWriter::on_trade(const Trade& t) {
@@ -330,6 +326,11 @@ Status StoreWriter::finish() {
   if (tick <= 0) {
     tick = w.min_level_gap;
     tick_source = "inferred";
+  } else if (tick_source == "flag" && w.min_level_gap % tick != 0) {
+    // A tick given by the user must divide the price grid the book lives on.
+    return InvalidInput("{}: --tick {}: price levels {} apart are not multiples of it", w.dir,
+                        static_cast<double>(tick) * kPxScale,
+                        static_cast<double>(w.min_level_gap) * kPxScale);
   }
   auto now = std::chrono::system_clock::now().time_since_epoch();
   nlohmann::json meta = {

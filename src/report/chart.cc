@@ -33,6 +33,77 @@ struct Tick {
   std::string label;
 };
 
+// The x axis: piecewise linear through knots (d[i] -> r[i], d increasing). A time axis with
+// stretches without data (nights, weekends, a lone early point) gets one piece per stretch of
+// data and a narrow fixed-width piece per gap, so a 2-hour session does not sit in a thin
+// strip of a 24-hour axis.
+struct XScale {
+  std::vector<double> d, r;
+  std::vector<std::pair<double, double>> gaps;  // (from, to) in data units, collapsed
+  double operator()(double v) const {
+    if (d.size() < 2 || d.front() == d.back()) return 0.5 * (r.front() + r.back());
+    size_t k = std::upper_bound(d.begin(), d.end(), v) - d.begin();
+    k = std::clamp<size_t>(k, 1, d.size() - 1);
+    const double span = d[k] - d[k - 1];
+    if (span <= 0) return r[k];
+    return r[k - 1] + (v - d[k - 1]) / span * (r[k] - r[k - 1]);
+  }
+};
+
+// A gap between consecutive data times is collapsed to kGapPx pixels when it is wider than
+// each of: 15 minutes, a tenth of the span, and 20 median steps (sparse but regular data, an
+// epoch a minute, is not a gap).
+constexpr double kGapShare = 0.1, kMinGapNs = 15 * 60 * 1e9, kGapSteps = 20, kGapPx = 14;
+
+XScale time_scale(std::vector<double> xs, double lo, double hi, double left, double right) {
+  XScale s;
+  std::sort(xs.begin(), xs.end());
+  std::vector<double> steps;
+  for (size_t i = 1; i < xs.size(); ++i) {
+    if (xs[i] > xs[i - 1]) steps.push_back(xs[i] - xs[i - 1]);
+  }
+  double median = 0;
+  if (!steps.empty()) {
+    std::nth_element(steps.begin(), steps.begin() + steps.size() / 2, steps.end());
+    median = steps[steps.size() / 2];
+  }
+  const double threshold = std::max({kMinGapNs, kGapShare * (hi - lo), kGapSteps * median});
+  for (size_t i = 1; i < xs.size(); ++i) {
+    if (xs[i] - xs[i - 1] > threshold && xs[i - 1] >= lo && xs[i] <= hi) {
+      s.gaps.push_back({xs[i - 1], xs[i]});
+    }
+  }
+  if (s.gaps.empty() || s.gaps.size() > 12) {  // too fragmented: a plain linear axis
+    s.gaps.clear();
+    s.d = {lo, hi};
+    s.r = {left, right};
+    return s;
+  }
+  const double data = (hi - lo) - [&] {
+    double g = 0;
+    for (const auto& [a, b] : s.gaps) g += b - a;
+    return g;
+  }();
+  const double px_per =
+      (right - left - kGapPx * static_cast<double>(s.gaps.size())) / std::max(data, 1.0);
+  double at = left;
+  s.d.push_back(lo);
+  s.r.push_back(left);
+  double from = lo;
+  for (const auto& [a, b] : s.gaps) {
+    at += (a - from) * px_per;
+    s.d.push_back(a);
+    s.r.push_back(at);
+    at += kGapPx;
+    s.d.push_back(b);
+    s.r.push_back(at);
+    from = b;
+  }
+  s.d.push_back(hi);
+  s.r.push_back(right);
+  return s;
+}
+
 // Labels of linear ticks: as many decimals as the step needs, no "-0".
 std::string tick_label(double v, double step) {
   if (std::fabs(v) < step * 1e-9) v = 0;
@@ -137,6 +208,18 @@ std::string marker_svg(Marker m, double x, double y, const std::string& color) {
 }
 
 }  // namespace
+
+std::string duration_text(double seconds) {
+  const double a = std::fabs(seconds);
+  if (a == 0) return "0 s";
+  if (a < 1e-6) return fmt::format("{:.3g} ns", seconds * 1e9);
+  if (a < 1e-3) return fmt::format("{:.3g} \u00b5s", seconds * 1e6);
+  if (a < 1) return fmt::format("{:.3g} ms", seconds * 1e3);
+  if (a < 60) return fmt::format("{:.3g} s", seconds);
+  if (a < 3600) return fmt::format("{:.3g} min", seconds / 60);
+  if (a < 86400) return fmt::format("{:.3g} h", seconds / 3600);
+  return fmt::format("{:.3g} d", seconds / 86400);
+}
 
 const char* palette_color(size_t i) {
   return kPalette[i % std::size(kPalette)];
@@ -270,17 +353,42 @@ std::string render_chart(const ChartSpec& spec) {
     if (!spec.y_max) y_hi = t.back();
     y_ticks = linear_ticks(y_lo, y_hi, 5, false);
   }
+  XScale sx{{x_lo, x_hi}, {left, right}, {}};
+  if (spec.x_axis == XAxis::kTimeNs && !bars && any) {
+    std::vector<double> xs;
+    for (const Series& ser : spec.series) {
+      for (double v : ser.x) {
+        if (std::isfinite(v)) xs.push_back(v);
+      }
+    }
+    sx = time_scale(std::move(xs), x_lo, x_hi, left, right);
+  }
   std::vector<Tick> x_ticks;
   if (bars) {
     for (size_t i = 0; i < spec.categories.size(); ++i) {
       x_ticks.push_back({static_cast<double>(i), spec.categories[i]});
     }
   } else if (spec.x_axis == XAxis::kTimeNs) {
-    x_ticks = time_ticks(x_lo, x_hi, 6);
+    // Ticks per stretch of data, in proportion to its width; labels kept 45 px apart.
+    double from = x_lo;
+    std::vector<std::pair<double, double>> pieces;
+    for (const auto& [a, b] : sx.gaps) {
+      pieces.push_back({from, a});
+      from = b;
+    }
+    pieces.push_back({from, x_hi});
+    for (const auto& [a, b] : pieces) {
+      const double w = sx(b) - sx(a);
+      const int target = std::max(1, static_cast<int>(std::lround(6 * w / (right - left))));
+      for (Tick& t : time_ticks(a, b, target)) {
+        if (!x_ticks.empty() && sx(t.value) - sx(x_ticks.back().value) < 45) continue;
+        x_ticks.push_back(std::move(t));
+      }
+    }
   } else {
     x_ticks = linear_ticks(x_lo, x_hi, 6, spec.x_axis == XAxis::kInteger);
   }
-  const Scale sx{x_lo, x_hi, left, right}, sy{y_lo, y_hi, bottom, top};
+  const Scale sy{y_lo, y_hi, bottom, top};
 
   std::string out = fmt::format(
       "<svg class=\"fxt-chart\" id=\"{}\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" "
@@ -324,6 +432,17 @@ std::string render_chart(const ChartSpec& spec) {
                  "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" "
                  "stroke=\"#999\"/>\n",
                  px(left), px(top), px(right - left), px(bottom - top));
+  // Collapsed stretches without data: a grey band and a break mark on the axis.
+  for (const auto& [a, b] : sx.gaps) {
+    const double x0 = sx(a), x1 = sx(b), xm = 0.5 * (x0 + x1);
+    fmt::format_to(std::back_inserter(out),
+                   "<g class=\"fxt-axis-break\" data-gap-s=\"{:.0f}\"><title>no data for {}"
+                   "</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
+                   "fill=\"#f2f2f2\"/><path d=\"M{} {}l4 -8M{} {}l4 -8\" stroke=\"#666\"/></g>\n",
+                   (b - a) / kNsPerSecond, duration_text((b - a) / kNsPerSecond), px(x0), px(top),
+                   px(x1 - x0), px(bottom - top), px(xm - 4), px(bottom + 4), px(xm),
+                   px(bottom + 4));
+  }
   if (!spec.x_label.empty()) {
     fmt::format_to(std::back_inserter(out),
                    "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"12\">{}</text>\n",

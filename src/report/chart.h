@@ -64,6 +64,9 @@ struct ChartSpec {
 // its axes and "no data".
 std::string render_chart(const ChartSpec& spec);
 
+// A duration in its unit: "250 ns", "1.5 ms", "45 s", "12.5 min", "3.2 h", "2.1 d".
+std::string duration_text(double seconds);
+
 // The palette colour of series i (a colour-blind-friendly ten-colour cycle).
 const char* palette_color(size_t i);
 

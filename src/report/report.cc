@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/civil_date.h"
 #include "core/file_util.h"
 #include "core/text.h"
 #include "report/chart.h"
@@ -84,6 +85,30 @@ std::string scalar_text(const json& v) {
     return s;
   }
   return v.dump();
+}
+
+// A run.json value in its unit: an integer `*_ns` as a duration (an epoch timestamp, past
+// 1973, as a UTC time), an integer `tick_px` / `*_px` as a decimal price (1e-9 units);
+// objects key by key with the unit's suffix dropped ("feed 1 ms, entry 0 s").
+std::string unit_text(const std::string& key, const json& v) {
+  const bool ns = key.ends_with("_ns"), px = key == "tick_px" || key.ends_with("_px");
+  if (v.is_object()) {
+    std::string s;
+    for (const auto& [k, x] : v.items()) {
+      const bool unit = (k.ends_with("_ns") || k.ends_with("_px")) && x.is_number_integer();
+      s += (s.empty() ? "" : ", ") + (unit ? k.substr(0, k.size() - 3) : k) + " " + unit_text(k, x);
+    }
+    return s;
+  }
+  if (ns && v.is_number_integer()) {
+    const auto t = v.get<int64_t>();
+    if (t >= 100'000'000'000'000'000) return utc_text(t, 3);
+    return duration_text(static_cast<double>(t) * 1e-9);
+  }
+  if (px && v.is_number_integer()) {
+    return format_number(static_cast<double>(v.get<int64_t>()) / 1e9, 9);
+  }
+  return scalar_text(v);
 }
 
 // Numeric columns (and string columns) of a CSV file with a header line, by column name.
@@ -635,7 +660,7 @@ Result<std::string> train_html(const std::string& dir, const std::string& sid, H
     ct.id = sid + "-config";
     ct.caption = "Configuration (run.json)";
     ct.header = {"key", "value"};
-    for (const auto& [k, v] : config.items()) ct.rows.push_back({k, scalar_text(v)});
+    for (const auto& [k, v] : config.items()) ct.rows.push_back({k, unit_text(k, v)});
     for (const char* k : {"git_revision", "build_type", "device", "threads"}) {
       const json& v = run_field(run, k);
       if (!v.is_null()) ct.rows.push_back({k, scalar_text(v)});
@@ -818,6 +843,8 @@ struct ModelRun {
 const char* const kStatRows[][2] = {
     {"total_pnl", "total PnL"},
     {"sharpe_daily_annualised", "Sharpe (daily, annualised)"},
+    {"sharpe_annualised", "Sharpe (annualised, as it applies)"},
+    {"sharpe_basis", "Sharpe computed on"},
     {"sharpe_per_trade", "Sharpe per round trip"},
     {"sortino", "Sortino"},
     {"max_drawdown", "max drawdown"},
@@ -838,6 +865,7 @@ const char* const kStatRows[][2] = {
 
 std::string stat_text(const json& stats, const std::string& key) {
   const json& v = field(stats, key);
+  if (v.is_string()) return v.get<std::string>();
   if (key == "mean_holding_ns") return format_number(num(v) / 1e9, 4);
   if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
   return format_number(num(v), 6);
@@ -1048,10 +1076,10 @@ Result<std::string> backtest_html(const std::string& dir, const std::string& sid
     pt.id = sid + "-params";
     pt.caption = "Strategy parameters (run.json)";
     pt.header = {"parameter", "value"};
-    for (const auto& [k, v] : params.items()) pt.rows.push_back({k, scalar_text(v)});
+    for (const auto& [k, v] : params.items()) pt.rows.push_back({k, unit_text(k, v)});
     const json& config = field(run, "config");
     for (const char* k : {"latency", "fees", "queue_models", "instrument"}) {
-      if (config.contains(k)) pt.rows.push_back({k, scalar_text(config[k])});
+      if (config.contains(k)) pt.rows.push_back({k, unit_text(k, config[k])});
     }
     out += render_table(pt);
   }
@@ -1059,7 +1087,8 @@ Result<std::string> backtest_html(const std::string& dir, const std::string& sid
   const json& s0 = runs[0].stats;
   headline->insert(headline->begin(), {{"strategy", scalar_text(field(strategy, "name"))},
                                        {"total PnL", stat_text(s0, "total_pnl")},
-                                       {"Sharpe", stat_text(s0, "sharpe_daily_annualised")},
+                                       {"Sharpe", stat_text(s0, "sharpe_annualised") + " (" +
+                                                      s0.value("sharpe_basis", "-") + ")"},
                                        {"max drawdown", stat_text(s0, "max_drawdown")},
                                        {"fills", stat_text(s0, "trades")}});
   return out;

@@ -125,8 +125,8 @@ Result<std::string> sweep_html(const std::string& dir, const std::string& sid,
   // The Pareto front in the drawdown / Sharpe (or PnL) plane.
   bool any_sharpe = false;
   for (const json& lane : results)
-    any_sharpe = any_sharpe || std::isfinite(stat(lane, "sharpe_daily_annualised"));
-  const char* y_key = any_sharpe ? "sharpe_daily_annualised" : "total_pnl";
+    any_sharpe = any_sharpe || std::isfinite(stat(lane, "sharpe_annualised"));
+  const char* y_key = any_sharpe ? "sharpe_annualised" : "total_pnl";
   Series all = make_series("lanes", {}, {}, SeriesStyle::kMarkers);
   all.color = "#bbbbbb";
   Series front = make_series("Pareto front", {}, {}, SeriesStyle::kMarkers);
@@ -164,7 +164,7 @@ Result<std::string> sweep_html(const std::string& dir, const std::string& sid,
     std::vector<std::string> row = {std::to_string(best[k])};
     for (const std::string& key : keys) row.push_back(param_text(lane, key));
     for (const char* s :
-         {"total_pnl", "sharpe_daily_annualised", "max_drawdown", "turnover", "trades"})
+         {"total_pnl", "sharpe_annualised", "max_drawdown", "turnover", "trades"})
       row.push_back(format_number(stat(lane, s), 6));
     bt.rows.push_back(std::move(row));
   }

@@ -209,6 +209,43 @@ Status StrategyParams::check_all_used(const std::string& strategy) const {
 
 // ---- registry ----------------------------------------------------------------------------------
 
+double stores_lot_size(const std::vector<StoreReader>& stores) {
+  for (const StoreReader& r : stores) {
+    for (const Column<double>* c : {&r.bid_sz, &r.ask_sz}) {
+      const uint64_t n = c->rows * static_cast<uint64_t>(c->width);
+      for (uint64_t i = 0; i < n; ++i) {
+        if (c->data[i] != std::floor(c->data[i])) return 0;
+      }
+    }
+  }
+  return 1;
+}
+
+nlohmann::json run_stats(const BacktestResult& result, const SimConfig& c,
+                         const Strategy& strategy) {
+  nlohmann::json stats = compute_stats(result);
+  // The costs the run assumed (they default to zero: say so).
+  const bool no_latency = c.latency.feed_ns == 0 && c.latency.entry_ns == 0 &&
+                          c.latency.response_ns == 0 && c.latency.file.empty();
+  const bool no_fees = c.fees.maker_bps == 0 && c.fees.taker_bps == 0 &&
+                       c.fees.maker_per_unit == 0 && c.fees.taker_per_unit == 0;
+  stats["assumed_costs"] = {{"latency",
+                             {{"feed_ns", c.latency.feed_ns},
+                              {"entry_ns", c.latency.entry_ns},
+                              {"response_ns", c.latency.response_ns},
+                              {"file", c.latency.file}}},
+                            {"fees",
+                             {{"maker_bps", c.fees.maker_bps},
+                              {"taker_bps", c.fees.taker_bps},
+                              {"maker_per_unit", c.fees.maker_per_unit},
+                              {"taker_per_unit", c.fees.taker_per_unit}}},
+                            {"zero_latency_and_fees", no_latency && no_fees}};
+  if (nlohmann::json report = strategy.report(); !report.is_null()) {
+    stats["execution"] = std::move(report);
+  }
+  return stats;
+}
+
 const std::vector<std::string>& strategy_names() {
   static const std::vector<std::string> kNames = {"signal", "mm", "twap", "ac"};
   return kNames;
@@ -266,8 +303,9 @@ Result<MarketMakerConfig> mm_config(StrategyParams& p) {
   return c;
 }
 
-Result<ExecutionConfig> exec_config(StrategyParams& p, bool ac) {
+Result<ExecutionConfig> exec_config(StrategyParams& p, bool ac, double store_lot) {
   ExecutionConfig c;
+  c.lot = store_lot;
   std::string side = "sell", order = "market";
   FXT_RETURN_IF_ERROR(p.get_choice("side", {"buy", "sell"}, &side));
   c.side = side == "buy" ? Side::kBuy : Side::kSell;
@@ -278,6 +316,7 @@ Result<ExecutionConfig> exec_config(StrategyParams& p, bool ac) {
   FXT_RETURN_IF_ERROR(p.get_duration("duration", &c.duration_ns));
   FXT_RETURN_IF_ERROR(p.get("slices", &c.slices));
   FXT_RETURN_IF_ERROR(p.get("limit_ticks", &c.limit_ticks));
+  FXT_RETURN_IF_ERROR(p.get("lot", &c.lot));
   if (ac) {
     FXT_RETURN_IF_ERROR(p.get("urgency", &c.urgency));
     FXT_RETURN_IF_ERROR(p.get("sigma", &c.sigma));
@@ -315,11 +354,15 @@ Result<StrategyFactory> make_strategy_factory(const std::string& name, StrategyP
     };
   } else if (name == "twap" || name == "ac") {
     const bool ac = name == "ac";
-    FXT_ASSIGN_OR_RETURN(ExecutionConfig c, exec_config(params, ac));
+    const bool lot_given = params.has("lot");
+    FXT_ASSIGN_OR_RETURN(ExecutionConfig c, exec_config(params, ac, inputs.lot_size));
     if (inputs.sessions.empty()) return UsageError("--strategy {} needs at least one store", name);
     const int64_t start = inputs.sessions.front().start_ns + c.start_ns;
     const int64_t end = c.duration_ns > 0 ? start + c.duration_ns : inputs.sessions.back().end_ns;
     f.config = c.to_json(ac);
+    f.config["lot_source"] = lot_given             ? "param"
+                             : inputs.lot_size > 0 ? "store (whole sizes)"
+                                                   : "store (fractional sizes)";
     f.config["window_start_ns"] = start;
     f.config["window_end_ns"] = std::max(start, end);
     f.config["holdings"] = execution_holdings(c, ac, std::max<int64_t>(0, end - start));
@@ -394,6 +437,7 @@ Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
     inputs.sessions.push_back(n > 0 ? SessionSpan{r.ts_ns[0], r.ts_ns[n - 1]} : SessionSpan{});
     stores.push_back(std::move(r));
   }
+  inputs.lot_size = stores_lot_size(stores);
   if (!spec.multiplier_given) {
     const auto& inst = stores.front().meta().value("instrument", nlohmann::json::object());
     const double m = inst.value("contract_multiplier", 1.0);
@@ -471,7 +515,7 @@ Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
         statuses[i] = result.status();
         return;
       }
-      run.stats = compute_stats(*result);
+      run.stats = run_stats(*result, c, *strategy);
       events[i] = result->events;
       statuses[i] = write_backtest_results(run.dir, *result, run.stats);
     } catch (const std::exception& e) {
@@ -524,8 +568,8 @@ Result<BacktestOutcome> run_backtest_spec(const BacktestSpec& spec,
   // Headline metrics: the main statistics of each queue model's run (one run: flat).
   auto headline = [](const nlohmann::json& stats) {
     nlohmann::json m = nlohmann::json::object();
-    for (const char* k : {"total_pnl", "sharpe_daily_annualised", "max_drawdown", "trades",
-                          "fill_ratio", "fees", "final_position"}) {
+    for (const char* k : {"total_pnl", "sharpe_annualised", "sharpe_basis", "max_drawdown",
+                          "trades", "fill_ratio", "fees", "final_position"}) {
       if (stats.contains(k)) m[k] = stats[k];
     }
     return m;

@@ -63,6 +63,9 @@ class StrategyParams {
 struct StrategyInputs {
   std::vector<SessionSpan> sessions;           // per store, first and last snapshot times
   std::shared_ptr<const SignalSeries> signal;  // null when no predictions were given
+  // The stores' lot size: 1 when every displayed size is a whole number (futures, shares,
+  // DBN sources), 0 when some are fractional (crypto). The default `lot` of twap and ac.
+  double lot_size = 0;
 };
 
 // A configured strategy: `make` builds a fresh instance (one per queue-model run).
@@ -71,6 +74,14 @@ struct StrategyFactory {
   nlohmann::json config;  // every parameter, defaults included
   std::function<std::unique_ptr<Strategy>()> make;
 };
+
+// StrategyInputs::lot_size of these stores: 1 when every displayed size is whole, else 0.
+double stores_lot_size(const std::vector<StoreReader>& stores);
+
+// The stats.json object of one run (fxt backtest and every sweep lane alike): compute_stats,
+// the latency and fees the run assumed (`assumed_costs`), and the strategy's own report.
+nlohmann::json run_stats(const BacktestResult& result, const SimConfig& sim,
+                         const Strategy& strategy);
 
 const std::vector<std::string>& strategy_names();  // "signal", "mm", "twap", "ac"
 // Builds the factory; `signal` requires inputs.signal; `mm` uses it for its skew when present.

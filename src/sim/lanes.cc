@@ -47,6 +47,7 @@ Result<LaneMarket> open_lane_market(const std::vector<std::string>& store_dirs,
     m.events += r.size() + r.trade_count();
     m.exact_queues = m.exact_queues && r.event_count() > 0;
   }
+  m.inputs.lot_size = stores_lot_size(m.stores);
   const auto& inst = m.stores.front().meta().value("instrument", nlohmann::json::object());
   const double multiplier = inst.value("contract_multiplier", 1.0);
   m.instrument.multiplier = multiplier > 0 ? multiplier : 1.0;
@@ -87,7 +88,7 @@ Result<std::vector<LaneOutcome>> run_lanes(const LaneMarket& market, const std::
         return;
       }
       LaneOutcome& o = outcomes[i];
-      o.stats = compute_stats(*r);
+      o.stats = run_stats(*r, lanes[i].sim, *strategy);
       Account account(r->instrument.multiplier);
       for (const Fill& f : r->fills) account.apply_fill(f.side, f.px, f.qty, f.fee);
       o.position = account.position();

@@ -41,6 +41,24 @@ int64_t utc_day(int64_t ts_ns) {
   return ts_ns >= 0 ? ts_ns / kNsPerDay : -((-ts_ns + kNsPerDay - 1) / kNsPerDay);
 }
 
+// A run spanning less than this has no daily Sharpe: a 6-minute capture across midnight is not
+// two trading days. Its Sharpe is computed on intraday bars instead.
+constexpr int64_t kMinDailySpanNs = 2 * kNsPerDay;
+constexpr size_t kMinBars = 30;  // the largest bar giving at least this many returns is used
+struct BarSize {
+  int64_t ns;
+  const char* name;
+};
+constexpr int64_t kSecNs = 1'000'000'000;
+constexpr BarSize kBarSizes[] = {
+    {3600 * kSecNs, "1h"},  {1800 * kSecNs, "30min"}, {900 * kSecNs, "15min"},
+    {300 * kSecNs, "5min"}, {60 * kSecNs, "1min"},    {30 * kSecNs, "30s"},
+    {10 * kSecNs, "10s"},   {5 * kSecNs, "5s"},       {kSecNs, "1s"}};
+
+int64_t floor_div(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
 struct Moments {
   double mean = 0;
   double sample_std = 0;    // n − 1
@@ -62,6 +80,46 @@ Moments moments(const std::vector<double>& xs) {
   if (m.n > 1) m.sample_std = std::sqrt(squares / static_cast<double>(m.n - 1));
   m.downside_dev = std::sqrt(downside / static_cast<double>(m.n));
   return m;
+}
+
+// PnL per bar: the last equity of each bar (on a grid of `bar_ns` from the epoch) minus the
+// previous bar's last (0 before the first). Bars without equity points (no data: nights,
+// weekends) do not appear, as days without data do not in the daily PnL.
+std::vector<double> bar_pnl(const std::vector<std::pair<int64_t, double>>& equity, int64_t bar_ns) {
+  std::map<int64_t, double> close;
+  for (const auto& [ts, value] : equity) close[floor_div(ts, bar_ns)] = value;
+  std::vector<double> pnl;
+  double previous = 0;
+  for (const auto& [bar, value] : close) {
+    pnl.push_back(value - previous);
+    previous = value;
+  }
+  return pnl;
+}
+
+// The intraday Sharpe of a run spanning less than kMinDailySpanNs: on the largest bar of
+// kBarSizes with at least kMinBars returns (else 1 s), mean / sample std per bar, annualised
+// as 252 trading days each as long as the observed session (its span, at most 24 h):
+// per_bar · sqrt(252 · min(span, 1 day) / bar). Null when undefined (< 2 bars, zero std).
+nlohmann::json intraday_sharpe(const std::vector<std::pair<int64_t, double>>& equity,
+                               int64_t span_ns) {
+  for (const BarSize& bar : kBarSizes) {
+    const std::vector<double> pnl = bar_pnl(equity, bar.ns);
+    if (pnl.size() < kMinBars && bar.ns != kSecNs) continue;
+    const Moments m = moments(pnl);
+    if (m.n < 2 || !(m.sample_std > 0)) return nullptr;
+    const double per_bar = m.mean / m.sample_std;
+    const double bars_per_day =
+        static_cast<double>(std::clamp<int64_t>(span_ns, bar.ns, kNsPerDay)) /
+        static_cast<double>(bar.ns);
+    return {{"bar", bar.name},
+            {"bar_ns", bar.ns},
+            {"bars", pnl.size()},
+            {"bars_per_day", bars_per_day},
+            {"per_bar", per_bar},
+            {"annualised", per_bar * std::sqrt(kTradingDaysPerYear * bars_per_day)}};
+  }
+  return nullptr;
 }
 
 // What walking the fills in execution order gives: FIFO-matched holding times and
@@ -148,11 +206,15 @@ nlohmann::json compute_stats(const BacktestResult& result) {
   }
   const Moments day_moments = moments(daily);
   const double annualise = std::sqrt(kTradingDaysPerYear);
+  const int64_t span_ns = equity.empty() ? 0 : equity.back().first - equity.front().first;
+  const bool daily_defined = span_ns >= kMinDailySpanNs;
   std::optional<double> sharpe_daily, sortino;
-  if (day_moments.n >= 2 && day_moments.sample_std > 0)
+  if (daily_defined && day_moments.n >= 2 && day_moments.sample_std > 0)
     sharpe_daily = day_moments.mean / day_moments.sample_std * annualise;
-  if (day_moments.n >= 2 && day_moments.downside_dev > 0)
+  if (daily_defined && day_moments.n >= 2 && day_moments.downside_dev > 0)
     sortino = day_moments.mean / day_moments.downside_dev * annualise;
+  const nlohmann::json sharpe_bars =
+      daily_defined || equity.empty() ? nlohmann::json() : intraday_sharpe(equity, span_ns);
 
   // Maximum drawdown from the running peak (the peak starts at the initial equity 0).
   double peak = 0, max_drawdown = 0;
@@ -185,6 +247,14 @@ nlohmann::json compute_stats(const BacktestResult& result) {
   stats["daily_pnl"] = std::move(daily_json);
   stats["days"] = daily.size();
   stats["sharpe_daily_annualised"] = number_or_null(sharpe_daily);
+  stats["sharpe_bars"] = sharpe_bars;
+  // The Sharpe that applies, and what it is computed on ("daily" or "<bar> bars").
+  stats["sharpe_annualised"] =
+      daily_defined ? number_or_null(sharpe_daily)
+                    : (sharpe_bars.is_null() ? nlohmann::json() : sharpe_bars["annualised"]);
+  stats["sharpe_basis"] = daily_defined           ? std::string("daily")
+                          : sharpe_bars.is_null() ? std::string("-")
+                                                  : sharpe_bars["bar"].get<std::string>() + " bars";
   stats["sharpe_per_trade"] = number_or_null(sharpe_per_trade);
   stats["sortino"] = number_or_null(sortino);
   stats["max_drawdown"] = max_drawdown;
@@ -208,8 +278,13 @@ nlohmann::json compute_stats(const BacktestResult& result) {
 
 nlohmann::json model_risk_band(const std::vector<std::string>& model_names,
                                const std::vector<nlohmann::json>& stats) {
-  static const char* const kKeys[] = {
-      "total_pnl", "sharpe_daily_annualised", "max_drawdown", "fill_ratio", "trades", "fees"};
+  static const char* const kKeys[] = {"total_pnl",
+                                      "sharpe_daily_annualised",
+                                      "sharpe_annualised",
+                                      "max_drawdown",
+                                      "fill_ratio",
+                                      "trades",
+                                      "fees"};
   nlohmann::json band = nlohmann::json::object();
   if (model_names.size() != stats.size()) {
     band["error"] = fmt::format("model_risk_band: {} model names but {} stats objects",

@@ -17,7 +17,10 @@ namespace fxt::sim {
 // round_trips, turnover (traded notional), volume, fill_ratio (filled qty / ordered qty
 // over orders), maker_share, taker_share (by filled qty), fees, mean_holding_ns
 // (FIFO-matched position lots), orders, events, final_position. Undefined ratios (e.g. one
-// day, zero variance) are JSON null, never NaN/Inf.
+// day, zero variance) are JSON null, never NaN/Inf. A run spanning less than 2 days has no
+// daily Sharpe or Sortino; `sharpe_bars` gives its Sharpe on intraday bars instead ({bar,
+// bar_ns, bars, bars_per_day, per_bar, annualised}); `sharpe_annualised` and `sharpe_basis`
+// ("daily" or "<bar> bars") are the one that applies.
 nlohmann::json compute_stats(const BacktestResult& result);
 
 // The model-risk band over several queue models' stats (DESIGN §7.4): for each numeric key

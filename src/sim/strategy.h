@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/types.h"
 
 namespace fxt::sim {
@@ -31,7 +33,7 @@ class StrategyContext {
   // New price and/or total size; a price change or size increase loses queue priority.
   virtual void modify(uint64_t order_id, int64_t px, double qty) = 0;
   virtual const Snapshot& book() const = 0;  // the latest book the strategy has seen
-  virtual double position() const = 0;      // from fills received so far
+  virtual double position() const = 0;       // from fills received so far
   virtual double cash() const = 0;           // currency, fees included
   virtual const std::vector<OpenOrder>& open_orders() const = 0;
   virtual const Instrument& instrument() const = 0;
@@ -45,6 +47,9 @@ class Strategy {
   virtual void on_fill(const Fill& fill, StrategyContext& ctx) { (void)fill, (void)ctx; }
   virtual void on_ack(const Ack& ack, StrategyContext& ctx) { (void)ack, (void)ctx; }
   virtual void on_end(StrategyContext& ctx) { (void)ctx; }
+  // What the strategy measured about its own run, for stats.json (null: nothing). The
+  // execution strategies report their shortfall against the arrival price and the VWAP.
+  virtual nlohmann::json report() const { return nullptr; }
 };
 
 }  // namespace fxt::sim

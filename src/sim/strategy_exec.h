@@ -4,7 +4,13 @@
 // curve, front-loaded for urgency > 0). At the start of interval j the strategy sends one child
 // order for what the schedule says should be done by the end of that interval, less what has
 // filled and what is still working, so shortfalls roll into the next child. Children are market
-// orders, or marketable limit IOC orders `limit_ticks` through the opposite touch.
+// orders, or marketable limit IOC orders `limit_ticks` through the opposite touch. With a lot
+// size, every child is a whole number of lots (what is due rounds down; the rest rolls on).
+//
+// The strategy measures its execution against two benchmarks (report()): the arrival price,
+// the mid of the first book it sees in the window (implementation shortfall, Perold 1988), and
+// the market's VWAP over the window (the prints it sees, ours excluded: the book is historical).
+// Both in basis points, positive = a cost: side · (average fill − benchmark) / benchmark.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +31,7 @@ struct ExecutionConfig {
   int slices = 10;          // equal intervals (child orders)
   bool limit = false;       // false: market children; true: marketable limit IOC
   double limit_ticks = 1;   // IOC price: this many ticks through the opposite touch
+  double lot = 0;           // > 0: children are whole multiples of lot (qty must be one)
   // Almgren–Chriss only: urgency κ·T of the window (0 = TWAP). When risk_aversion > 0 it is
   // derived instead: κ̃ = almgren_chriss_discrete_kappa(sigma, eta, risk_aversion, τ) with τ
   // the slice length in seconds, urgency = κ̃ · window seconds.
@@ -50,6 +57,7 @@ class ExecutionStrategy : public Strategy {
 
   void on_event(const MarketEvent& event, StrategyContext& ctx) override;
   void on_fill(const Fill& fill, StrategyContext& ctx) override;
+  nlohmann::json report() const override;
 
   const std::vector<double>& holdings() const { return holdings_; }
   double executed() const { return executed_; }
@@ -60,6 +68,11 @@ class ExecutionStrategy : public Strategy {
   std::vector<double> holdings_;
   int next_slice_ = 0;   // the next interval whose child order is still to send
   double executed_ = 0;  // units filled so far (unsigned)
+  // Benchmarks and fills, prices in currency per unit.
+  double arrival_mid_ = 0;  // 0 until a two-sided book is seen in the window
+  double market_notional_ = 0, market_volume_ = 0;  // prints seen in the window
+  double fill_notional_ = 0, fees_ = 0;             // our fills (fees in currency)
+  double multiplier_ = 1;
 };
 
 }  // namespace fxt::sim

@@ -16,7 +16,7 @@ namespace {
 
 // The stats.json figures of the results table, in column order.
 constexpr const char* kColumns[] = {"total_pnl",        "sharpe_daily_annualised",
-                                    "sharpe_per_trade", "sortino",
+                                    "sharpe_annualised", "sharpe_per_trade", "sortino",
                                     "max_drawdown",     "return_over_drawdown",
                                     "trades",           "round_trips",
                                     "turnover",         "volume",
@@ -37,7 +37,7 @@ struct Objectives {
   double sharpe, drawdown, turnover;  // higher, lower, lower
 };
 Objectives objectives(const nlohmann::json& s) {
-  return {figure(s, "sharpe_daily_annualised", -kInf), figure(s, "max_drawdown", kInf),
+  return {figure(s, "sharpe_annualised", -kInf), figure(s, "max_drawdown", kInf),
           figure(s, "turnover", kInf)};
 }
 bool dominates(const Objectives& a, const Objectives& b) {
@@ -96,8 +96,8 @@ std::vector<size_t> best_lanes(const std::vector<nlohmann::json>& stats, size_t 
   std::vector<size_t> order(stats.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const double sa = figure(stats[a], "sharpe_daily_annualised", -kInf);
-    const double sb = figure(stats[b], "sharpe_daily_annualised", -kInf);
+    const double sa = figure(stats[a], "sharpe_annualised", -kInf);
+    const double sb = figure(stats[b], "sharpe_annualised", -kInf);
     if (sa != sb) return sa > sb;
     return figure(stats[a], "total_pnl", -kInf) > figure(stats[b], "total_pnl", -kInf);
   });
@@ -219,7 +219,7 @@ Result<SweepOutcome> run_sweep(const SweepSpec& spec, const std::string& command
       {"lane_events_per_second", out.wall_seconds > 0 ? lane_events / out.wall_seconds : 0.0},
       {"keys", grid.keys},
       {"grid_axes", grid.axes},
-      {"pareto_objectives", {"sharpe_daily_annualised max", "max_drawdown min", "turnover min"}},
+      {"pareto_objectives", {"sharpe_annualised max", "max_drawdown min", "turnover min"}},
       {"pareto_front", out.pareto},
       {"top", out.top},
       {"top_dirs", top_dirs},

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/fault.h"
 #include "core/file_util.h"
 #include "core/log.h"
 #include "core/random.h"
@@ -23,7 +24,7 @@ namespace {
 
 constexpr double kNaN = HorizonMetrics::kNaN;
 constexpr int kCvFormat = 1;
-constexpr char kRowsMagic[8] = {'F', 'X', 'T', 'C', 'V', 'R', 'W', '2'};
+constexpr char kRowsMagic[8] = {'F', 'X', 'T', 'C', 'V', 'R', 'W', '3'};
 
 nlohmann::json num(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
@@ -549,7 +550,8 @@ Result<PairedAucResult> paired_auc_bootstrap(std::span<const float> a, std::span
 // ---- rows.bin -----------------------------------------------------------------------------------
 // magic "FXTCVRW2", u32 horizons H, u32 baselines B, u64 rows N, i32 horizons[H],
 // f64 base_rates[H], B x (u32 name length, name bytes), f32 model_logits[N*H],
-// B x f32 baseline_logits[N*H], u8 labels[N*H], u8 mask[N*H]; host (little-endian) byte order.
+// B x f32 baseline_logits[N*H], u8 labels[N*H], u8 mask[N*H], u32 CRC32 of every byte before
+// it; host (little-endian) byte order. The CRC makes a flipped bit an error, not other AUCs.
 
 Status write_eval_rows(const std::string& path, const EvalRows& r) {
   const size_t nh = r.horizons.size();
@@ -575,14 +577,26 @@ Status write_eval_rows(const std::string& path, const EvalRows& r) {
   for (const std::vector<float>& b : r.baseline_logits) append_raw(out, b.data(), n * nh);
   append_raw(out, r.labels.data(), n * nh);
   append_raw(out, r.mask.data(), n * nh);
+  const uint32_t crc = crc32_update(0, out.data(), out.size());
+  append_raw(out, &crc, 1);
   return write_file_atomic(path, out);
 }
 
 Result<EvalRows> read_eval_rows(const std::string& path) {
   FXT_ASSIGN_OR_RETURN(std::string in, read_file(path));
   constexpr size_t kHead = sizeof(kRowsMagic) + 2 * sizeof(uint32_t) + sizeof(uint64_t);
-  if (in.size() < kHead || std::memcmp(in.data(), kRowsMagic, sizeof(kRowsMagic)) != 0) {
-    return InvalidInput("{}: not a CV rows file (expected magic FXTCVRW2 at offset 0)", path);
+  if (in.size() < kHead + sizeof(uint32_t) ||
+      std::memcmp(in.data(), kRowsMagic, sizeof(kRowsMagic)) != 0) {
+    return InvalidInput("{}: not a CV rows file (expected magic FXTCVRW3 at offset 0)", path);
+  }
+  uint32_t stored_crc = 0;
+  std::memcpy(&stored_crc, in.data() + in.size() - sizeof(stored_crc), sizeof(stored_crc));
+  in.resize(in.size() - sizeof(stored_crc));
+  if (const uint32_t crc = crc32_update(0, in.data(), in.size()); crc != stored_crc) {
+    return InvalidInput(
+        "{}: CRC32 {:08x} does not match the stored {:08x}: the file is corrupt; remove the "
+        "fold's eval.json and rerun fxt cv to score the fold again",
+        path, crc, stored_crc);
   }
   uint32_t head[2];
   uint64_t n = 0;
@@ -734,6 +748,7 @@ Result<CvResult> run_cv(const CvConfig& config_in, const std::vector<std::string
                       {"best_epoch", ts.best_epoch},
                       {"stopped_early", ts.stopped_early}};
     FXT_RETURN_IF_ERROR(write_eval_rows(dir + "/rows.bin", rows));
+    fault_point("cv.rows_written");
     FXT_RETURN_IF_ERROR(write_file_atomic(dir + "/eval.json", ev.dump(2) + "\n"));  // last
     ++result.folds_finished;
     ++finished_here;

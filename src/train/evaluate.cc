@@ -27,6 +27,7 @@ using train_detail::join_ints;
 using train_detail::load_state;
 using train_detail::score_inference;
 using train_detail::TrainState;
+using train_detail::warn_if_other_instrument;
 
 Result<EvalSplit> parse_eval_split(const std::string& name) {
   if (name == "test") return EvalSplit::kTest;
@@ -259,6 +260,7 @@ Status predict(const std::string& checkpoint_path, const std::string& store_dir,
 #endif
   (void)use_cuda;
   FXT_ASSIGN_OR_RETURN(StoreReader store, StoreReader::open(store_dir));
+  warn_if_other_instrument(st->store_instruments, store, store_dir);
   FeatureConfig fc;
   fc.stride = c.stride;
   std::vector<float> features;

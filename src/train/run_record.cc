@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "core/civil_date.h"
 #include "core/file_util.h"
 #include "data/store.h"
 
@@ -57,13 +58,7 @@ std::string join_command_line(const std::vector<std::string>& argv) {
 
 // UTC with milliseconds: 2026-12-02T19:25:09.123Z.
 std::string utc_string(int64_t unix_ns) {
-  const auto secs = static_cast<std::time_t>(unix_ns / 1'000'000'000);
-  const auto ms = static_cast<int>((unix_ns % 1'000'000'000) / 1'000'000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-  return fmt::format("{}.{:03d}Z", buf, ms);
+  return utc_text(unix_ns, 3);
 }
 
 int64_t unix_now_ns() {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/file_util.h"
+#include "core/log.h"
 #include "features/features.h"
 #include "train/run_record.h"
 
@@ -123,6 +124,7 @@ Checkpoint TrainState::to_checkpoint() const {
   baselines.save(&ck, &meta);
   meta["store_dirs"] = stores;
   meta["store_checksums"] = store_ids;
+  meta["store_instruments"] = store_instruments;
   meta["base_rates"] = base_rates;
   meta["cfc_time_unit_ns"] = cfc_time_unit_ns;
   meta["epoch"] = epoch;
@@ -162,6 +164,7 @@ Status TrainState::load(const Checkpoint& ck) {
     FXT_ASSIGN_OR_RETURN(baselines, Baselines::load(ck, m, static_cast<int>(cfg.horizons.size())));
     stores = m.at("store_dirs").get<std::vector<std::string>>();
     store_ids = m.value("store_checksums", std::vector<std::string>{});
+    store_instruments = m.value("store_instruments", nlohmann::json::array());
     base_rates = m.at("base_rates").get<std::vector<double>>();
     cfc_time_unit_ns = m.value("cfc_time_unit_ns", 0.0);
     epoch = m.at("epoch").get<int>();
@@ -195,6 +198,23 @@ Result<std::unique_ptr<TrainState>> load_state(const std::string& path) {
 
 // The identity of each store: the CRC32 of its meta.json, which holds every column's CRC32
 // (checked against the data on open), so a store replaced in place gets another identity.
+nlohmann::json instrument_of(const nlohmann::json& store_meta) {
+  const nlohmann::json inst = store_meta.value("instrument", nlohmann::json::object());
+  return {{"symbol", inst.value("symbol", std::string())}, {"tick_px", inst.value("tick_px", 0)}};
+}
+
+void warn_if_other_instrument(const nlohmann::json& trained, const StoreReader& store,
+                              const std::string& store_dir) {
+  const nlohmann::json now = instrument_of(store.meta());
+  if (trained.empty() || std::find(trained.begin(), trained.end(), now) != trained.end()) return;
+  log_warn("{}: instrument {} (tick {}) differs from the training stores' ({} tick {}): the "
+           "predictions may not mean what they meant in training",
+           store_dir, now["symbol"].get<std::string>(),
+           static_cast<double>(now["tick_px"].get<int64_t>()) * 1e-9,
+           trained[0]["symbol"].get<std::string>(),
+           static_cast<double>(trained[0]["tick_px"].get<int64_t>()) * 1e-9);
+}
+
 Result<std::vector<std::string>> store_identities(const std::vector<std::string>& dirs) {
   std::vector<std::string> ids;
   for (const std::string& d : dirs) {

@@ -125,6 +125,7 @@ struct TrainState {
   TrainConfig cfg;
   std::vector<std::string> stores;
   std::vector<std::string> store_ids;  // CRC32 of each store's meta.json (its column CRCs)
+  nlohmann::json store_instruments = nlohmann::json::array();  // {symbol, tick_px} per store
   FeatureStats stats;
   std::vector<double> base_rates;
   double cfc_time_unit_ns = 0;  // `--cfc-time real`: the median snapshot gap of training
@@ -181,6 +182,14 @@ Result<std::unique_ptr<TrainState>> load_state(const std::string& path);
 // The identity of each store: the CRC32 of its meta.json, which holds every column's CRC32
 // (checked against the data on open), so a store replaced in place gets another identity.
 Result<std::vector<std::string>> store_identities(const std::vector<std::string>& dirs);
+
+// What predict compares between a store and the training stores: symbol and tick.
+nlohmann::json instrument_of(const nlohmann::json& store_meta);
+
+// A model trained on one instrument scores another silently wrong (ticks, spreads and sizes
+// are in its features): warn when the store's symbol or tick is none of the training stores'.
+void warn_if_other_instrument(const nlohmann::json& trained, const StoreReader& store,
+                              const std::string& store_dir);
 
 // Refuses a checkpoint whose stores were replaced since it was written (checkpoints from
 // before store_checksums existed are not checked).

@@ -39,6 +39,7 @@ using train_detail::join_ints;
 using train_detail::load_state;
 using train_detail::parse_stop_metric;
 using train_detail::StopMetric;
+using train_detail::instrument_of;
 using train_detail::store_identities;
 using train_detail::TrainState;
 using train_detail::validate_epoch;
@@ -201,6 +202,9 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
   FXT_ASSIGN_OR_RETURN(Dataset ds, Dataset::open(st->stores, c.dataset_config()));
   if (!options.resume) {
     FXT_ASSIGN_OR_RETURN(st->store_ids, store_identities(st->stores));
+    for (size_t i = 0; i < ds.store_count(); ++i) {
+      st->store_instruments.push_back(instrument_of(ds.store(i).reader.meta()));
+    }
   }
   if (ds.anchors(Split::kTrain).empty()) {
     return InvalidInput(
@@ -322,6 +326,7 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
       for (int h = 0; h < nh; ++h)
         loss_h_sum[static_cast<size_t>(h)] += out.loss_h[static_cast<size_t>(h)];
       ++st->step;
+      fault_point("train.step");
     }
     // Nothing of a diverged epoch is written: last.ckpt stays the last good epoch.
     if (!std::isfinite(loss_sum)) return diverged(st->step, loss_sum, last_path);

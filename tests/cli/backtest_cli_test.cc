@@ -152,9 +152,13 @@ TEST_F(BacktestCliTest, BuiltInStrategiesRunWithDefaults) {
     EXPECT_GT(stats["trades"].get<int>(), 0);
     check_run_json(run, name);
     if (name != "mm") {
-      // The default execution: sell 10 units over the session in 10 market children.
+      // The default execution: sell 10 units over the session in whole-lot market children
+      // (the synthetic store's sizes are whole: lot 1), 10 for twap; ac's sinh schedule rounds
+      // to 1, 2, 1, 1, 1, 1, 1, 0, 1, 1.
       EXPECT_DOUBLE_EQ(stats["final_position"].get<double>(), -10.0);
-      EXPECT_EQ(lines_of(run + "/orders.csv").size(), 11u);
+      EXPECT_EQ(lines_of(run + "/orders.csv").size(), name == "twap" ? 11u : 10u);
+      EXPECT_EQ(stats["execution"]["lot"].get<double>(), 1.0);
+      EXPECT_TRUE(stats["execution"]["shortfall_bps"].is_number());
     }
   }
 }
@@ -226,7 +230,7 @@ TEST_F(BacktestCliTest, ConfigFileSuppliesTheStrategyAndItsParams) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const nlohmann::json stats = check_results(run, 1.0);
   EXPECT_DOUBLE_EQ(stats["final_position"].get<double>(), 2.0);
-  EXPECT_EQ(lines_of(run + "/orders.csv").size(), 4u);  // three children
+  EXPECT_EQ(lines_of(run + "/orders.csv").size(), 3u);  // whole lots: 1 at slices 1 and 2
   const nlohmann::json j = json_of(run + "/run.json");
   EXPECT_EQ(j["strategy"]["name"], "twap");
   EXPECT_EQ(j["strategy"]["params"]["slices"], 3);

@@ -24,11 +24,14 @@
 namespace fxt {
 namespace {
 namespace fs = std::filesystem;
+using test::file_bytes;
+using test::jsonl_without;
 using test::run_fxt;
+using test::write_bytes;
 
 const char* kSmall =
     " --epochs 2 --steps-per-epoch 3 --batch 8 --seq 16 --horizons 10,30 --d-model 32"
-    " --d-state 8 --head-dim 32 --head-mid 16 --warmup 2 --eval-batch 32";
+    " --d-state 8 --head-dim 32 --head-mid 16 --warmup 2 --eval-batch 32 --baselines none";
 
 // Exit 2 with exactly one line "fxt: error: ..." holding `needle`.
 void expect_usage_error(const test::CommandResult& r, const std::string& needle) {
@@ -38,52 +41,66 @@ void expect_usage_error(const test::CommandResult& r, const std::string& needle)
                                                       << r.output;
 }
 
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
+// The suite's inputs: one small market (4,000 events), its store and one tiny training run
+// without baselines (their fits are not the subject here and cost most of a run under ASan).
+// Built once for all the suite's processes (test::shared_fixture) and only read; each test
+// writes under its own scratch directory out_.
+std::vector<std::string> fixture_commands() {
+  return {"synth -q --events 4000 --seed 1 --out DIR/m.dbn.zst",
+          "ingest -q DIR/m.dbn.zst --out DIR/store",
+          std::string("train -q --store DIR/store --run-dir DIR/run") + kSmall};
 }
 
-std::string read_bytes(const std::string& path) {
-  auto t = read_file(path);
-  return t.ok() ? *t : std::string();
-}
-
-// One small store (20k snapshots) and one tiny training run, shared by the suite.
 class RobustnessTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new std::string(test::scratch_dir());
-    ASSERT_EQ(run_fxt("synth -q --events 20000 --seed 1 --out " + *dir_ + "/m.dbn.zst").exit_code,
-              0);
-    ASSERT_EQ(run_fxt("ingest -q " + *dir_ + "/m.dbn.zst --out " + store()).exit_code, 0);
-    auto t = run_fxt("train -q --store " + store() + " --run-dir " + run() + kSmall);
-    ASSERT_EQ(t.exit_code, 0) << t.output;
+    std::string recipe;
+    for (const std::string& c : fixture_commands()) recipe += c + "\n";
+    dir_ = new std::string(test::shared_fixture("robustness", recipe, [](const std::string& d) {
+      for (std::string c : fixture_commands()) {
+        for (size_t at = c.find("DIR"); at != std::string::npos; at = c.find("DIR", at)) {
+          c.replace(at, 3, d);
+        }
+        auto r = run_fxt(c);
+        if (r.exit_code != 0) {
+          ADD_FAILURE() << c << "\n" << r.output;
+          return false;
+        }
+      }
+      return true;
+    }));
   }
   static void TearDownTestSuite() {
     delete dir_;
     dir_ = nullptr;
   }
+  void SetUp() override {
+    ASSERT_FALSE(dir_->empty()) << "the shared fixture could not be built";
+    out_ = test::scratch_dir();
+  }
+  static std::string dbn() { return *dir_ + "/m.dbn.zst"; }
   static std::string store() { return *dir_ + "/store"; }
   static std::string run() { return *dir_ + "/run"; }
   // A copy of the store with one bit of bid_px.bin flipped (meta.json untouched).
-  static std::string corrupt_store() {
-    const std::string bad = *dir_ + "/bad_store";
+  std::string corrupt_store() const {
+    const std::string bad = out_ + "/bad_store";
     if (!fs::exists(bad)) {
       fs::copy(store(), bad, fs::copy_options::recursive);
-      std::string px = read_bytes(bad + "/bid_px.bin");
+      std::string px = file_bytes(bad + "/bid_px.bin");
       px[px.size() / 2] = static_cast<char>(px[px.size() / 2] ^ 0x10);
       write_bytes(bad + "/bid_px.bin", px);
     }
     return bad;
   }
-  static std::string* dir_;
+  static std::string* dir_;  // the shared fixture (read only)
+  std::string out_;          // this test's scratch directory
 };
 std::string* RobustnessTest::dir_ = nullptr;
 
 // ---- integer and float flags: one range check for all (cli/flag_checks.h) --------------
 
 TEST_F(RobustnessTest, NegativeCountsAndSeedsAreRefused) {
-  const std::string out = *dir_ + "/x.dbn";
+  const std::string out = out_ + "/x.dbn";
   // Before: -5 wrapped to 2^64 - 5 events and ran "forever".
   expect_usage_error(run_fxt("synth --out " + out + " --events -5"), "--events");
   expect_usage_error(run_fxt("synth --out " + out + " --seed -1"), "--seed");
@@ -94,18 +111,18 @@ TEST_F(RobustnessTest, NegativeCountsAndSeedsAreRefused) {
 }
 
 TEST_F(RobustnessTest, CvEmbargoIsCheckedBeforeThePlanIsWritten) {
-  const std::string out = *dir_ + "/cv_neg";
+  const std::string out = out_ + "/cv_neg";
   expect_usage_error(run_fxt("cv --store " + store() + " --out " + out + " --embargo -1"),
                      "--embargo");
   EXPECT_FALSE(fs::exists(out + "/plan.json"));
 }
 
 TEST_F(RobustnessTest, NonFiniteAndOutOfRangeFloatsAreRefused) {
-  const std::string base = "train --store " + store() + " --run-dir " + *dir_ + "/never";
+  const std::string base = "train --store " + store() + " --run-dir " + out_ + "/never";
   expect_usage_error(run_fxt(base + " --clip nan"), "--clip");
   expect_usage_error(run_fxt(base + " --lr inf"), "--lr");
   expect_usage_error(run_fxt(base + " --d-model 100000000"), "--d-model");
-  EXPECT_FALSE(fs::exists(*dir_ + "/never"));
+  EXPECT_FALSE(fs::exists(out_ + "/never"));
 }
 
 // ---- config files: strict TOML, FILE:LINE errors (cli/config_file.h) ---------------------
@@ -116,7 +133,7 @@ struct ConfigCase {
 };
 
 TEST_F(RobustnessTest, StrictConfigRefusesWhatItCannotUse) {
-  const std::string cfg = *dir_ + "/run.toml";
+  const std::string cfg = out_ + "/run.toml";
   const ConfigCase cases[] = {
       {"[train\nepochs = 2\n", "run.toml:1: malformed section header '[train'"},
       {"[trian]\nepochs = 2\n", "run.toml:1: unknown section [trian] (did you mean [train]?)"},
@@ -135,17 +152,18 @@ TEST_F(RobustnessTest, StrictConfigRefusesWhatItCannotUse) {
   for (const ConfigCase& c : cases) {
     SCOPED_TRACE(c.text);
     write_bytes(cfg, c.text);
-    expect_usage_error(run_fxt("synth --config " + cfg + " --out " + *dir_ + "/cfg.dbn"),
-                       c.needle);
+    expect_usage_error(run_fxt("synth --config " + cfg + " --out " + out_ + "/cfg.dbn"), c.needle);
   }
-  write_bytes(cfg, std::string("\x7f" "ELF\x02\x01\x01\x00\x00", 9));
-  expect_usage_error(run_fxt("synth --config " + cfg + " --out " + *dir_ + "/cfg.dbn"),
+  write_bytes(cfg, std::string("\x7f"
+                               "ELF\x02\x01\x01\x00\x00",
+                               9));
+  expect_usage_error(run_fxt("synth --config " + cfg + " --out " + out_ + "/cfg.dbn"),
                      "is not UTF-8 text: not a TOML file");
-  EXPECT_FALSE(fs::exists(*dir_ + "/cfg.dbn"));
+  EXPECT_FALSE(fs::exists(out_ + "/cfg.dbn"));
 }
 
 TEST_F(RobustnessTest, StrictConfigReadsTheTomlFxtUses) {
-  const std::string cfg = *dir_ + "/ok.toml";
+  const std::string cfg = out_ + "/ok.toml";
   write_bytes(cfg,
               "quiet = true  # top-level flag\n"
               "[synth]\n"
@@ -156,7 +174,7 @@ TEST_F(RobustnessTest, StrictConfigReadsTheTomlFxtUses) {
               "[train]\n"
               "horizons = \"10,30\"\n"
               "store = [\n  \"a\",\n  \"b\",\n]\n");
-  auto r = run_fxt("synth --config " + cfg + " --out " + *dir_ + "/ok.dbn");
+  auto r = run_fxt("synth --config " + cfg + " --out " + out_ + "/ok.dbn");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
   EXPECT_EQ(j["events"], 2000);
@@ -175,7 +193,7 @@ std::vector<std::string> temp_leftovers(const std::string& dir) {
 }
 
 TEST_F(RobustnessTest, TempFilesAreRemovedWhenTheFinalRenameFails) {
-  const std::string d = *dir_ + "/rename_fails";
+  const std::string d = out_ + "/rename_fails";
   fs::create_directories(d + "/out.dbn/occupied");  // --out is a non-empty directory
   auto r = run_fxt("synth -q --events 2000 --out " + d + "/out.dbn");
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -184,7 +202,7 @@ TEST_F(RobustnessTest, TempFilesAreRemovedWhenTheFinalRenameFails) {
 }
 
 TEST_F(RobustnessTest, TempFilesAreRemovedOnSigterm) {
-  const std::string d = *dir_ + "/sigterm";
+  const std::string d = out_ + "/sigterm";
   fs::create_directories(d);
   // run_fxt hands its arguments to the shell: start synth, send SIGTERM a second later.
   auto r = run_fxt("synth -q --events 100000000 --out " + d +
@@ -195,17 +213,17 @@ TEST_F(RobustnessTest, TempFilesAreRemovedOnSigterm) {
 }
 
 TEST_F(RobustnessTest, BacktestInputErrorLeavesNoRunDirectory) {
-  const std::string out = *dir_ + "/bt_input_error";
-  auto r = run_fxt("backtest -q --store " + store() + " --strategy signal --predictions " +
-                   *dir_ + "/no_such.csv --out " + out);
+  const std::string out = out_ + "/bt_input_error";
+  auto r = run_fxt("backtest -q --store " + store() + " --strategy signal --predictions " + out_ +
+                   "/no_such.csv --out " + out);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_FALSE(fs::exists(out));
 }
 
 TEST_F(RobustnessTest, IngestKilledBeforeTheRenameLeavesNoStore) {
-  const std::string d = *dir_ + "/ingest_kill";
+  const std::string d = out_ + "/ingest_kill";
   fs::create_directories(d);
-  const std::string cmd = "ingest -q " + *dir_ + "/m.dbn.zst --out " + d + "/s";
+  const std::string cmd = "ingest -q " + dbn() + " --out " + d + "/s";
   // SIGTERM: the handler removes the whole temporary store directory.
   ::setenv("FXT_FAULT", "store.before_rename:1:TERM", 1);
   auto term = run_fxt(cmd);
@@ -225,34 +243,34 @@ TEST_F(RobustnessTest, IngestKilledBeforeTheRenameLeavesNoStore) {
 }
 
 TEST_F(RobustnessTest, StaleTempFilesOfAKilledRunAreRemoved) {
-  const std::string d = *dir_ + "/stale";
+  const std::string d = out_ + "/stale";
   fs::create_directories(d + "/s.tmp-999999999");  // a store directory of a gone process
   write_bytes(d + "/s.tmp-999999999/bid_px.bin", "x");
   write_bytes(d + "/f.csv.tmp-999999998", "half");
-  ASSERT_EQ(run_fxt("ingest -q " + *dir_ + "/m.dbn.zst --out " + d + "/s").exit_code, 0);
-  ASSERT_EQ(run_fxt("features -q --store " + store() + " --out " + d + "/f.csv --horizons 10")
-                .exit_code,
-            0);
+  ASSERT_EQ(run_fxt("ingest -q " + dbn() + " --out " + d + "/s").exit_code, 0);
+  ASSERT_EQ(
+      run_fxt("features -q --store " + store() + " --out " + d + "/f.csv --horizons 10").exit_code,
+      0);
   EXPECT_TRUE(temp_leftovers(d).empty());
 }
 
 // ---- impossible configurations, refused before work ------------------------------------
 
 TEST_F(RobustnessTest, DuplicateHorizonsAreRefused) {
-  expect_usage_error(run_fxt("train --store " + store() + " --run-dir " + *dir_ +
-                             "/dup --horizons 30,30"),
-                     "horizon 30 is given twice");
   expect_usage_error(
-      run_fxt("features --store " + store() + " --out " + *dir_ + "/f.csv --horizons 10,10"),
+      run_fxt("train --store " + store() + " --run-dir " + out_ + "/dup --horizons 30,30"),
+      "horizon 30 is given twice");
+  expect_usage_error(
+      run_fxt("features --store " + store() + " --out " + out_ + "/f.csv --horizons 10,10"),
       "given twice");
-  EXPECT_FALSE(fs::exists(*dir_ + "/dup"));
+  EXPECT_FALSE(fs::exists(out_ + "/dup"));
 }
 
 TEST_F(RobustnessTest, MinMoveTicksThatMasksEveryLabelIsRefused) {
-  auto r = run_fxt("train -q --store " + store() + " --run-dir " + *dir_ + "/masked" + kSmall +
+  auto r = run_fxt("train -q --store " + store() + " --run-dir " + out_ + "/masked" + kSmall +
                    " --min-move-ticks 1000000");
   expect_usage_error(r, "every training label is masked");
-  EXPECT_FALSE(fs::exists(*dir_ + "/masked/last.ckpt"));
+  EXPECT_FALSE(fs::exists(out_ + "/masked/last.ckpt"));
 }
 
 // ---- store verification on every command that reads a store ----------------------------
@@ -260,13 +278,13 @@ TEST_F(RobustnessTest, MinMoveTicksThatMasksEveryLabelIsRefused) {
 TEST_F(RobustnessTest, BacktestRefusesACorruptStoreUnlessNoVerify) {
   const std::string bad = corrupt_store();
   // Before: a PnL from garbage prices with exit 0.
-  auto r = run_fxt("backtest -q --store " + bad + " --strategy twap --out " + *dir_ + "/bt_bad");
+  auto r = run_fxt("backtest -q --store " + bad + " --strategy twap --out " + out_ + "/bt_bad");
   expect_usage_error(r, "bid_px.bin: CRC32");
   auto p = run_fxt("predict -q --checkpoint " + run() + "/best.ckpt --store " + bad + " --out " +
-                   *dir_ + "/bad.csv");
+                   out_ + "/bad.csv");
   expect_usage_error(p, "CRC32");
   // The escape hatch reads it anyway.
-  auto n = run_fxt("backtest -q --no-verify --store " + bad + " --strategy twap --out " + *dir_ +
+  auto n = run_fxt("backtest -q --no-verify --store " + bad + " --strategy twap --out " + out_ +
                    "/bt_noverify");
   EXPECT_EQ(n.exit_code, 0) << n.output;
 }
@@ -279,7 +297,7 @@ TEST_F(RobustnessTest, RunJsonStoreIdentityCoversTheData) {
   EXPECT_TRUE(j["inputs"][0]["data_verified"].get<bool>()) << j["inputs"].dump();
   // A store whose data no longer matches its meta.json cannot be recorded as an input.
   auto r = run_fxt("eval -q --bootstrap 0 --checkpoint " + run() + "/best.ckpt --store " +
-                   corrupt_store() + " --split all --run-dir " + *dir_ + "/eval_bad");
+                   corrupt_store() + " --split all --run-dir " + out_ + "/eval_bad");
   expect_usage_error(r, "CRC32");
 }
 
@@ -304,25 +322,25 @@ TEST_F(RobustnessTest, RandomBitFlipsInStoresAndCheckpointsAreRefused) {
   for (int trial = 0; trial < 4; ++trial) {
     const std::string column = columns[next() % columns.size()];
     SCOPED_TRACE(column);
-    const std::string bad = *dir_ + "/flip_store_" + std::to_string(trial);
+    const std::string bad = out_ + "/flip_store_" + std::to_string(trial);
     fs::copy(store(), bad, fs::copy_options::recursive);
-    std::string bytes = read_bytes(bad + "/" + column);
+    std::string bytes = file_bytes(bad + "/" + column);
     bytes[next() % bytes.size()] ^= static_cast<char>(1 << (next() % 8));
     write_bytes(bad + "/" + column, bytes);
     const std::string cmd = trial % 2 == 0 ? "backtest -q --strategy twap --out " + bad + "_bt"
                                            : "features -q --out " + bad + ".csv";
     expect_usage_error(run_fxt(cmd + " --store " + bad), "CRC32");
   }
-  const std::string ckpt = read_bytes(run() + "/best.ckpt");
+  const std::string ckpt = file_bytes(run() + "/best.ckpt");
   for (int trial = 0; trial < 4; ++trial) {
     std::string bytes = ckpt;
     const size_t at = next() % bytes.size();
     bytes[at] ^= static_cast<char>(1 << (next() % 8));
     SCOPED_TRACE(at);
-    const std::string path = *dir_ + "/flip_" + std::to_string(trial) + ".ckpt";
+    const std::string path = out_ + "/flip_" + std::to_string(trial) + ".ckpt";
     write_bytes(path, bytes);
-    auto r = run_fxt("predict -q --checkpoint " + path + " --store " + store() + " --out " +
-                     path + ".csv");
+    auto r = run_fxt("predict -q --checkpoint " + path + " --store " + store() + " --out " + path +
+                     ".csv");
     expect_usage_error(r, path);
   }
 }
@@ -342,19 +360,19 @@ TEST_F(RobustnessTest, CheckpointWithNanWeightsIsRefused) {
   ASSERT_NE(t, nullptr);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::memcpy(t->data.data() + 3 * sizeof(float), &nan, sizeof nan);
-  const std::string path = *dir_ + "/nan.ckpt";
+  const std::string path = out_ + "/nan.ckpt";
   ASSERT_TRUE(write_checkpoint(path, *ck).ok());  // valid CRCs over a NaN
-  auto p = run_fxt("predict -q --checkpoint " + path + " --store " + store() + " --out " + *dir_ +
+  auto p = run_fxt("predict -q --checkpoint " + path + " --store " + store() + " --out " + out_ +
                    "/nan.csv");
   expect_usage_error(p, "element 3 is not finite");
-  EXPECT_FALSE(fs::exists(*dir_ + "/nan.csv"));
+  EXPECT_FALSE(fs::exists(out_ + "/nan.csv"));
 }
 
 TEST_F(RobustnessTest, CheckpointWithZeroFeatureStdIsRefused) {
   auto ck = read_checkpoint(run() + "/best.ckpt");
   ASSERT_TRUE(ck.ok()) << ck.status().message();
   ck->feature_stats["std"][5] = 0.0;
-  const std::string path = *dir_ + "/zerostd.ckpt";
+  const std::string path = out_ + "/zerostd.ckpt";
   ASSERT_TRUE(write_checkpoint(path, *ck).ok());
   auto e = run_fxt("eval -q --bootstrap 0 --checkpoint " + path);
   expect_usage_error(e, "feature_stats slot 5");
@@ -365,20 +383,50 @@ TEST_F(RobustnessTest, CheckpointWithZeroFeatureStdIsRefused) {
 TEST_F(RobustnessTest, HostilePathsGiveOneLineErrors) {
   // Invalid UTF-8 cannot go into run.json: refused while parsing.
   expect_usage_error(run_fxt("predict --checkpoint " + run() + "/best.ckpt --store " + store() +
-                             " --out " + *dir_ + "/bad\xff.csv"),
+                             " --out " + out_ + "/bad\xff.csv"),
                      "not UTF-8");
   // Before: "unexpected failure: filesystem error ..." with exit 1.
-  auto r = run_fxt("train -q --store '' --run-dir " + *dir_ + "/empty_store" + kSmall);
+  auto r = run_fxt("train -q --store '' --run-dir " + out_ + "/empty_store" + kSmall);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
 }
 
 TEST_F(RobustnessTest, IngestWarnsAboutATinyStore) {
-  const std::string d = *dir_ + "/tiny";
+  const std::string d = out_ + "/tiny";
   ASSERT_EQ(run_fxt("synth -q --events 50 --out " + d + ".dbn").exit_code, 0);
   auto r = run_fxt("ingest " + d + ".dbn --out " + d);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("only 50 snapshots (fewer than 100)"), std::string::npos) << r.output;
+}
+
+TEST_F(RobustnessTest, IngestTickFlagSetsTheTickAndMustDivideThePriceLevels) {
+  const std::string d = out_ + "/tick";
+  // The synthetic market's levels are 0.25 apart: 0.5 cannot be its tick.
+  expect_usage_error(run_fxt("ingest -q " + dbn() + " --out " + d + " --tick 0.5"),
+                     "--tick 0.5: price levels 0.25 apart are not multiples of it");
+  EXPECT_FALSE(fs::exists(d));
+  auto r = run_fxt("ingest " + dbn() + " --out " + d + " --tick 0.125");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--tick 0.125 replaces the definition's tick 0.25"), std::string::npos)
+      << r.output;
+  const auto meta = nlohmann::json::parse(file_bytes(d + "/meta.json"));
+  EXPECT_EQ(meta["instrument"]["tick_px"], 125000000);
+  EXPECT_EQ(meta["instrument"]["tick_source"], "flag");
+}
+
+TEST_F(RobustnessTest, PredictWarnsWhenTheStoreIsAnotherInstrument) {
+  const std::string other = out_ + "/other_tick";
+  ASSERT_EQ(run_fxt("ingest -q " + dbn() + " --out " + other + " --tick 0.125").exit_code, 0);
+  const std::string warning = "differs from the training stores'";
+  auto same = run_fxt("predict --checkpoint " + run() + "/best.ckpt --store " + store() +
+                      " --out " + out_ + "/same.csv");
+  ASSERT_EQ(same.exit_code, 0) << same.output;
+  EXPECT_EQ(same.output.find(warning), std::string::npos) << same.output;
+  auto diff = run_fxt("predict --checkpoint " + run() + "/best.ckpt --store " + other + " --out " +
+                      out_ + "/other.csv");
+  ASSERT_EQ(diff.exit_code, 0) << diff.output;
+  EXPECT_NE(diff.output.find("(tick 0.125) " + warning + " (SYN tick 0.25)"), std::string::npos)
+      << diff.output;
 }
 
 TEST_F(RobustnessTest, VersionFlagAndGpuPresence) {
@@ -396,14 +444,14 @@ TEST_F(RobustnessTest, VersionFlagAndGpuPresence) {
 // ---- records: a command never overwrites another run's run.json -------------------------
 
 TEST_F(RobustnessTest, EvalDoesNotOverwriteATrainingRunRecord) {
-  const std::string before = read_bytes(run() + "/run.json");
+  const std::string before = file_bytes(run() + "/run.json");
   auto e = run_fxt("eval -q --bootstrap 0 --checkpoint " + run() + "/best.ckpt --run-dir " + run());
   expect_usage_error(e, "records a train run");
-  EXPECT_EQ(read_bytes(run() + "/run.json"), before);
+  EXPECT_EQ(file_bytes(run() + "/run.json"), before);
   EXPECT_FALSE(fs::exists(run() + "/eval.json"));
   expect_usage_error(run_fxt("backtest -q --store " + store() + " --strategy twap --out " + run()),
                      "records a train run");
-  EXPECT_EQ(read_bytes(run() + "/run.json"), before);
+  EXPECT_EQ(file_bytes(run() + "/run.json"), before);
 }
 
 // ---- divergence: one line, exit 1, the last good checkpoint kept ------------------------
@@ -411,11 +459,11 @@ TEST_F(RobustnessTest, EvalDoesNotOverwriteATrainingRunRecord) {
 TEST_F(RobustnessTest, DivergenceStopsWithTheStepAndKeepsOnlyGoodCheckpoints) {
   // Before: exit 2 with "best.ckpt: section 'controller': non-finite number ..." and the
   // epoch lost. Adam's steps are about lr in size, so lr = 1e6 without clipping overflows.
-  const std::string d = *dir_ + "/diverge";
+  const std::string d = out_ + "/diverge";
   auto r = run_fxt("train -q --store " + store() + " --run-dir " + d +
                    " --epochs 3 --steps-per-epoch 20 --batch 8 --seq 16 --horizons 10,30"
                    " --d-model 32 --d-state 8 --head-dim 32 --head-mid 16 --warmup 0"
-                   " --eval-batch 32 --lr 1000000 --clip 0");
+                   " --eval-batch 32 --lr 1000000 --clip 0 --baselines none");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
   EXPECT_NE(r.output.find("training diverged at step"), std::string::npos) << r.output;
@@ -428,23 +476,11 @@ TEST_F(RobustnessTest, DivergenceStopsWithTheStepAndKeepsOnlyGoodCheckpoints) {
   }
 }
 
-// metrics.jsonl without the wall-clock "seconds" of each line.
-std::string metrics_without_seconds(const std::string& path) {
-  std::string out, line;
-  std::istringstream in(read_bytes(path));
-  while (std::getline(in, line)) {
-    auto j = nlohmann::json::parse(line);
-    j.erase("seconds");
-    out += j.dump() + "\n";
-  }
-  return out;
-}
-
 // ---- determinism: outputs never depend on the run directory's name ----------------------
 
 TEST_F(RobustnessTest, ResumeIsBitIdenticalWhateverTheRunDirectoryIsCalled) {
-  const std::string a = *dir_ + "/r";
-  const std::string b = *dir_ + "/a_much_longer_run_directory_name_than_the_first_one_0123456789";
+  const std::string a = out_ + "/r";
+  const std::string b = out_ + "/a_much_longer_run_directory_name_than_the_first_one_0123456789";
   ASSERT_EQ(run_fxt("train -q --store " + store() + " --run-dir " + a + kSmall + " --stop-after 1")
                 .exit_code,
             0);
@@ -453,22 +489,21 @@ TEST_F(RobustnessTest, ResumeIsBitIdenticalWhateverTheRunDirectoryIsCalled) {
     auto r = run_fxt("train -q --resume --run-dir " + d);
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
-  EXPECT_EQ(read_bytes(a + "/last.ckpt"), read_bytes(b + "/last.ckpt"));
-  EXPECT_EQ(metrics_without_seconds(a + "/metrics.jsonl"),
-            metrics_without_seconds(b + "/metrics.jsonl"));
+  EXPECT_EQ(file_bytes(a + "/last.ckpt"), file_bytes(b + "/last.ckpt"));
+  EXPECT_EQ(jsonl_without(a + "/metrics.jsonl", "seconds"),
+            jsonl_without(b + "/metrics.jsonl", "seconds"));
 }
 
 TEST_F(RobustnessTest, ResumeAndEvalRefuseAStoreReplacedInPlace) {
-  const std::string st = *dir_ + "/replaced_store", d = *dir_ + "/replaced_run";
+  const std::string st = out_ + "/replaced_store", d = out_ + "/replaced_run";
   fs::copy(store(), st, fs::copy_options::recursive);
-  ASSERT_EQ(run_fxt("train -q --store " + st + " --run-dir " + d + kSmall + " --stop-after 1")
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      run_fxt("train -q --store " + st + " --run-dir " + d + kSmall + " --stop-after 1").exit_code,
+      0);
   // Another market under the same name: a valid store, other data.
-  ASSERT_EQ(run_fxt("synth -q --events 20000 --seed 2 --out " + *dir_ + "/m2.dbn.zst").exit_code,
-            0);
+  ASSERT_EQ(run_fxt("synth -q --events 4000 --seed 2 --out " + out_ + "/m2.dbn.zst").exit_code, 0);
   fs::remove_all(st);
-  ASSERT_EQ(run_fxt("ingest -q " + *dir_ + "/m2.dbn.zst --out " + st).exit_code, 0);
+  ASSERT_EQ(run_fxt("ingest -q " + out_ + "/m2.dbn.zst --out " + st).exit_code, 0);
   expect_usage_error(run_fxt("train -q --resume --run-dir " + d), "store changed since");
   expect_usage_error(run_fxt("eval -q --bootstrap 0 --checkpoint " + d + "/last.ckpt"),
                      "store changed since");
@@ -479,11 +514,11 @@ TEST_F(RobustnessTest, ResumeAndEvalRefuseAStoreReplacedInPlace) {
 TEST_F(RobustnessTest, KillBetweenMetricsLineAndCheckpointLosesNothing) {
   // Before: a kill between the last.ckpt rename and the metrics append lost that epoch's
   // line for good. Now the line comes first; resume drops a line past last.ckpt and redoes it.
-  const std::string ref = *dir_ + "/kill_ref", d = *dir_ + "/kill";
+  const std::string ref = out_ + "/kill_ref", d = out_ + "/kill";
   const std::string base =
       "train -q --store " + store() +
       " --epochs 3 --steps-per-epoch 3 --batch 8 --seq 16 --horizons 10,30 --d-model 32"
-      " --d-state 8 --head-dim 32 --head-mid 16 --warmup 2 --eval-batch 32";
+      " --d-state 8 --head-dim 32 --head-mid 16 --warmup 2 --eval-batch 32 --baselines none";
   ASSERT_EQ(run_fxt(base + " --run-dir " + ref).exit_code, 0);
   for (const char* point : {"train.line_written:2", "train.epoch_written:2"}) {
     SCOPED_TRACE(point);
@@ -494,9 +529,9 @@ TEST_F(RobustnessTest, KillBetweenMetricsLineAndCheckpointLosesNothing) {
     EXPECT_EQ(killed.exit_code, 128 + 9) << killed.output;  // SIGKILL
     auto r = run_fxt("train -q --resume --run-dir " + d);
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_EQ(read_bytes(d + "/last.ckpt"), read_bytes(ref + "/last.ckpt"));
-    EXPECT_EQ(metrics_without_seconds(d + "/metrics.jsonl"),
-              metrics_without_seconds(ref + "/metrics.jsonl"));
+    EXPECT_EQ(file_bytes(d + "/last.ckpt"), file_bytes(ref + "/last.ckpt"));
+    EXPECT_EQ(jsonl_without(d + "/metrics.jsonl", "seconds"),
+              jsonl_without(ref + "/metrics.jsonl", "seconds"));
   }
 }
 

@@ -92,6 +92,35 @@ TEST(ReportChart, RendersSeriesAxesAndLegend) {
   EXPECT_NE(report::render_chart(empty).find(">no data<"), std::string::npos);
 }
 
+// Before: a 2-hour session with one point at midnight sat in a thin strip of a 24-hour axis.
+TEST(ReportChart, TimeAxisCollapsesStretchesWithoutData) {
+  report::ChartSpec c;
+  c.id = "c3";
+  c.x_axis = report::XAxis::kTimeNs;
+  const double midnight = 1'704'153'600e9, t0 = 1'704'205'800e9;  // 2024-01-02 00:00, 14:30
+  std::vector<double> x = {midnight}, y = {0};
+  for (int k = 0; k <= 12; ++k) {
+    x.push_back(t0 + k * 600e9);  // 14:30 .. 16:30 every 10 minutes
+    y.push_back(k);
+  }
+  c.series.push_back(report::make_series("equity", x, y));
+  const std::string svg = report::render_chart(c);
+  const size_t first = svg.find("class=\"fxt-axis-break\"");
+  ASSERT_NE(first, std::string::npos) << svg;
+  EXPECT_EQ(svg.find("class=\"fxt-axis-break\"", first + 1), std::string::npos);
+  EXPECT_NE(svg.find("data-gap-s=\"52200\""), std::string::npos);  // 00:00 to 14:30
+  EXPECT_NE(svg.find("no data for 14.5 h"), std::string::npos);
+  // The session fills the axis: half-hour ticks, not the 3-hour ticks of a 16.5-hour axis.
+  for (const char* label : {">15:00<", ">15:30<", ">16:00<"}) {
+    EXPECT_NE(svg.find(label), std::string::npos) << label;
+  }
+  EXPECT_EQ(svg.find(">03:00<"), std::string::npos);
+  // Without a gap the axis stays linear.
+  c.series[0] = report::make_series("equity", std::vector<double>(x.begin() + 1, x.end()),
+                                    std::vector<double>(y.begin() + 1, y.end()));
+  EXPECT_EQ(report::render_chart(c).find("fxt-axis-break"), std::string::npos);
+}
+
 TEST(ReportChart, BarsWithErrorBars) {
   report::ChartSpec c;
   c.id = "bars";
@@ -282,6 +311,14 @@ TEST(Report, FromTrainEvalAndBacktestRuns) {
                                                      cv["mean"]["diff_ci"][1].get<double>())),
             std::string::npos)
       << pooled;
+  // Units, not raw integers: the tick in price units, latencies as durations (before:
+  // {"tick_px":250000000} and {"feed_ns":0,...}).
+  const size_t mp = html.find("id=\"sec4-params\"");
+  ASSERT_NE(mp, std::string::npos);
+  const std::string params = html.substr(mp, html.find("</table>", mp) - mp);
+  EXPECT_NE(params.find("tick 0.25"), std::string::npos) << params;
+  EXPECT_NE(params.find("feed 0 s"), std::string::npos) << params;
+  EXPECT_EQ(params.find("tick_px"), std::string::npos) << params;
   // The mm equity chart has one line per queue model.
   for (const char* m : {"risk-averse", "power:2", "log"}) {
     EXPECT_NE(html.find(std::string("data-name=\"") + m + "\""), std::string::npos) << m;

@@ -130,6 +130,36 @@ TEST(Stats, ThreeDaysHandComputed) {
   EXPECT_EQ(s["final_position"].get<double>(), 0);
 }
 
+// Before: a 6-minute capture across midnight gave an annualised "daily" Sharpe from two days.
+// Now it has none, and its Sharpe is on 10 s bars (the largest bar with >= 30 returns).
+TEST(Stats, ShortRunsGetAnIntradaySharpeOnANamedBar) {
+  constexpr int64_t kSec = 1'000'000'000;
+  BacktestResult r;
+  const int64_t start = kDay2 - 3 * 60 * kSec;  // 23:57:00 UTC, on the 10 s grid
+  for (int k = 0; k <= 360; ++k) {
+    r.equity.push_back(point(start + k * kSec, 0, 0.5 * k, 1, 0.5 * k));
+  }
+  const nlohmann::json s = compute_stats(r);
+  EXPECT_EQ(s["days"], 2);
+  EXPECT_TRUE(s["sharpe_daily_annualised"].is_null());
+  EXPECT_TRUE(s["sortino"].is_null());
+  const nlohmann::json& b = s["sharpe_bars"];
+  ASSERT_TRUE(b.is_object()) << s.dump();
+  EXPECT_EQ(b["bar"], "10s");  // 1 min gives 7 bars, 30 s 13, 10 s 37
+  EXPECT_EQ(b["bars"], 37);
+  // Bar PnL: 4.5 (first close 0.5·9), 35 × 5, then 0.5 (00:03:00 alone): mean 180/37.
+  EXPECT_NEAR(b["per_bar"].get<double>(), 6.555756803941541, 1e-9);
+  EXPECT_DOUBLE_EQ(b["bars_per_day"].get<double>(), 36.0);  // a 6-minute session
+  EXPECT_NEAR(b["annualised"].get<double>(), 6.555756803941541 * std::sqrt(252.0 * 36), 1e-6);
+  EXPECT_EQ(s["sharpe_annualised"], b["annualised"]);
+  EXPECT_EQ(s["sharpe_basis"], "10s bars");
+  // A run of 2 days or more keeps the daily Sharpe as the one that applies.
+  const nlohmann::json d = compute_stats(three_day_result());
+  EXPECT_TRUE(d["sharpe_bars"].is_null());
+  EXPECT_EQ(d["sharpe_annualised"], d["sharpe_daily_annualised"]);
+  EXPECT_EQ(d["sharpe_basis"], "daily");
+}
+
 TEST(Stats, UndefinedRatiosAreNull) {
   const nlohmann::json empty = compute_stats(BacktestResult{});
   EXPECT_EQ(empty["total_pnl"], 0.0);

@@ -78,7 +78,8 @@ class FakeContext : public StrategyContext {
   const Instrument& instrument() const override { return instrument_; }
 
   // Fills `qty` of order `id` at its price; removes it when complete.
-  void fill(Strategy& s, uint64_t id, double qty) {
+  // `at_px` (0: the order's price) and `fee` for market orders and fee accounting.
+  void fill(Strategy& s, uint64_t id, double qty, int64_t at_px = 0, double fee = 0) {
     auto it = std::find_if(open_.begin(), open_.end(),
                            [&](const OpenOrder& o) { return o.order_id == id; });
     ASSERT_NE(it, open_.end());
@@ -88,7 +89,8 @@ class FakeContext : public StrategyContext {
     f.order_id = id;
     f.side = it->side;
     f.qty = qty;
-    f.px = it->px;
+    f.px = at_px != 0 ? at_px : it->px;
+    f.fee = fee;
     if (it->filled_qty >= it->qty - 1e-12) open_.erase(it);
     s.on_fill(f, *this);
   }
@@ -115,6 +117,20 @@ class FakeContext : public StrategyContext {
     s.on_event(e, *this);
   }
 
+  // Delivers a market print at time t.
+  void trade(Strategy& s, int64_t trade_px, double size, int64_t t) {
+    now = t;
+    Trade tr;
+    tr.ts_ns = t;
+    tr.px = trade_px;
+    tr.sz = size;
+    MarketEvent e;
+    e.kind = EventKind::kTrade;
+    e.ts_ns = e.seen_ns = t;
+    e.book = &book_;
+    e.trade = &tr;
+    s.on_event(e, *this);
+  }
   int64_t now = 0;
   Snapshot book_;
   std::vector<Action> actions;
@@ -490,6 +506,103 @@ TEST(Execution, ShortfallsRollIntoTheNextChildAndLimitsAreMarketable) {
   ctx.snapshot(s, 2, 3 * kSec);  // 6.5 still working: due 10 − 1 − 6.5 = 2.5
   ASSERT_EQ(ctx.actions.size(), 3u);
   EXPECT_NEAR(ctx.actions[2].qty, 2.5, 1e-12);
+}
+
+// Before: an ES TWAP of 5 lots in 10 slices sent ten children of 0.5 contracts.
+TEST(Execution, ChildrenAreWholeLots) {
+  ExecutionConfig c;
+  c.qty = 5;
+  c.slices = 10;
+  c.lot = 1;
+  ASSERT_TRUE(c.validate(false).ok());
+  ExecutionStrategy s(c, false, 0, 10 * kSec);
+  FakeContext ctx;
+  for (int j = 0; j < 10; ++j) {
+    ctx.snapshot(s, static_cast<uint64_t>(j), j * kSec);
+    ctx.fill_all(s);
+  }
+  // Due by the end of slice j: 0.5 (j + 1); whole lots at slices 1, 3, 5, 7, 9.
+  ASSERT_EQ(ctx.actions.size(), 5u);
+  for (const auto& a : ctx.actions) EXPECT_EQ(a.qty, 1.0);
+  EXPECT_EQ(s.executed(), 5.0);
+  c.qty = 5.5;
+  EXPECT_NE(c.validate(false).message().find("not a whole number of lots"), std::string::npos);
+}
+
+TEST(Execution, ReportsShortfallAgainstArrivalAndVwap) {
+  ExecutionConfig c;
+  c.qty = 4;
+  c.slices = 2;
+  ExecutionStrategy s(c, false, 0, 2 * kSec);
+  FakeContext ctx;  // book 4000.00 / 4000.25: arrival mid 4000.125
+  ctx.snapshot(s, 0, 0);
+  ASSERT_EQ(ctx.actions.size(), 1u);
+  ctx.fill(s, ctx.actions[0].id, 2, px(4000.00), 1.0);
+  ctx.trade(s, px(4000.00), 3, kSec / 2);
+  ctx.snapshot(s, 1, kSec);
+  ASSERT_EQ(ctx.actions.size(), 2u);
+  ctx.fill(s, ctx.actions[1].id, 2, px(3999.75), 1.0);
+  ctx.trade(s, px(4001.00), 1, 3 * kSec / 2);
+  ctx.trade(s, px(5000.00), 100, 3 * kSec);  // after the window: not in the VWAP
+  const nlohmann::json r = s.report();
+  // Average 3999.875; VWAP (3·4000 + 4001)/4 = 4000.25; a sell below a benchmark is a cost.
+  EXPECT_DOUBLE_EQ(r["avg_fill_px"].get<double>(), 3999.875);
+  EXPECT_DOUBLE_EQ(r["arrival_px"].get<double>(), 4000.125);
+  EXPECT_DOUBLE_EQ(r["market_vwap_px"].get<double>(), 4000.25);
+  EXPECT_DOUBLE_EQ(r["market_volume"].get<double>(), 4.0);
+  EXPECT_NEAR(r["shortfall_bps"].get<double>(), 0.25 / 4000.125 * 1e4, 1e-9);
+  EXPECT_NEAR(r["vwap_slippage_bps"].get<double>(), 0.375 / 4000.25 * 1e4, 1e-9);
+  EXPECT_NEAR(r["fees_bps"].get<double>(), 2.0 / 15999.5 * 1e4, 1e-9);
+  EXPECT_NEAR(r["shortfall_with_fees_bps"].get<double>(),
+              0.25 / 4000.125 * 1e4 + 2.0 / 15999.5 * 1e4, 1e-9);
+  EXPECT_EQ(r["unfilled_qty"].get<double>(), 0.0);
+}
+
+// twap and ac take the lot from the stores: 1 when every size is whole, else fractional.
+TEST(Execution, BacktestLotComesFromTheStoreSizes) {
+  const std::string dir = test::scratch_dir();
+  for (double size : {10.0, 2.5}) {
+    SCOPED_TRACE(size);
+    const std::string store = dir + "/store" + std::to_string(static_cast<int>(size * 10));
+    auto w = StoreWriter::create(store, StoreInfo{});
+    ASSERT_TRUE(w.ok());
+    for (int i = 0; i < 20; ++i) {
+      Snapshot sn = book_at(100.0, 100.25, size);
+      sn.ts_ns = 1'000'000'000LL * (i + 1);
+      w->on_snapshot(sn);
+    }
+    ASSERT_TRUE(w->finish().ok());
+    BacktestSpec spec;
+    spec.stores = {store};
+    spec.strategy = "twap";
+    const double qty = size == 10.0 ? 5 : 2;  // within the displayed size (taken once)
+    spec.params = {"qty=" + std::to_string(qty)};
+    spec.out_dir = store + "_bt";
+    auto out = run_backtest_spec(spec, "");
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    const nlohmann::json& e = out->runs.front().stats["execution"];
+    EXPECT_EQ(e["lot"].get<double>(), size == 10.0 ? 1.0 : 0.0);
+    EXPECT_NEAR(e["executed_qty"].get<double>(), qty, 1e-9);
+    EXPECT_EQ(e["arrival_px"].get<double>(), 100.125);
+    // Sold at the bid: 100.125 − 100 = 0.125 below the arrival mid.
+    EXPECT_NEAR(e["shortfall_bps"].get<double>(), 0.125 / 100.125 * 1e4, 1e-9);
+    EXPECT_EQ(out->runs.front().stats["trades"].get<int>(), size == 10.0 ? 5 : 10);
+    // The costs assumed are in stats.json, and a run without any says so.
+    const nlohmann::json& costs = out->runs.front().stats["assumed_costs"];
+    EXPECT_EQ(costs["latency"]["entry_ns"], 0);
+    EXPECT_EQ(costs["fees"]["taker_bps"], 0.0);
+    EXPECT_TRUE(costs["zero_latency_and_fees"].get<bool>());
+    if (size != 10.0) continue;
+    spec.sim.latency.entry_ns = 1'000'000;
+    spec.sim.fees.taker_bps = 0.5;
+    spec.out_dir = store + "_costs";
+    auto costly = run_backtest_spec(spec, "");
+    ASSERT_TRUE(costly.ok()) << costly.status().message();
+    const nlohmann::json& c2 = costly->runs.front().stats["assumed_costs"];
+    EXPECT_EQ(c2["latency"]["entry_ns"], 1'000'000);
+    EXPECT_EQ(c2["fees"]["taker_bps"], 0.5);
+    EXPECT_FALSE(c2["zero_latency_and_fees"].get<bool>());
+  }
 }
 
 // ---- predictions CSV -------------------------------------------------------------------------

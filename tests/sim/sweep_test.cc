@@ -26,7 +26,7 @@ using test::trade;
 constexpr int64_t kMs = 1'000'000;
 
 nlohmann::json figures(nlohmann::json sharpe, double drawdown, double turnover, double pnl = 0) {
-  return {{"sharpe_daily_annualised", sharpe},
+  return {{"sharpe_annualised", sharpe},
           {"max_drawdown", drawdown},
           {"turnover", turnover},
           {"total_pnl", pnl}};

@@ -435,7 +435,18 @@ TEST(CvRows, RoundTripAndCorruption) {
   ASSERT_TRUE(write_file_atomic(path, bytes->substr(0, bytes->size() - 1)).ok());
   auto bad = read_eval_rows(path);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("expected"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("CRC32"), std::string::npos);
+  // Every single-bit flip, anywhere (header, logits, labels, masks, the CRC itself), is
+  // refused: before the CRC a flipped logit bit pooled into other AUCs with exit 0.
+  for (size_t at = 0; at < bytes->size(); ++at) {
+    std::string flipped = *bytes;
+    flipped[at] = static_cast<char>(flipped[at] ^ (1 << (at % 8)));
+    ASSERT_TRUE(write_file_atomic(path, flipped).ok());
+    auto refused = read_eval_rows(path);
+    ASSERT_FALSE(refused.ok()) << "byte " << at;
+    EXPECT_NE(refused.status().message().find(at < 8 ? "magic" : "CRC32"), std::string::npos)
+        << refused.status().message();
+  }
   ASSERT_TRUE(write_file_atomic(path, "not rows").ok());
   EXPECT_NE(read_eval_rows(path).status().message().find("magic"), std::string::npos);
 }

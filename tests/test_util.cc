@@ -111,6 +111,24 @@ std::string shared_fixture(const std::string& name, const std::string& recipe,
   return result;
 }
 
+std::string shared_fxt_fixture(const std::string& name, const std::vector<std::string>& commands) {
+  std::string recipe;
+  for (const std::string& c : commands) recipe += c + "\n";
+  return shared_fixture(name, recipe, [&commands](const std::string& d) {
+    for (std::string c : commands) {
+      for (size_t at = c.find("DIR"); at != std::string::npos; at = c.find("DIR", at)) {
+        c.replace(at, 3, d);
+      }
+      const CommandResult r = run_fxt(c);
+      if (r.exit_code != 0) {
+        ADD_FAILURE() << c << "\n" << r.output;
+        return false;
+      }
+    }
+    return true;
+  });
+}
+
 CommandResult run_fxt(const std::string& args) {
   CommandResult r;
   std::string cmd = std::string(FXT_BINARY) + " " + args + " 2>&1";

@@ -30,6 +30,11 @@ std::string scratch_dir();
 std::string shared_fixture(const std::string& name, const std::string& recipe,
                            const std::function<bool(const std::string& dir)>& build);
 
+// shared_fixture built by running `fxt C` for each command C in order, with every "DIR" in C
+// replaced by the fixture's directory; the commands are the recipe. A failing command fails
+// the build (a gtest failure naming it, with its output).
+std::string shared_fxt_fixture(const std::string& name, const std::vector<std::string>& commands);
+
 // A file's bytes ("" when it cannot be read) and writing bytes to a file (truncating).
 std::string file_bytes(const std::string& path);
 void write_bytes(const std::string& path, const std::string& bytes);

@@ -25,6 +25,20 @@ namespace fxt::sim {
 
 namespace {
 
+// The cost assumptions as stats.json and run.json record them.
+nlohmann::json latency_json(const LatencyConfig& l) {
+  return {{"feed_ns", l.feed_ns},
+          {"entry_ns", l.entry_ns},
+          {"response_ns", l.response_ns},
+          {"file", l.file}};
+}
+nlohmann::json fees_json(const FeeSchedule& f) {
+  return {{"maker_bps", f.maker_bps},
+          {"taker_bps", f.taker_bps},
+          {"maker_per_unit", f.maker_per_unit},
+          {"taker_per_unit", f.taker_per_unit}};
+}
+
 // A whole-string double (finite).
 bool parse_double(std::string_view s, double* out) {
   if (s.empty()) return false;
@@ -229,16 +243,8 @@ nlohmann::json run_stats(const BacktestResult& result, const SimConfig& c,
                           c.latency.response_ns == 0 && c.latency.file.empty();
   const bool no_fees = c.fees.maker_bps == 0 && c.fees.taker_bps == 0 &&
                        c.fees.maker_per_unit == 0 && c.fees.taker_per_unit == 0;
-  stats["assumed_costs"] = {{"latency",
-                             {{"feed_ns", c.latency.feed_ns},
-                              {"entry_ns", c.latency.entry_ns},
-                              {"response_ns", c.latency.response_ns},
-                              {"file", c.latency.file}}},
-                            {"fees",
-                             {{"maker_bps", c.fees.maker_bps},
-                              {"taker_bps", c.fees.taker_bps},
-                              {"maker_per_unit", c.fees.maker_per_unit},
-                              {"taker_per_unit", c.fees.taker_per_unit}}},
+  stats["assumed_costs"] = {{"latency", latency_json(c.latency)},
+                            {"fees", fees_json(c.fees)},
                             {"zero_latency_and_fees", no_latency && no_fees}};
   if (nlohmann::json report = strategy.report(); !report.is_null()) {
     stats["execution"] = std::move(report);
@@ -389,16 +395,8 @@ nlohmann::json spec_json(const BacktestSpec& s, const std::vector<QueueModel>& m
       {"predictions", s.predictions},
       {"horizon", s.horizon},
       {"queue_models", names},
-      {"latency",
-       {{"feed_ns", c.latency.feed_ns},
-        {"entry_ns", c.latency.entry_ns},
-        {"response_ns", c.latency.response_ns},
-        {"file", c.latency.file}}},
-      {"fees",
-       {{"maker_bps", c.fees.maker_bps},
-        {"taker_bps", c.fees.taker_bps},
-        {"maker_per_unit", c.fees.maker_per_unit},
-        {"taker_per_unit", c.fees.taker_per_unit}}},
+      {"latency", latency_json(c.latency)},
+      {"fees", fees_json(c.fees)},
       {"instrument", {{"tick_px", c.instrument.tick_px}, {"multiplier", c.instrument.multiplier}}},
       {"use_l3", c.use_l3},
       {"equity_interval_ns", c.equity_interval_ns},

@@ -54,21 +54,7 @@ std::vector<std::string> fixture_commands() {
 class RobustnessTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    std::string recipe;
-    for (const std::string& c : fixture_commands()) recipe += c + "\n";
-    dir_ = new std::string(test::shared_fixture("robustness", recipe, [](const std::string& d) {
-      for (std::string c : fixture_commands()) {
-        for (size_t at = c.find("DIR"); at != std::string::npos; at = c.find("DIR", at)) {
-          c.replace(at, 3, d);
-        }
-        auto r = run_fxt(c);
-        if (r.exit_code != 0) {
-          ADD_FAILURE() << c << "\n" << r.output;
-          return false;
-        }
-      }
-      return true;
-    }));
+    dir_ = new std::string(test::shared_fxt_fixture("robustness", fixture_commands()));
   }
   static void TearDownTestSuite() {
     delete dir_;

@@ -1,8 +1,12 @@
-// CPU lanes throughput (DESIGN §7.5, docs/SWEEP.md): lane-events/s of run_lanes over a
-// synthetic store (FXT_BENCH_EVENTS, default 200,000 book events) with `mm` lanes that differ
-// in gamma and queue model, as lanes and threads grow. Args: (lanes, threads). The single
+// Sweep lanes throughput (DESIGN §7.5, docs/SWEEP.md): lane-events/s over a synthetic store
+// (FXT_BENCH_EVENTS, default 200,000 book events) with `mm` lanes that differ in gamma and
+// queue model. BM_CpuLanes: run_lanes (the CPU engine), Args (lanes, threads); the single
 // lane, one thread row is the CPU simulator's rate; the target is N lanes on T threads at
-// >= 0.8 x T x that rate. Counter "lane-events/s".
+// >= 0.8 x T x that rate. BM_GpuLanes (CUDA builds with a GPU): run_gpu_lanes on the device,
+// Args (lanes, capture, max events): capture 0 = the lanes alone (final account and counters),
+// 1 = the sweep's path (every fill, order and equity row back to the host and each lane's
+// stats.json computed); max events > 0 replays only the stream's first rows (for the widest N,
+// to bound the run; the counter says how many). Counter "lane-events/s".
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -13,6 +17,7 @@
 #include "data/ingest.h"
 #include "data/synth.h"
 #include "sim/engine.h"
+#include "sim/gpu_lanes.h"
 #include "sim/lanes.h"
 
 namespace {
@@ -108,6 +113,100 @@ BENCHMARK(BM_CpuLanes)
     ->Args({32, 2})
     ->Args({16, 16})  // the wider hosts (the GPU machine: 16 cores)
     ->Args({64, 16})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// The GPU lanes' code (sim/lane_engine.h) on host threads: Args (lanes, threads), counters
+// only. The same lanes as BM_CpuLanes: the two engines' per-lane rates side by side.
+void BM_LaneEngineOnHost(benchmark::State& state) {
+  const Fixture& f = fixture();
+  if (!f.error.empty()) {
+    state.SkipWithError(f.error.c_str());
+    return;
+  }
+  const std::vector<fxt::sim::Lane> lanes = mm_lanes(static_cast<size_t>(state.range(0)));
+  fxt::sim::GpuLaneOptions options;
+  options.on_device = false;
+  options.capture = false;
+  options.threads = static_cast<int>(state.range(1));
+  uint64_t lane_events = 0;
+  double batch_seconds = 0;
+  fxt::sim::GpuLaneReport report;
+  for (auto _ : state) {
+    auto r = fxt::sim::run_gpu_lanes(f.market, lanes, options, &report);
+    if (!r.ok()) {
+      state.SkipWithError(r.status().message().c_str());
+      return;
+    }
+    for (const fxt::sim::LaneOutcome& o : *r) lane_events += o.events;
+    batch_seconds += report.kernel_seconds;
+  }
+  state.counters["lane-events/s"] =
+      benchmark::Counter(static_cast<double>(lane_events), benchmark::Counter::kIsRate);
+  state.counters["batch-lane-events/s"] =
+      batch_seconds > 0 ? static_cast<double>(lane_events) / batch_seconds : 0.0;
+}
+BENCHMARK(BM_LaneEngineOnHost)
+    ->Args({1, 1})
+    ->Args({8, 2})
+    ->Args({64, 16})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+void BM_GpuLanes(benchmark::State& state) {
+  if (!fxt::sim::gpu_lanes_available()) {
+    state.SkipWithError("no CUDA device (or a build without CUDA)");
+    return;
+  }
+  const Fixture& f = fixture();
+  if (!f.error.empty()) {
+    state.SkipWithError(f.error.c_str());
+    return;
+  }
+  const size_t n = static_cast<size_t>(state.range(0));
+  const bool capture = state.range(1) != 0;
+  const uint64_t max_events = static_cast<uint64_t>(state.range(2));
+  const std::vector<fxt::sim::Lane> lanes = mm_lanes(n);
+  fxt::sim::GpuLaneOptions options;
+  options.capture = capture;
+  options.threads = 16;
+  uint64_t lane_events = 0, fills = 0, events = 0;
+  double kernel_seconds = 0;
+  fxt::sim::GpuLaneReport report;
+  for (auto _ : state) {
+    auto r = fxt::sim::run_gpu_lanes(f.market, lanes, options, &report, {}, max_events);
+    if (!r.ok()) {
+      state.SkipWithError(r.status().message().c_str());
+      return;
+    }
+    for (const fxt::sim::LaneOutcome& o : *r) {
+      lane_events += o.events;
+      fills += o.fills;
+      events = o.events;
+    }
+    kernel_seconds += report.kernel_seconds;
+  }
+  // The batches alone (the stream built and uploaded once before them is left out).
+  state.counters["batch-lane-events/s"] =
+      kernel_seconds > 0 ? static_cast<double>(lane_events) / kernel_seconds : 0.0;
+  state.counters["lane-events/s"] =
+      benchmark::Counter(static_cast<double>(lane_events), benchmark::Counter::kIsRate);
+  state.counters["fills/lane"] =
+      static_cast<double>(fills) / static_cast<double>(lanes.size() * state.iterations());
+  state.counters["events"] = static_cast<double>(events);
+  state.counters["bytes/lane"] = static_cast<double>(report.bytes_per_lane);
+  state.counters["batches"] = static_cast<double>(report.batches);
+  state.counters["cpu_fallback"] = static_cast<double>(report.cpu_fallback_lanes);
+}
+BENCHMARK(BM_GpuLanes)
+    ->Args({1024, 0, 0})  // the target: >= 1,000 parameter sets over the whole store
+    ->Args({1, 0, 1'000'000})
+    ->Args({64, 0, 1'000'000})
+    ->Args({4096, 0, 1'000'000})
+    ->Args({16384, 0, 1'000'000})
+    ->Args({65536, 0, 1'000'000})
+    ->Args({1024, 1, 2'000'000})  // the sweep's path: rows back and stats per lane
+    ->Iterations(1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -8,6 +8,8 @@ set -uo pipefail
 OUT=${OUT:-out/device}
 mkdir -p "$OUT"
 export FXT_DATA_DIR=$PWD/.devdata
+# XGBoost carried in .devdeps/lib (docs/DEVICE.md): its libdmlc is found at run time through this.
+export LD_LIBRARY_PATH=$PWD/.devdeps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 STEPS="$*"
 has() { [[ " $STEPS " == *" $1 "* ]]; }
 t0=$(date +%s)

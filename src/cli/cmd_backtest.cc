@@ -193,14 +193,18 @@ void register_backtest(CLI::App& app) {
   cmd->add_option("--threads", s.threads,
                   "threads for predictions and for queue models run side by side")
       ->capture_default_str()
-      ->check(int_range(0, 4096));
+      ->check(int_range(1, 4096));
   cmd->add_option("--out", s.out_dir, "run directory for the result files")->required();
   cmd->add_option("--sweep", a->sweep,
                   "run every parameter set of this grid TOML as a lane (docs/SWEEP.md): "
                   "RUN_DIR/sweep.csv, sweep.json with the Pareto front");
-  cmd->add_option("--device", a->device, "lanes of --sweep on: cpu")->capture_default_str();
-  cmd->add_option("--top", a->top, "with --sweep: full result files of the best K lanes by Sharpe");
-  cmd->add_option("--lane-batch", a->batch, "with --sweep: lanes per batch (0: all)");
+  cmd->add_option("--device", a->device,
+                  "lanes of --sweep on: cpu, or cuda (mm lanes, L2 queues; docs/SWEEP.md)")
+      ->capture_default_str();
+  cmd->add_option("--top", a->top, "with --sweep: full result files of the best K lanes by Sharpe")
+      ->check(int_range(0, 1000000));
+  cmd->add_option("--lane-batch", a->batch, "with --sweep: lanes per batch (0: all)")
+      ->check(uint_range(0, 1000000));
 }
 
 }  // namespace fxt::cli

@@ -405,17 +405,7 @@ Status bench_predict_cpu(const BenchArgs& a, const std::vector<int>& batches, nl
 }
 
 Result<std::vector<int>> parse_batches(const std::string& text) {
-  std::vector<int> batches;
-  for (const std::string& f : split_fields(text, ',')) {
-    try {
-      batches.push_back(std::stoi(f));
-    } catch (...) {
-      return UsageError("--batch: '{}' is not a number", f);
-    }
-    if (batches.back() < 1) return UsageError("--batch values must be >= 1");
-  }
-  if (batches.empty()) return UsageError("--batch: no batch size given");
-  return batches;
+  return parse_int_list("--batch", text, 1, 1 << 24);
 }
 
 // Which backend a bench runs on, and the JSON fields every bench writes.

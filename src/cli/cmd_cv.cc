@@ -1,10 +1,14 @@
 // fxt cv: purged walk-forward cross-validation over stores or time blocks (src/train/cv.h,
 // docs/CV.md). The training flags are fxt train's (cli/train_flags.h, docs/TRAINING.md).
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "cli/cmd_cv_emit.h"
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "cli/train_flags.h"
@@ -20,6 +24,8 @@ struct CvArgs {
   std::vector<std::string> stores;
   std::string out, scheme = "walk-forward", by = "auto";
   CvOptions options;
+  CvEmitFlags emit;               // --emit: write cluster specs instead (cli/cmd_cv_emit.h)
+  const CLI::App* cmd = nullptr;  // the parsed command (its options become the jobs' flags)
 };
 
 Status run_cv_command(CvArgs& a) {
@@ -30,7 +36,16 @@ Status run_cv_command(CvArgs& a) {
   if (a.options.stop_after_folds < 0 || a.options.stop_after_epochs < 0) {
     return UsageError("--stop-after-folds and --stop-after must be >= 0");
   }
+  if (!a.emit.engine.empty()) return emit_cv_specs(*a.cmd, cfg, a.stores, a.out, a.emit);
   FXT_ASSIGN_OR_RETURN(CvResult r, run_cv(cfg, a.stores, a.out, a.options));
+  if (a.options.only_fold >= 0) {
+    const bool done =
+        std::filesystem::exists(fmt::format("{}/fold_{}/eval.json", a.out, a.options.only_fold));
+    std::printf("cv: fold %d %s; %d of %d folds finished (%s)\n", a.options.only_fold,
+                done ? "finished" : "paused: rerun the same command to continue", r.folds_finished,
+                cfg.plan.folds, a.out.c_str());
+    return Status::Ok();
+  }
   if (!r.complete) {
     std::printf("cv: %d of %d folds finished; rerun the same command to continue (%s)\n",
                 r.folds_finished, cfg.plan.folds, a.out.c_str());
@@ -88,8 +103,16 @@ void register_cv(CLI::App& app) {
                   "train the next unfinished fold this many epochs, then return (rerun to "
                   "continue)")
       ->check(int_range(1, 1000000));
+  cmd->add_option("--fold", a->options.only_fold,
+                  "run (or resume) only this fold, writing only inside OUT/fold_<i>/ (a cluster "
+                  "job; docs/CLUSTER.md)")
+      ->check(int_range(0, 999));
+  cmd->add_flag("--pool-only", a->options.pool_only,
+                "no training: pool the finished folds into cv.json (a cluster's gather step)");
   // Training flags, as fxt train.
   add_train_flags(cmd, &a->flags, TrainFlagsFor::kCv);
+  add_cv_emit_flags(cmd, &a->emit);
+  a->cmd = cmd;
 }
 
 }  // namespace fxt::cli

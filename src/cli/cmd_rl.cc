@@ -2,15 +2,17 @@
 // docs/RL.md). Train writes RUN_DIR/metrics.jsonl, RUN_DIR/checkpoint.fxt and run.json; eval
 // compares a checkpoint's greedy policy with the env's closed-form reference on seeded episodes.
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <memory>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/file_util.h"
+#include "core/log.h"
 #include "rl/evaluate.h"
 #include "rl/trainer.h"
 #include "train/run_record.h"
@@ -30,23 +32,53 @@ struct RlTrainArgs {
 };
 
 Status parse_hidden(const std::string& text, std::vector<int>* out) {
-  out->clear();
-  std::stringstream ss(text);
-  std::string part;
-  while (std::getline(ss, part, ',')) {
-    size_t used = 0;
-    int v = 0;
-    try {
-      v = std::stoi(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != part.size() || v < 1)
-      return UsageError("--hidden '{}': expected comma-separated positive widths, e.g. 120,84",
-                        text);
-    out->push_back(v);
+  FXT_ASSIGN_OR_RETURN(*out, parse_int_list("--hidden", text, 1, 1 << 16));
+  return Status::Ok();
+}
+
+// Configurations under which no update would ever run: they trained nothing and wrote an
+// untrained checkpoint with exit 0 (docs/ROBUSTNESS.md). Refused before any work.
+Status check_learns(const rl::DqnConfig& c) {
+  if (c.num_envs > c.total_steps) {
+    return UsageError(
+        "--envs {} exceeds --steps {} (env steps over all lanes): no lane would "
+        "take a step",
+        c.num_envs, c.total_steps);
   }
-  if (out->empty()) return UsageError("--hidden '{}': expected at least one width", text);
+  if (c.batch > c.buffer_size) {
+    return UsageError(
+        "--batch {} exceeds --buffer-size {}: the replay buffer can never hold a "
+        "batch, so no update would run",
+        c.batch, c.buffer_size);
+  }
+  if (c.batch > c.total_steps) {
+    return UsageError(
+        "--batch {} exceeds --steps {}: the replay buffer would never hold a "
+        "batch, so no update would run",
+        c.batch, c.total_steps);
+  }
+  if (c.learning_starts >= c.total_steps) {
+    return UsageError(
+        "--learning-starts {} is not below --steps {}: no update would run "
+        "(lower --learning-starts)",
+        c.learning_starts, c.total_steps);
+  }
+  return Status::Ok();
+}
+
+// The run directory must not hold another run: an rl train pointed at a training run's
+// directory truncated its metrics.jsonl and wrote checkpoint.fxt into it before run.json's
+// kind check refused, and a second rl train replaced the first one's checkpoint. A directory
+// left by a killed rl train (metrics.jsonl only) is taken over.
+Status claim_new_run_dir(const RunRecord& record, const std::string& dir) {
+  FXT_RETURN_IF_ERROR(record.claim(dir));
+  for (const char* file : {"run.json", "checkpoint.fxt"}) {
+    std::error_code ec;
+    if (std::filesystem::exists(dir + "/" + file, ec)) {
+      return UsageError(
+          "{} already holds a run ({}): give another --out, or remove it to start over", dir, file);
+    }
+  }
   return Status::Ok();
 }
 
@@ -69,9 +101,11 @@ Status run_rl_train(RlTrainArgs a) {
   if (a.opts.eval_episodes < 1) return UsageError("--eval-episodes must be >= 1");
   if (a.opts.eval_every < 0 || a.opts.checkpoint_every < 0)
     return UsageError("--eval-every and --checkpoint-every must be >= 0");
+  FXT_RETURN_IF_ERROR(check_learns(a.cfg));
+  RunRecord record("rl-train");
+  FXT_RETURN_IF_ERROR(claim_new_run_dir(record, a.opts.out_dir));
   auto env = a.env.make(1);
   rl::DqnAgent agent(a.cfg, env->obs_dim(), env->num_actions());
-  RunRecord record("rl-train");
   const nlohmann::json config = {{"agent", a.cfg.to_json()},
                                  {"env", a.env.to_json()},
                                  {"eval_every", a.opts.eval_every},
@@ -94,6 +128,12 @@ Status run_rl_train(RlTrainArgs a) {
                       {"recent_return", r.mean_recent_return},
                       {"reached_stop_return_at", r.reached_stop_return_at}});
   FXT_RETURN_IF_ERROR(record.write(a.opts.out_dir));
+  if (r.updates == 0) {
+    log_warn(
+        "{}: no update ran (too few transitions for --batch after --learning-starts): the "
+        "checkpoint is the untrained network",
+        a.opts.out_dir);
+  }
   fmt::print("{}: {} {} on {}: {} env steps, {} updates, {} episodes, {:.1f} s, eval return {:.3f}"
              "{}\n",
              a.opts.out_dir, a.algo, a.cfg.munchausen ? "(munchausen)" : "", a.env.name,

@@ -26,17 +26,21 @@ bool parse_decimal(const std::string& text, T* out) {
 
 template <typename T>
 CLI::Validator range_check(T lo, T hi) {
-  std::string shown = hi == std::numeric_limits<T>::max()
-                          ? fmt::format(">= {}", lo)
-                          : fmt::format("in [{}, {}]", lo, hi);
+  // The type's whole range (the guard's default) is not shown: "INT:>= -9223372036854775808"
+  // in --help told a user nothing.
+  const bool whole = lo == std::numeric_limits<T>::min() && hi == std::numeric_limits<T>::max();
+  std::string shown = whole                                 ? std::string()
+                      : hi == std::numeric_limits<T>::max() ? fmt::format(">= {}", lo)
+                                                            : fmt::format("in [{}, {}]", lo, hi);
+  const std::string spaced = shown.empty() ? shown : " " + shown;
   CLI::Validator v(
-      [lo, hi, shown](std::string& input) -> std::string {
+      [lo, hi, spaced](std::string& input) -> std::string {
         T value{};
         if (!parse_decimal(input, &value)) {
-          return fmt::format("expected a decimal integer {} (got '{}')", shown, input);
+          return fmt::format("expected a decimal integer{} (got '{}')", spaced, input);
         }
         if (value < lo || value > hi) {
-          return fmt::format("expected an integer {} (got {})", shown, input);
+          return fmt::format("expected an integer{} (got {})", spaced, input);
         }
         return {};
       },
@@ -87,9 +91,13 @@ void guard(CLI::App* app) {
 
 }  // namespace
 
-CLI::Validator int_range(int64_t lo, int64_t hi) { return range_check<int64_t>(lo, hi); }
+CLI::Validator int_range(int64_t lo, int64_t hi) {
+  return range_check<int64_t>(lo, hi);
+}
 
-CLI::Validator uint_range(uint64_t lo, uint64_t hi) { return range_check<uint64_t>(lo, hi); }
+CLI::Validator uint_range(uint64_t lo, uint64_t hi) {
+  return range_check<uint64_t>(lo, hi);
+}
 
 CLI::Validator finite_number(double lo, double hi) {
   const bool unbounded =
@@ -112,6 +120,23 @@ CLI::Validator finite_number(double lo, double hi) {
       unbounded ? std::string() : shown, kFloatCheck);
 }
 
-void guard_numeric_flags(CLI::App& app) { guard(&app); }
+void guard_numeric_flags(CLI::App& app) {
+  guard(&app);
+}
+
+Result<std::vector<int>> parse_int_list(const std::string& flag, const std::string& text, int lo,
+                                        int hi) {
+  std::vector<int> out;
+  for (const std::string& item : split_fields(text, ',')) {
+    int v = 0;
+    if (!parse_decimal(item, &v) || v < lo || v > hi) {
+      return UsageError("{} '{}': item '{}' is not an integer in [{}, {}]", flag, text, item, lo,
+                        hi);
+    }
+    out.push_back(v);
+  }
+  if (out.empty()) return UsageError("{}: expected at least one value", flag);
+  return out;
+}
 
 }  // namespace fxt::cli

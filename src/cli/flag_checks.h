@@ -13,6 +13,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/status.h"
+
 namespace fxt::cli {
 
 // Accepts a plain decimal integer in [lo, hi] ("+" and base prefixes refused); the help
@@ -31,5 +33,11 @@ CLI::Validator finite_number(double lo = -std::numeric_limits<double>::max(),
 // it, and text options (paths, lists) must be UTF-8. Call once, after every command has
 // registered its options.
 void guard_numeric_flags(CLI::App& app);
+
+// A comma-separated list of plain decimal integers in [lo, hi] (a flag's value such as
+// `--batch 256,1024`): "1e3", "8x", "+5", empty items and out-of-range values are a usage
+// error naming the flag and the item (std::stoi read "1e3" as 1).
+Result<std::vector<int>> parse_int_list(const std::string& flag, const std::string& text, int lo,
+                                        int hi);
 
 }  // namespace fxt::cli

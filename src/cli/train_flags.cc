@@ -57,6 +57,9 @@ void add_train_flags(CLI::App* cmd, TrainFlags* f, TrainFlagsFor who) {
                   "horizon weighting: kendall-closed, kendall, uniform")
       ->capture_default_str();
   cmd->add_flag("--no-lambda", f->no_lambda, "turn the trunk-gradient scaling off");
+  cmd->add_flag("--no-logistic-fallback", f->no_logistic_fallback,
+                "keep every trained head in best.ckpt, even where the logistic the model "
+                "started from validates better (--input-skip logreg)");
   cmd->add_option("--early-stop", c.early_stop, "val_loss, mean_auc or auc_h<h>")
       ->capture_default_str();
   cmd->add_option("--patience", c.patience, "epochs without improvement before stopping (0 off)")
@@ -111,6 +114,7 @@ Result<TrainConfig> resolve_train_flags(const TrainFlags& f) {
   FXT_RETURN_IF_ERROR(parse_baseline_families(f.baselines, &c.baselines));
   FXT_ASSIGN_OR_RETURN(c.input_skip, parse_input_skip(f.input_skip));
   c.lambda = !f.no_lambda;
+  c.logistic_fallback = !f.no_logistic_fallback;
   return c;
 }
 

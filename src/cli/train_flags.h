@@ -21,6 +21,7 @@ struct TrainFlags {
               baselines = "logreg,gbdt",
               drop_features, cfc_time = "stride", input_skip = "logreg";
   bool no_lambda = false;
+  bool no_logistic_fallback = false;
   CLI::Option* horizons_opt = nullptr;  // set by add_train_flags: was --horizons given?
 };
 

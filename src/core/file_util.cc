@@ -73,8 +73,12 @@ Result<BufferedFileWriter> BufferedFileWriter::create(const std::string& path, b
   w.tmp_path_ = atomic ? temp_name(path) : path;
   if (atomic) remove_stale_temps(path);  // left by a killed run (core/temp_files.h)
   w.file_ = std::fopen(w.tmp_path_.c_str(), "wb");
-  if (w.file_ == nullptr)
-    return IoError("{}: cannot create: {}", w.tmp_path_, std::strerror(errno));
+  if (w.file_ == nullptr) {
+    // The user's path first: "/x/out.csv.tmp-4242: cannot create" named a file they never gave.
+    if (!atomic) return IoError("{}: cannot create: {}", path, std::strerror(errno));
+    return IoError("{}: cannot create its temporary file {}: {}", path, w.tmp_path_,
+                   std::strerror(errno));
+  }
   if (atomic) register_temp_path(w.tmp_path_);
   w.buffer_.reserve(kBufferBytes);
   return w;
@@ -127,6 +131,12 @@ Status BufferedFileWriter::commit() {
 }
 
 Result<std::string> read_file(const std::string& path) {
+  // An ifstream opens a directory and then reads nothing: callers saw "empty file" or "no
+  // lanes" for `--predictions DIR` / `--sweep DIR` (docs/ROBUSTNESS.md).
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return InvalidInput("{}: is a directory, expected a file", path);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     if (!std::filesystem::exists(path)) return NotFound("{}: no such file", path);
@@ -134,6 +144,7 @@ Result<std::string> read_file(const std::string& path) {
   }
   std::ostringstream ss;
   ss << in.rdbuf();
+  if (in.bad()) return IoError("{}: read failed: {}", path, std::strerror(errno));
   return ss.str();
 }
 

@@ -1,14 +1,20 @@
 // Seeded random numbers whose streams are the same on every platform and standard library
 // (std:: distributions are not): one generator family for synth, sampling and bootstrap.
+// splitmix64 and Rng are compiled for host and device (FXT_HD): a GPU lane seeded like a CPU
+// lane draws the same stream. C++17-clean: included by .cu files.
 #pragma once
+
+#include <math.h>
 
 #include <cassert>
 #include <cstdint>
 
+#include "core/host_device.h"
+
 namespace fxt {
 
 // One splitmix64 step (Steele, Lea, Flood 2014): advances *state, returns the next output.
-inline uint64_t splitmix64(uint64_t* state) {
+FXT_HD inline uint64_t splitmix64(uint64_t* state) {
   uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
@@ -34,10 +40,10 @@ class SplitMix64 {
 // xoshiro256** (Blackman, Vigna), its state seeded by four splitmix64 outputs of `seed`.
 class Rng {
  public:
-  explicit Rng(uint64_t seed) {
+  FXT_HD explicit Rng(uint64_t seed) {
     for (auto& s : s_) s = splitmix64(&seed);
   }
-  uint64_t next() {
+  FXT_HD uint64_t next() {
     const uint64_t result = rotl(s_[1] * 5, 7) * 9;
     const uint64_t t = s_[1] << 17;
     s_[2] ^= s_[0];
@@ -49,7 +55,7 @@ class Rng {
     return result;
   }
   // Uniform in [0, bound), bound > 0, without modulo bias (rejection).
-  uint64_t uniform(uint64_t bound) {
+  FXT_HD uint64_t uniform(uint64_t bound) {
     // Reject the lowest (2^64 mod bound) values so every residue is equally likely.
     const uint64_t threshold = (0 - bound) % bound;
     for (;;) {
@@ -58,12 +64,25 @@ class Rng {
     }
   }
   // Uniform in [0, 1) with 53 random bits.
-  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  FXT_HD double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
   // Uniform in [lo, hi).
-  double uniform_real(double lo, double hi) { return lo + (hi - lo) * unit(); }
+  FXT_HD double uniform_real(double lo, double hi) { return lo + (hi - lo) * unit(); }
+  // A standard normal by the Marsaglia polar method on unit() (two uniforms in (−1, 1)²,
+  // rejected outside the unit disc; one of the pair is returned, the other dropped, so the
+  // stream position depends only on the number of calls and rejections): the draw of
+  // sim::standard_normal. On the device, log may differ from glibc's by an ulp (sqrt and the
+  // rest are correctly rounded on both), so results agree to ~1e-15 relative, not bit for bit.
+  FXT_HD double normal() {
+    for (;;) {
+      const double u = 2.0 * unit() - 1.0;
+      const double v = 2.0 * unit() - 1.0;
+      const double s = u * u + v * v;
+      if (s > 0 && s < 1) return u * sqrt(-2.0 * log(s) / s);
+    }
+  }
 
  private:
-  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  FXT_HD static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
   uint64_t s_[4];
 };
 

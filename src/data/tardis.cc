@@ -56,23 +56,49 @@ Status price_and_amount(const std::string& path, uint64_t line, const std::strin
   return Status::Ok();
 }
 
+// One instrument per source: every row of the book and trades files names the exchange and
+// symbol of the first row read. Tardis's grouped files (`..._PERPETUALS`, `..._OPTIONS`) hold
+// many symbols; merged into one book they gave a store of garbage with exit 0.
+struct Instrument {
+  std::string path, exchange, symbol;
+  uint64_t line = 0;
+  Status check(const std::string& at, uint64_t at_line, const std::vector<std::string>& f) {
+    if (line == 0) {
+      path = at;
+      line = at_line;
+      exchange = f[0];
+      symbol = f[1];
+      return Status::Ok();
+    }
+    if (f[0] == exchange && f[1] == symbol) return Status::Ok();
+    return bad(at, at_line,
+               fmt::format("instrument '{} {}' differs from '{} {}' of {}:{} (one instrument "
+                           "per source: split grouped Tardis files by symbol first)",
+                           f[0], f[1], exchange, symbol, path, line));
+  }
+};
+
 struct TradeRow {
   int64_t ts_ns, px;
   double sz;
   int8_t side;
 };
 
-Status read_trades(const std::string& path, TardisStats* stats, std::vector<TradeRow>* out) {
-  return for_each_line(path, [&](std::string_view text, uint64_t line) -> Status {
+Status read_trades(const std::string& path, TardisStats* stats, Instrument* instrument,
+                   std::vector<TradeRow>* out) {
+  bool header = false;
+  const Status read = for_each_line(path, [&](std::string_view text, uint64_t line) -> Status {
     if (line == 1) {
       if (text != kTradesHeader) {
         return bad(path, 1, fmt::format("expected the Tardis trades header '{}'", kTradesHeader));
       }
+      header = true;
       return Status::Ok();
     }
     if (text.empty()) return Status::Ok();
     const std::vector<std::string> f = split_fields(text, ',');
     if (f.size() != 8) return bad(path, line, fmt::format("{} fields, expected 8", f.size()));
+    FXT_RETURN_IF_ERROR(instrument->check(path, line, f));
     TradeRow t{};
     FXT_RETURN_IF_ERROR(micros(path, line, f[2], "timestamp", &t.ts_ns));
     FXT_RETURN_IF_ERROR(price_and_amount(path, line, f[6], f[7], &t.px, &t.sz));
@@ -92,6 +118,12 @@ Status read_trades(const std::string& path, TardisStats* stats, std::vector<Trad
     ++stats->trades;
     return Status::Ok();
   });
+  if (!read.ok()) return read;
+  if (!header) {
+    return InvalidInput("{}: empty file (expected the Tardis trades header '{}')", path,
+                        kTradesHeader);
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -111,7 +143,10 @@ nlohmann::json TardisStats::to_json() const {
 Status import_tardis(const std::string& book_csv, const std::string& trades_csv, BookSink* sink,
                      TardisStats* stats) {
   std::vector<TradeRow> trades;
-  if (!trades_csv.empty()) FXT_RETURN_IF_ERROR(read_trades(trades_csv, stats, &trades));
+  Instrument instrument;
+  if (!trades_csv.empty()) {
+    FXT_RETURN_IF_ERROR(read_trades(trades_csv, stats, &instrument, &trades));
+  }
   size_t next_trade = 0;
 
   std::map<int64_t, double, std::greater<>> bids;
@@ -168,6 +203,7 @@ Status import_tardis(const std::string& book_csv, const std::string& trades_csv,
     if (f[5] != "bid" && f[5] != "ask") {
       return bad(book_csv, line, fmt::format("side '{}': expected bid or ask", f[5]));
     }
+    FXT_RETURN_IF_ERROR(instrument.check(book_csv, line, f));
     if (stats->symbol.empty()) {
       stats->exchange = f[0];
       stats->symbol = f[1];
@@ -204,6 +240,10 @@ Status import_tardis(const std::string& book_csv, const std::string& trades_csv,
     return Status::Ok();
   };
   FXT_RETURN_IF_ERROR(for_each_line(book_csv, on_line));
+  if (stats->book_rows == 0) {
+    return InvalidInput("{}: no book rows (an empty file or a header alone): nothing to ingest",
+                        book_csv);
+  }
   if (pending) emit();
   for (; next_trade < trades.size(); ++next_trade) {
     const TradeRow& t = trades[next_trade];

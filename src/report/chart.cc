@@ -177,6 +177,10 @@ std::vector<Tick> time_ticks(double lo_ns, double hi_ns, int target) {
   return out;
 }
 
+// About one x tick per this many pixels of plot width (six on a 580-pixel chart), so a
+// zoomed (wider) rendering gets finer ticks.
+constexpr double kPxPerXTick = 84;
+
 std::string px(double v) {
   return fmt::format("{:.1f}", v);
 }
@@ -379,14 +383,15 @@ std::string render_chart(const ChartSpec& spec) {
     pieces.push_back({from, x_hi});
     for (const auto& [a, b] : pieces) {
       const double w = sx(b) - sx(a);
-      const int target = std::max(1, static_cast<int>(std::lround(6 * w / (right - left))));
+      const int target = std::max(1, static_cast<int>(std::lround(w / kPxPerXTick)));
       for (Tick& t : time_ticks(a, b, target)) {
         if (!x_ticks.empty() && sx(t.value) - sx(x_ticks.back().value) < 45) continue;
         x_ticks.push_back(std::move(t));
       }
     }
   } else {
-    x_ticks = linear_ticks(x_lo, x_hi, 6, spec.x_axis == XAxis::kInteger);
+    const int target = std::max(2, static_cast<int>(std::lround((right - left) / kPxPerXTick)));
+    x_ticks = linear_ticks(x_lo, x_hi, target, spec.x_axis == XAxis::kInteger);
   }
   const Scale sy{y_lo, y_hi, bottom, top};
 
@@ -573,6 +578,52 @@ std::string render_chart(const ChartSpec& spec) {
   }
   out += "</svg>\n";
   return out;
+}
+
+std::string render_zoomable_chart(const ChartSpec& spec) {
+  const std::string id = html_escape(spec.id);
+  std::string out = fmt::format("<div class=\"fxt-zoom\" id=\"{}-zoom\">", id);
+  out += "<span class=\"fxt-zoom-title\">zoom</span>";
+  for (int z : kZoomFactors) {
+    fmt::format_to(std::back_inserter(out),
+                   "<input type=\"radio\" class=\"fxt-zoom-in fxt-zoom-{}\" name=\"{}-zoom\" "
+                   "id=\"{}-zoom-{}\"{}><label for=\"{}-zoom-{}\">{}\u00d7</label>",
+                   z, id, id, z, z == 1 ? " checked" : "", id, z, z);
+  }
+  out += "\n";
+  for (int z : kZoomFactors) {
+    ChartSpec level = spec;
+    level.width = spec.width * z;
+    if (z > 1) level.id = fmt::format("{}-x{}", spec.id, z);
+    std::string svg = render_chart(level);
+    if (z > 1) {  // mark the copy (after the id): the same chart at another width
+      svg.insert(svg.find(" viewBox="), fmt::format(" data-zoom=\"{}\"", z));
+    }
+    fmt::format_to(std::back_inserter(out),
+                   "<div class=\"fxt-zoom-view fxt-zoom-view-{}\">{}</div>\n", z, svg);
+  }
+  out += "</div>\n";
+  return out;
+}
+
+std::string zoom_css() {
+  // Radios hidden but focusable (arrow keys switch levels); the checked level's view shows
+  // and scrolls horizontally inside the figure, which may shrink below its content's width.
+  std::string css = R"css(
+.fxt-zoom{max-width:100%;font-size:12px;color:#444}
+.fxt-zoom-title{margin:0 6px 0 8px}
+.fxt-zoom>input{position:absolute;opacity:0;width:1px;height:1px;margin:0}
+.fxt-zoom>label{display:inline-block;margin:4px 3px 2px 0;padding:0 6px;border:1px solid #bbb;border-radius:3px;cursor:pointer;user-select:none}
+.fxt-zoom>input:checked+label{background:#555;border-color:#555;color:#fff}
+.fxt-zoom>input:focus-visible+label{outline:2px solid #f28e2b}
+.fxt-zoom-view{display:none;overflow-x:auto;max-width:100%}
+)css";
+  for (int z : kZoomFactors) {
+    fmt::format_to(std::back_inserter(css), "{}.fxt-zoom-{}:checked~.fxt-zoom-view-{}",
+                   z == kZoomFactors[0] ? "" : ",", z, z);
+  }
+  css += "{display:block}\n";
+  return css;
 }
 
 }  // namespace fxt::report

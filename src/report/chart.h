@@ -64,6 +64,24 @@ struct ChartSpec {
 // its axes and "no data".
 std::string render_chart(const ChartSpec& spec);
 
+// The zoom factors of a zoomable chart's control, in order.
+inline constexpr int kZoomFactors[] = {1, 2, 4, 8, 16};
+
+// A chart whose x axis (time, epochs, steps) zooms without a script:
+//   <div class="fxt-zoom" id="ID-zoom">
+//     <input type="radio" class="fxt-zoom-in fxt-zoom-Z" name="ID-zoom" id="ID-zoom-Z">
+//     <label for="ID-zoom-Z">Z×</label>            (one pair per factor, 1× checked)
+//     <div class="fxt-zoom-view fxt-zoom-view-Z">  (one scroll container per factor)
+//       <svg class="fxt-chart" id="ID" | "ID-xZ" data-zoom="Z" width="Z·spec.width" ...>
+//   </div>
+// Each level is the chart rendered natively at Z times its width (same height), so tick
+// labels, markers, strokes and axis breaks keep their size and the time ticks get finer as
+// the axis stretches; zoom_css() shows the view of the checked radio and lets it scroll.
+std::string render_zoomable_chart(const ChartSpec& spec);
+
+// The stylesheet rules of render_zoomable_chart's markup (a page holding one must include it).
+std::string zoom_css();
+
 // A duration in its unit: "250 ns", "1.5 ms", "45 s", "12.5 min", "3.2 h", "2.1 d".
 std::string duration_text(double seconds);
 

@@ -595,7 +595,7 @@ Result<std::string> train_html(const std::string& dir, const std::string& sid, H
     }
     c.series = {tr, va};
     if (!bl.x.empty()) c.series.push_back(bl);
-    grid += figure(render_chart(c));
+    grid += figure(render_zoomable_chart(c));
   }
   {
     ChartSpec c;
@@ -613,7 +613,7 @@ Result<std::string> train_html(const std::string& dir, const std::string& sid, H
       mean.y.push_back(num(e, "val_mean_auc"));
     }
     c.series.push_back(mean);
-    grid += figure(render_chart(c));
+    grid += figure(render_zoomable_chart(c));
   }
   {
     ChartSpec c;
@@ -623,7 +623,7 @@ Result<std::string> train_html(const std::string& dir, const std::string& sid, H
     c.y_label = "\u03c3_h";
     c.x_axis = XAxis::kInteger;
     c.series = horizon_traces(epochs, hs, "controller", "sigma");
-    grid += figure(render_chart(c));
+    grid += figure(render_zoomable_chart(c));
   }
   {
     ChartSpec c;
@@ -633,7 +633,7 @@ Result<std::string> train_html(const std::string& dir, const std::string& sid, H
     c.y_label = "\u03bb_h";
     c.x_axis = XAxis::kInteger;
     c.series = horizon_traces(epochs, hs, "controller", "lambda");
-    grid += figure(render_chart(c));
+    grid += figure(render_zoomable_chart(c));
   }
   out += "<div class=\"fxt-grid\">\n" + grid + "</div>\n";
 
@@ -966,7 +966,7 @@ Result<std::string> backtest_html(const std::string& dir, const std::string& sid
     for (size_t r = 0; r < runs.size(); ++r) {
       c.series.push_back(thinned(curves[r].t, curves[r].equity, runs[r].name));
     }
-    grid += figure(render_chart(c));
+    grid += figure(render_zoomable_chart(c));
   }
   {
     ChartSpec c;
@@ -979,7 +979,7 @@ Result<std::string> backtest_html(const std::string& dir, const std::string& sid
     for (size_t r = 0; r < runs.size(); ++r) {
       c.series.push_back(thinned(curves[r].t, curves[r].drawdown, runs[r].name));
     }
-    grid += figure(render_chart(c));
+    grid += figure(render_zoomable_chart(c));
   }
   {
     ChartSpec c;
@@ -992,7 +992,7 @@ Result<std::string> backtest_html(const std::string& dir, const std::string& sid
     Series s = thinned(curves[0].t, curves[0].position, "position");
     s.style = SeriesStyle::kStep;
     c.series.push_back(std::move(s));
-    grid += figure(render_chart(c));
+    grid += figure(render_zoomable_chart(c));
   }
   {
     const Curves& cv = curves[0];
@@ -1028,7 +1028,7 @@ Result<std::string> backtest_html(const std::string& dir, const std::string& sid
     c.series = {mid, buys, sells};
     c.width = 1170;
     c.height = 340;
-    grid += figure(render_chart(c));
+    grid += figure(render_zoomable_chart(c));
   }
   out += "<div class=\"fxt-grid\">\n" + grid + "</div>\n";
 
@@ -1132,7 +1132,7 @@ Result<std::string> rl_html(const std::string& dir, const std::string& sid, Head
     c.x_label = "environment steps";
     c.y_label = "episode return";
     c.series = {train, greedy};
-    grid += figure(render_chart(c));
+    grid += figure(render_zoomable_chart(c));
   }
   headline->push_back({"env steps", format_number(num(lines.back(), "step"), 6)});
   headline->push_back({"eval return", format_number(greedy.y.empty() ? kNaN : greedy.y.back())});
@@ -1158,7 +1158,7 @@ Result<std::string> rl_html(const std::string& dir, const std::string& sid, Head
       c.x_label = "step";
       c.y_label = "inventory";
       c.series = {a, b};
-      grid += figure(render_chart(c));
+      grid += figure(render_zoomable_chart(c));
     }
     if (cmp.is_object()) {
       Table t;
@@ -1214,7 +1214,7 @@ h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:28px 0 6px;border-bott
 h3{font-size:16px;margin:18px 0 6px}h4{font-size:14px;margin:14px 0 6px}
 .fxt-meta{color:#555;font-size:13px;margin:4px 0 10px}
 .fxt-grid{display:flex;flex-wrap:wrap;gap:10px;align-items:flex-start}
-.fxt-figure{margin:0;border:1px solid #e3e3e3;background:#fff}
+.fxt-figure{margin:0;border:1px solid #e3e3e3;background:#fff;min-width:0;max-width:100%}
 .fxt-chart{display:block}
 table.fxt-table{border-collapse:collapse;font-size:12px;margin:10px 0 14px;display:block;overflow-x:auto;max-width:100%}
 .fxt-table caption{text-align:left;font-weight:bold;font-size:13px;padding:3px 0}
@@ -1345,7 +1345,8 @@ Result<std::string> render_report(const std::vector<std::string>& paths,
 
   std::string doc = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   doc += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  doc += "<title>" + html_escape(options.title) + "</title>\n<style>" + kCss + "</style>\n";
+  doc += "<title>" + html_escape(options.title) + "</title>\n<style>" + kCss + zoom_css() +
+         "</style>\n";
   doc += "</head>\n<body>\n<header>\n<h1>" + html_escape(options.title) + "</h1>\n";
   doc += fmt::format("<p class=\"fxt-meta\">fxt {} (git {}), {}; {} run{}</p>\n", FXT_VERSION,
                      FXT_GIT_REV, utc_now(), sections.size(), sections.size() == 1 ? "" : "s");

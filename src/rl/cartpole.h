@@ -2,28 +2,20 @@
 // integration, float64 state, float32 observations): a pole on a cart, push left (action 0) or
 // right (action 1) with 10 N; reward 1 per step including the last; terminated when |x| > 2.4
 // or |theta| > 12 degrees; truncated after 500 steps. Reset draws the four state variables
-// uniformly from [-0.05, 0.05) from the lane's stream.
+// uniformly from [-0.05, 0.05) from the lane's stream. The per-lane arithmetic is
+// rl/cartpole_lane.h, shared with the GPU lanes (rl/device_env.h).
 #pragma once
 
-#include <array>
 #include <vector>
 
+#include "rl/cartpole_lane.h"
 #include "rl/vec_env.h"
 
 namespace fxt::rl {
 
-struct CartPoleState {
-  double x = 0, x_dot = 0, theta = 0, theta_dot = 0;
-};
-
-// One Euler step of gym's equations of motion (no termination logic).
-CartPoleState cartpole_dynamics(const CartPoleState& s, int action);
-// gym's termination test on a state.
-bool cartpole_terminated(const CartPoleState& s);
-
 class CartPoleEnv final : public VecEnv {
  public:
-  static constexpr int kMaxSteps = 500;
+  static constexpr int kMaxSteps = CartPoleLane::kMaxSteps;
   explicit CartPoleEnv(int num_envs);
 
   std::string name() const override { return "cartpole"; }
@@ -37,15 +29,11 @@ class CartPoleEnv final : public VecEnv {
   // For tests: the state of lane i.
   const CartPoleState& state(int i) const { return lanes_[static_cast<size_t>(i)].s; }
   void set_state(int i, const CartPoleState& s) { lanes_[static_cast<size_t>(i)].s = s; }
+  // Every lane's state (the GPU lanes' parity reference).
+  const std::vector<CartPoleLane>& lanes() const { return lanes_; }
 
  private:
-  struct Lane {
-    CartPoleState s;
-    int steps = 0;
-    Rng rng{0};
-  };
-  void start(Lane* lane, float* obs);
-  std::vector<Lane> lanes_;
+  std::vector<CartPoleLane> lanes_;
 };
 
 }  // namespace fxt::rl

@@ -1,10 +1,9 @@
 #include "rl/execution.h"
 
-#include <algorithm>
 #include <cassert>
 #include <cmath>
 
-#include "sim/model_market.h"  // standard_normal
+#include "rl/closed_form_lane.h"
 
 namespace fxt::rl {
 
@@ -31,15 +30,7 @@ Status ExecutionParams::validate() const {
 }
 
 double execution_speed_factor(const ExecutionParams& p, double tau) {
-  const double a = p.alpha - p.perm_impact / 2;
-  if (p.phi == 0) {
-    const double v_terminal = a / p.temp_impact;
-    return v_terminal / (1 + v_terminal * tau);
-  }
-  const double gamma = std::sqrt(p.phi / p.temp_impact);
-  const double c = std::sqrt(p.temp_impact * p.phi);
-  const double up = (a + c) * std::exp(gamma * tau), down = (a - c) * std::exp(-gamma * tau);
-  return gamma * (up + down) / (up - down);
+  return execution_speed_factor(execution_dynamics(p), tau);
 }
 
 double execution_optimal_inventory(const ExecutionParams& p, double t) {
@@ -60,28 +51,34 @@ double execution_optimal_value(const ExecutionParams& p) {
          p.q0;
 }
 
+ExecutionDynamics execution_dynamics(const ExecutionParams& p) {
+  ExecutionDynamics d;
+  d.horizon = p.horizon;
+  d.dt = p.dt();
+  d.mid_sd = p.sigma * std::sqrt(d.dt);
+  d.temp_impact = p.temp_impact;
+  d.perm_impact = p.perm_impact;
+  d.phi = p.phi;
+  d.alpha = p.alpha;
+  d.q0 = p.q0;
+  d.s0 = p.s0;
+  d.steps = p.steps;
+  d.num_speeds = p.num_speeds;
+  d.max_speed = p.max_speed;
+  return d;
+}
+
 ExecutionEnv::ExecutionEnv(const ExecutionParams& p, int num_envs)
-    : p_(p), lanes_(static_cast<size_t>(num_envs)) {
+    : p_(p), d_(execution_dynamics(p)), lanes_(static_cast<size_t>(num_envs)) {
   assert(p.validate().ok() && num_envs >= 1);
-}
-
-void ExecutionEnv::write_obs(const Lane& lane, float* obs) const {
-  obs[0] = static_cast<float>(lane.k) / static_cast<float>(p_.steps);
-  obs[1] = static_cast<float>(lane.q / p_.q0);
-}
-
-void ExecutionEnv::start(Lane* lane, float* obs) const {
-  lane->q = p_.q0;
-  lane->s = p_.s0;
-  lane->k = 0;
-  write_obs(*lane, obs);
 }
 
 void ExecutionEnv::reset(uint64_t seed, std::span<float> obs) {
   assert(obs.size() == lanes_.size() * 2);
   for (size_t i = 0; i < lanes_.size(); ++i) {
-    lanes_[i].rng = Rng(lane_seed(seed, i, 0));
-    start(&lanes_[i], obs.data() + 2 * i);
+    execution_seed(&lanes_[i], seed, i);
+    execution_start(d_, &lanes_[i]);
+    execution_obs(d_, lanes_[i], obs.data() + 2 * i);
   }
 }
 
@@ -89,47 +86,37 @@ void ExecutionEnv::step_speeds(std::span<const double> speeds, StepResult* out) 
   const int n = num_envs();
   assert(speeds.size() == static_cast<size_t>(n));
   out->resize(n, 2);
-  const double dt = p_.dt(), sd = p_.sigma * std::sqrt(dt);
-  for (size_t i = 0; i < lanes_.size(); ++i) {
-    Lane& lane = lanes_[i];
-    const double nu = speeds[i], q = lane.q;
-    const double q_next = q - nu * dt;
-    const double ds = -p_.perm_impact * nu * dt + sd * sim::standard_normal(lane.rng);
-    const double q_sq_integral = dt * (q * q - q * nu * dt + nu * nu * dt * dt / 3);
-    double reward = -p_.temp_impact * nu * nu * dt + q_next * ds - p_.phi * q_sq_integral;
-    lane.q = q_next;
-    lane.s += ds;
-    ++lane.k;
-    const bool last = lane.k >= p_.steps;
-    if (last) reward -= p_.alpha * q_next * q_next;
-    write_obs(lane, out->next_obs.data() + 2 * i);
-    out->reward[i] = static_cast<float>(reward);
-    out->terminated[i] = last ? 1 : 0;  // the horizon is part of the state: a true terminal
-    out->truncated[i] = 0;
-  }
+  for (size_t i = 0; i < lanes_.size(); ++i)
+    write_step(execution_step(d_, &lanes_[i], speeds[i]), i, out);
+}
+
+void ExecutionEnv::write_step(const LaneStep& r, size_t i, StepResult* out) const {
+  execution_obs(d_, lanes_[i], out->next_obs.data() + 2 * i);
+  out->reward[i] = static_cast<float>(r.reward);
+  out->terminated[i] = r.terminated ? 1 : 0;
+  out->truncated[i] = r.truncated ? 1 : 0;
 }
 
 void ExecutionEnv::step(std::span<const int> actions, StepResult* out) {
-  std::vector<double> speeds(actions.size());
-  for (size_t i = 0; i < actions.size(); ++i) {
+  const int n = num_envs();
+  assert(actions.size() == static_cast<size_t>(n));
+  out->resize(n, 2);
+  for (size_t i = 0; i < lanes_.size(); ++i) {
     assert(actions[i] >= 0 && actions[i] < p_.num_speeds);
-    speeds[i] = p_.speed(actions[i]);
+    write_step(execution_step_action(d_, &lanes_[i], actions[i]), i, out);
   }
-  step_speeds(speeds, out);
 }
 
 void ExecutionEnv::optimal_speeds(std::vector<double>* speeds) const {
   speeds->resize(lanes_.size());
-  for (size_t i = 0; i < lanes_.size(); ++i) {
-    const double t = lanes_[i].k * p_.dt();
-    (*speeds)[i] = std::max(0.0, execution_speed_factor(p_, p_.horizon - t) * lanes_[i].q);
-  }
+  for (size_t i = 0; i < lanes_.size(); ++i) (*speeds)[i] = execution_optimal_speed(d_, lanes_[i]);
 }
 
 void ExecutionEnv::reset_finished(const StepResult& last, std::span<float> obs) {
   for (size_t i = 0; i < lanes_.size(); ++i) {
     if (last.terminated[i] || last.truncated[i]) {
-      start(&lanes_[i], obs.data() + 2 * i);
+      execution_start(d_, &lanes_[i]);
+      execution_obs(d_, lanes_[i], obs.data() + 2 * i);
     } else {
       obs[2 * i] = last.next_obs[2 * i];
       obs[2 * i + 1] = last.next_obs[2 * i + 1];

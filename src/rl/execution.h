@@ -18,12 +18,14 @@
 //
 // Observation: (t/T, q/q0). Actions: speeds j·max_speed/(num_speeds − 1), j = 0..num_speeds−1.
 // Lane i's mid noise comes from its own stream, one normal per step whatever the action, so
-// every policy sees the same mid paths for the same seed (paired comparisons).
+// every policy sees the same mid paths for the same seed (paired comparisons). The per-lane
+// arithmetic is rl/execution_lane.h, shared with the GPU lanes (rl/device_env.h).
 #pragma once
 
 #include <vector>
 
 #include "core/status.h"
+#include "rl/execution_lane.h"
 #include "rl/vec_env.h"
 
 namespace fxt::rl {
@@ -45,8 +47,10 @@ struct ExecutionParams {
   // num_speeds >= 2, max_speed > 0.
   Status validate() const;
   double dt() const { return horizon / steps; }
-  double speed(int action) const { return max_speed * action / (num_speeds - 1); }
 };
+
+// What a lane's step needs (p must validate): Δt and σ·sqrt(Δt) computed here, once.
+ExecutionDynamics execution_dynamics(const ExecutionParams& p);
 
 // v(τ) of the closed form: the optimal speed per share held with τ time left.
 double execution_speed_factor(const ExecutionParams& p, double tau);
@@ -76,17 +80,15 @@ class ExecutionEnv final : public VecEnv {
   const ExecutionParams& params() const { return p_; }
   double inventory(int i) const { return lanes_[static_cast<size_t>(i)].q; }
   int step_index(int i) const { return lanes_[static_cast<size_t>(i)].k; }
+  // Every lane's state (the GPU lanes' parity reference).
+  const std::vector<ExecutionLane>& lanes() const { return lanes_; }
 
  private:
-  struct Lane {
-    double q = 0, s = 0;
-    int k = 0;  // steps taken in this episode
-    Rng rng{0};
-  };
-  void start(Lane* lane, float* obs) const;
-  void write_obs(const Lane& lane, float* obs) const;
+  // Lane i's next observation, reward and flags into out.
+  void write_step(const LaneStep& r, size_t i, StepResult* out) const;
   ExecutionParams p_;
-  std::vector<Lane> lanes_;
+  ExecutionDynamics d_;
+  std::vector<ExecutionLane> lanes_;
 };
 
 }  // namespace fxt::rl

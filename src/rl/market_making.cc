@@ -2,10 +2,10 @@
 
 #include <cassert>
 #include <cmath>
-#include <limits>
 
 #include <Eigen/Dense>
 
+#include "rl/closed_form_lane.h"
 #include "sim/quoting.h"
 
 namespace fxt::rl {
@@ -29,74 +29,70 @@ Status MarketMakingParams::validate() const {
   return Status::Ok();
 }
 
+MarketMakingDynamics market_making_dynamics(const MarketMakingParams& p) {
+  const auto& m = p.market;
+  MarketMakingDynamics d;
+  d.arrival_prob = m.A * (m.horizon / static_cast<double>(m.steps));
+  d.k = m.k;
+  d.dt = m.horizon / static_cast<double>(m.steps);
+  d.mid_sd = m.sigma * std::sqrt(d.dt);
+  d.phi = p.phi;
+  d.alpha = p.alpha;
+  d.max_inventory = p.max_inventory;
+  d.s0 = m.s0;
+  d.q0 = m.q0;
+  d.steps = m.steps;
+  d.num_depths = p.num_depths;
+  d.min_depth = p.min_depth;
+  d.max_depth = p.max_depth;
+  return d;
+}
+
 MarketMakingEnv::MarketMakingEnv(const MarketMakingParams& p, int num_envs)
-    : p_(p), lanes_(static_cast<size_t>(num_envs)) {
+    : p_(p), d_(market_making_dynamics(p)), lanes_(static_cast<size_t>(num_envs)) {
   assert(p.validate().ok() && num_envs >= 1);
-}
-
-void MarketMakingEnv::write_obs(const Lane& lane, float* obs) const {
-  obs[0] = static_cast<float>(lane.k) / static_cast<float>(p_.market.steps);
-  obs[1] = static_cast<float>(lane.q / p_.max_inventory);
-}
-
-void MarketMakingEnv::start(Lane* lane, float* obs) const {
-  lane->q = p_.market.q0;
-  lane->s = p_.market.s0;
-  lane->k = 0;
-  write_obs(*lane, obs);
 }
 
 void MarketMakingEnv::reset(uint64_t seed, std::span<float> obs) {
   assert(obs.size() == lanes_.size() * 2);
   for (size_t i = 0; i < lanes_.size(); ++i) {
-    lanes_[i].mid_rng = Rng(lane_seed(seed, i, 0));
-    lanes_[i].fill_rng = Rng(lane_seed(seed, i, 1));
-    start(&lanes_[i], obs.data() + 2 * i);
+    market_making_seed(&lanes_[i], seed, i);
+    market_making_start(d_, &lanes_[i]);
+    market_making_obs(d_, lanes_[i], obs.data() + 2 * i);
   }
 }
 
 void MarketMakingEnv::step_depths(std::span<const double> bid_depth,
                                   std::span<const double> ask_depth, StepResult* out) {
   const int n = num_envs();
+  assert(bid_depth.size() == static_cast<size_t>(n) && ask_depth.size() == static_cast<size_t>(n));
   out->resize(n, 2);
-  const auto& m = p_.market;
-  const double dt = m.horizon / static_cast<double>(m.steps), sd = m.sigma * std::sqrt(dt);
-  const double q_max = p_.max_inventory, inf = std::numeric_limits<double>::infinity();
-  for (size_t i = 0; i < lanes_.size(); ++i) {
-    Lane& lane = lanes_[i];
-    const double db = lane.q >= q_max ? inf : bid_depth[i];
-    const double da = lane.q <= -q_max ? inf : ask_depth[i];
-    const sim::ModelMarketFills fills = sim::model_market_fills(m, db, da, lane.fill_rng);
-    double reward = 0;
-    if (fills.bid) lane.q += 1, reward += db;
-    if (fills.ask) lane.q -= 1, reward += da;
-    const double ds = sd * sim::standard_normal(lane.mid_rng);
-    lane.s += ds;
-    reward += lane.q * ds - p_.phi * lane.q * lane.q * dt;
-    ++lane.k;
-    const bool last = lane.k >= m.steps;
-    if (last) reward -= p_.alpha * lane.q * lane.q;
-    write_obs(lane, out->next_obs.data() + 2 * i);
-    out->reward[i] = static_cast<float>(reward);
-    out->terminated[i] = last ? 1 : 0;
-    out->truncated[i] = 0;
-  }
+  for (size_t i = 0; i < lanes_.size(); ++i)
+    write_step(market_making_step(d_, &lanes_[i], bid_depth[i], ask_depth[i]), i, out);
+}
+
+void MarketMakingEnv::write_step(const LaneStep& r, size_t i, StepResult* out) const {
+  market_making_obs(d_, lanes_[i], out->next_obs.data() + 2 * i);
+  out->reward[i] = static_cast<float>(r.reward);
+  out->terminated[i] = r.terminated ? 1 : 0;
+  out->truncated[i] = r.truncated ? 1 : 0;
 }
 
 void MarketMakingEnv::step(std::span<const int> actions, StepResult* out) {
-  std::vector<double> bid(actions.size()), ask(actions.size());
-  for (size_t i = 0; i < actions.size(); ++i) {
+  const int n = num_envs();
+  assert(actions.size() == static_cast<size_t>(n));
+  out->resize(n, 2);
+  for (size_t i = 0; i < lanes_.size(); ++i) {
     assert(actions[i] >= 0 && actions[i] < num_actions());
-    bid[i] = p_.depth(actions[i] / p_.num_depths);
-    ask[i] = p_.depth(actions[i] % p_.num_depths);
+    write_step(market_making_step_action(d_, &lanes_[i], actions[i]), i, out);
   }
-  step_depths(bid, ask, out);
 }
 
 void MarketMakingEnv::reset_finished(const StepResult& last, std::span<float> obs) {
   for (size_t i = 0; i < lanes_.size(); ++i) {
     if (last.terminated[i] || last.truncated[i]) {
-      start(&lanes_[i], obs.data() + 2 * i);
+      market_making_start(d_, &lanes_[i]);
+      market_making_obs(d_, lanes_[i], obs.data() + 2 * i);
     } else {
       obs[2 * i] = last.next_obs[2 * i];
       obs[2 * i + 1] = last.next_obs[2 * i + 1];
@@ -157,16 +153,12 @@ double CarteaJaimungalAgent::h(int step, int q) const {
 void CarteaJaimungalAgent::depths(const MarketMakingEnv& env, std::vector<double>* bid,
                                   std::vector<double>* ask) const {
   const size_t n = static_cast<size_t>(env.num_envs());
-  const int Q = p_.max_inventory;
-  const double inv_k = 1.0 / p_.market.k, inf = std::numeric_limits<double>::infinity();
+  const double inv_k = 1.0 / p_.market.k;
   bid->resize(n);
   ask->resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    const int lane = static_cast<int>(i), step = env.step_index(lane);
-    const int q = static_cast<int>(std::lround(env.inventory(lane)));
-    (*bid)[i] = q < Q ? inv_k + h(step, q) - h(step, q + 1) : inf;
-    (*ask)[i] = q > -Q ? inv_k + h(step, q) - h(step, q - 1) : inf;
-  }
+  for (size_t i = 0; i < n; ++i)
+    cartea_jaimungal_depths(h_.data(), p_.max_inventory, inv_k, env.lanes()[i], &(*bid)[i],
+                            &(*ask)[i]);
 }
 
 }  // namespace fxt::rl

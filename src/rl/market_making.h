@@ -5,14 +5,16 @@
 // by sim::model_market_fills (probability min(1, A·Δt·e^{−k·δ}), the model market's own fill
 // draw); then s += σ·sqrt(Δt)·Z. Inventory is bounded to [−max_inventory, max_inventory]: at a
 // bound the side that would cross it is not quoted (every agent, learned or closed-form).
-//   reward = δ_b·1{bid fill} + δ_a·1{ask fill} + q'·(s' − s) − φ·q'²·Δt   (= Δ(cash + q·s) − penalty)
-//   and on the last step also − α·q_T².  φ = α = 0 is the pure-PnL reward.
+//   reward = δ_b·1{bid fill} + δ_a·1{ask fill} + q'·(s' − s) − φ·q'²·Δt   (= Δ(cash + q·s) −
+//   penalty) and on the last step also − α·q_T².  φ = α = 0 is the pure-PnL reward.
 // The sum of rewards is the Cartea–Jaimungal criterion PnL − φ∫q² dt − α·q_T².
 //
 // Observation: (t/T, q/max_inventory). Actions: a = i_b·num_depths + i_a, depth(i) on an even grid
 // from min_depth to max_depth. Lane i draws its mid moves from stream 0 and its fills from stream
 // 1 of lane_seed(seed, i, ·), the construction of sim::simulate_model_market's path seeds, so lane
 // i follows that function's path i and every agent sees the same randomness (paired comparisons).
+// The per-lane arithmetic is rl/market_making_lane.h, shared with the GPU lanes
+// (rl/device_env.h).
 //
 // Closed-form references: the AS quote (sim::avellaneda_stoikov_quote) and the Cartea–Jaimungal
 // agent with running penalty (CJP 2015 §10.2): ω(t) = exp(M·(T − t))·z with M tridiagonal,
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "rl/market_making_lane.h"
 #include "rl/vec_env.h"
 #include "sim/model_market.h"
 
@@ -37,8 +40,10 @@ struct MarketMakingParams {
   double min_depth = 0.25, max_depth = 2.0;
 
   Status validate() const;
-  double depth(int i) const { return min_depth + (max_depth - min_depth) * i / (num_depths - 1); }
 };
+
+// What a lane's step needs (p must validate): A·Δt, Δt and σ·sqrt(Δt) computed here, once.
+MarketMakingDynamics market_making_dynamics(const MarketMakingParams& p);
 
 class MarketMakingEnv final : public VecEnv {
  public:
@@ -60,17 +65,15 @@ class MarketMakingEnv final : public VecEnv {
   double inventory(int i) const { return lanes_[static_cast<size_t>(i)].q; }
   double mid(int i) const { return lanes_[static_cast<size_t>(i)].s; }
   int step_index(int i) const { return lanes_[static_cast<size_t>(i)].k; }
+  // Every lane's state (the GPU lanes' parity reference).
+  const std::vector<MarketMakingLane>& lanes() const { return lanes_; }
 
  private:
-  struct Lane {
-    double q = 0, s = 0;
-    int k = 0;
-    Rng mid_rng{0}, fill_rng{0};
-  };
-  void start(Lane* lane, float* obs) const;
-  void write_obs(const Lane& lane, float* obs) const;
+  // Lane i's next observation, reward and flags into out.
+  void write_step(const LaneStep& r, size_t i, StepResult* out) const;
   MarketMakingParams p_;
-  std::vector<Lane> lanes_;
+  MarketMakingDynamics d_;
+  std::vector<MarketMakingLane> lanes_;
 };
 
 // A closed-form quoting agent: the depths for every lane's current state.
@@ -100,8 +103,12 @@ class CarteaJaimungalAgent final : public MarketMakingAgent {
               std::vector<double>* ask) const override;
   // h(t_i, q) for step i in [0, steps] and |q| <= max_inventory.
   double h(int step, int q) const;
+  // The whole table, h[i·(2Q + 1) + q + Q] (the device agent's input).
+  const std::vector<double>& table() const { return h_; }
 
  private:
+  // Lane i's next observation, reward and flags into out.
+  void write_step(const LaneStep& r, size_t i, StepResult* out) const;
   MarketMakingParams p_;
   std::vector<double> h_;  // [(steps + 1), 2·Q + 1]
 };

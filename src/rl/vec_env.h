@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/random.h"
+#include "rl/env_lane.h"  // lane_seed
 
 namespace fxt::rl {
 
@@ -49,16 +50,5 @@ class VecEnv {
   // observation into obs; the other lanes' rows of obs get last step's next_obs.
   virtual void reset_finished(const StepResult& last, std::span<float> obs) = 0;
 };
-
-// The seed of lane `lane`'s stream `stream`: splitmix64 mixing keeps neighbouring triples far
-// apart in xoshiro's state space (the same construction as the model market's path seeds).
-inline uint64_t lane_seed(uint64_t seed, uint64_t lane, uint64_t stream) {
-  uint64_t state = seed;
-  uint64_t mixed = splitmix64(&state) ^ (lane * 0x9E3779B97F4A7C15ULL);
-  state = mixed;
-  mixed = splitmix64(&state) ^ stream;
-  state = mixed;
-  return splitmix64(&state);
-}
 
 }  // namespace fxt::rl

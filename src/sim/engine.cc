@@ -432,6 +432,16 @@ Status check_config(const SimConfig& config) {
 
 }  // namespace
 
+void walk_market_rows(const StoreReader& r, bool l3,
+                      const std::function<void(MarketRowKind, uint64_t, int64_t)>& fn) {
+  for (MarketCursor c(r, l3); c.kind() != MarketCursor::kNone; c.advance()) {
+    const MarketRowKind kind = c.kind() == MarketCursor::kOrderEvent ? MarketRowKind::kOrderEvent
+                               : c.kind() == MarketCursor::kTrade    ? MarketRowKind::kTrade
+                                                                     : MarketRowKind::kSnapshot;
+    fn(kind, c.index(), c.ts());
+  }
+}
+
 Result<BacktestResult> run_backtest(const std::vector<std::string>& store_dirs,
                                     const SimConfig& config, Strategy* strategy) {
   FXT_RETURN_IF_ERROR(check_config(config));

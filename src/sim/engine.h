@@ -2,6 +2,7 @@
 // through the simulated exchange and a strategy.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,5 +31,13 @@ Result<BacktestResult> run_backtest(const std::vector<std::string>& store_dirs,
 Result<std::vector<StoreReader>> open_backtest_stores(const std::vector<std::string>& store_dirs);
 Result<BacktestResult> run_backtest_on(const std::vector<StoreReader>& stores,
                                        const SimConfig& config, Strategy* strategy);
+
+// One store's rows in the replay order (the engine's own cursor): per snapshot, its order
+// events (l3; each 'T' event followed by its trade), its remaining trades, then the snapshot.
+// `ts` is the row's own time (the engine makes exchange time monotone: max with the last).
+enum class MarketRowKind : uint8_t { kOrderEvent, kTrade, kSnapshot };
+void walk_market_rows(
+    const StoreReader& r, bool l3,
+    const std::function<void(MarketRowKind kind, uint64_t index, int64_t ts)>& fn);
 
 }  // namespace fxt::sim

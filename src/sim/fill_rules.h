@@ -14,13 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/host_device.h"
 #include "data/book.h"
-
-#if defined(__CUDACC__)
-#define FXT_HD __host__ __device__
-#else
-#define FXT_HD
-#endif
 
 namespace fxt::sim {
 

@@ -58,6 +58,20 @@ Result<LaneMarket> open_lane_market(const std::vector<std::string>& store_dirs,
   return m;
 }
 
+LaneOutcome lane_outcome(const BacktestResult& r, const SimConfig& sim, const Strategy& strategy) {
+  LaneOutcome o;
+  o.stats = run_stats(r, sim, strategy);
+  Account account(r.instrument.multiplier);
+  for (const Fill& f : r.fills) account.apply_fill(f.side, f.px, f.qty, f.fee);
+  o.position = account.position();
+  o.cash = account.cash();
+  o.fees = account.fees();
+  o.fills = r.fills.size();
+  o.orders = r.orders.size();
+  o.events = r.events;
+  return o;
+}
+
 Result<std::vector<LaneOutcome>> run_lanes(const LaneMarket& market, const std::vector<Lane>& lanes,
                                            const LaneOptions& options, const LaneSink& sink) {
   if (options.threads < 1) return UsageError("--threads must be >= 1");
@@ -87,16 +101,7 @@ Result<std::vector<LaneOutcome>> run_lanes(const LaneMarket& market, const std::
             Status(r.status().code(), fmt::format("lane {}: {}", i, r.status().message()));
         return;
       }
-      LaneOutcome& o = outcomes[i];
-      o.stats = run_stats(*r, lanes[i].sim, *strategy);
-      Account account(r->instrument.multiplier);
-      for (const Fill& f : r->fills) account.apply_fill(f.side, f.px, f.qty, f.fee);
-      o.position = account.position();
-      o.cash = account.cash();
-      o.fees = account.fees();
-      o.fills = r->fills.size();
-      o.orders = r->orders.size();
-      o.events = r->events;
+      outcomes[i] = lane_outcome(*r, lanes[i].sim, *strategy);
       if (sink) statuses[i] = sink(i, *r);
       if (options.progress != nullptr) {
         std::lock_guard<std::mutex> lock(progress_mutex);

@@ -72,6 +72,10 @@ struct LaneOutcome {
   uint64_t events = 0;
 };
 
+// The outcome of one finished lane (stats.json via run_stats, the account from the fills).
+LaneOutcome lane_outcome(const BacktestResult& result, const SimConfig& sim,
+                         const Strategy& strategy);
+
 struct LaneOptions {
   int threads = 1;
   size_t batch = 0;              // lanes per batch (0: all at once); bounds the lanes in flight

@@ -30,6 +30,10 @@ class LatencyModel {
   int64_t response_ns(int64_t at_ns) const { return lookup(response_, at_ns, response_const_); }
 
   size_t samples() const { return ts_.size(); }
+  // The recorded curve (empty: constant latencies), for the GPU lanes' copy of it.
+  const std::vector<int64_t>& sample_ts() const { return ts_; }
+  const std::vector<int64_t>& entry_samples() const { return entry_; }
+  const std::vector<int64_t>& response_samples() const { return response_; }
 
  private:
   int64_t lookup(const std::vector<int64_t>& values, int64_t at_ns, int64_t constant) const;

@@ -17,14 +17,7 @@ const char* model_market_agent_name(ModelMarketAgent agent) {
   return "unknown";
 }
 
-double standard_normal(Rng& rng) {
-  for (;;) {
-    const double u = 2.0 * rng.unit() - 1.0;
-    const double v = 2.0 * rng.unit() - 1.0;
-    const double s = u * u + v * v;
-    if (s > 0 && s < 1) return u * std::sqrt(-2.0 * std::log(s) / s);
-  }
-}
+double standard_normal(Rng& rng) { return rng.normal(); }
 
 void mean_and_std(const std::vector<double>& values, double* mean, double* std_dev) {
   const size_t n = values.size();

@@ -75,6 +75,7 @@ ModelMarketFills model_market_fills(const ModelMarketParams& params, double bid_
 // A standard normal draw by the Marsaglia polar method on rng.unit() (two uniforms in
 // (−1, 1)², rejected outside the unit disc; one of the pair is returned, the other dropped
 // so the stream position depends only on the number of calls and rejections).
+// Rng::normal, kept under this name for the simulator's callers.
 double standard_normal(Rng& rng);
 
 // Mean and sample standard deviation (n − 1; 0 for fewer than two values).

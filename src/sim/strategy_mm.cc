@@ -33,123 +33,123 @@ nlohmann::json MarketMakerConfig::to_json() const {
           {"warmup", warmup}};
 }
 
+Result<MarketMakerConfig> MarketMakerConfig::from_json(const nlohmann::json& j) {
+  MarketMakerConfig c;
+  try {
+    c.model = j.at("model").get<std::string>() == "glft" ? QuoteModel::kGlft
+                                                         : QuoteModel::kAvellanedaStoikov;
+    c.gamma = j.at("gamma").get<double>();
+    c.k = j.at("k").get<double>();
+    c.sigma = j.at("sigma").get<double>();
+    c.arrival = j.at("arrival").get<double>();
+    c.order_qty = j.at("order_qty").get<double>();
+    c.max_inventory = j.at("max_inventory").get<double>();
+    c.requote_ticks = j.at("requote_ticks").get<double>();
+    c.skew_ticks = j.at("skew_ticks").get<double>();
+    c.warmup = j.at("warmup").get<int>();
+  } catch (const std::exception& e) {
+    return InvalidInput("mm config: {}", e.what());
+  }
+  FXT_RETURN_IF_ERROR(c.validate());
+  return c;
+}
+
+MmParams mm_params(const MarketMakerConfig& config) {
+  MmParams p;
+  p.glft = config.model == QuoteModel::kGlft;
+  p.gamma = config.gamma;
+  p.k = config.k;
+  p.sigma = config.sigma;
+  p.arrival = config.arrival;
+  p.order_qty = config.order_qty;
+  p.max_inventory = config.max_inventory;
+  p.requote_ticks = config.requote_ticks;
+  p.skew_ticks = config.skew_ticks;
+  p.warmup = config.warmup;
+  p.as_log1p = std::log1p(config.gamma / config.k);
+  p.glft_terms = glft_terms(config.gamma, config.k, 1.0);
+  return p;
+}
+
 MarketMakerStrategy::MarketMakerStrategy(const MarketMakerConfig& config,
                                          std::vector<SessionSpan> sessions,
                                          std::shared_ptr<const SignalSeries> signal)
-    : config_(config), sessions_(std::move(sessions)), signal_(std::move(signal)) {}
+    : config_(config),
+      params_(mm_params(config)),
+      sessions_(std::move(sessions)),
+      signal_(std::move(signal)) {}
 
 double MarketMakerStrategy::sigma_estimate() const {
-  return elapsed_ > 0 ? std::sqrt(var_sum_ / elapsed_) : 0.0;
+  return mm_sigma_estimate(state_);
 }
 
 double MarketMakerStrategy::arrival_estimate() const {
-  return elapsed_ > 0 ? static_cast<double>(trades_seen_) / elapsed_ : 0.0;
+  return mm_arrival_estimate(state_);
 }
 
 MarketMakerQuote MarketMakerStrategy::quote(const Snapshot& book, int64_t tick_px, double inventory,
                                             double tau, double sigma, double arrival,
                                             double p) const {
-  MarketMakerQuote out;
-  if (!book.has_bid() || !book.has_ask() || tick_px <= 0) return out;
-  const double tick = static_cast<double>(tick_px);
-  const double mid_ticks =
-      (static_cast<double>(book.bid_px[0]) + static_cast<double>(book.ask_px[0])) * 0.5 / tick;
-  const double q = inventory / config_.order_qty;
-  Quote raw;
-  if (config_.model == QuoteModel::kGlft) {
-    if (!(arrival > 0)) return out;
-    raw = glft_quote(mid_ticks, q, config_.gamma, sigma, arrival, config_.k, 1.0);
-  } else {
-    raw = avellaneda_stoikov_quote(mid_ticks, q, tau, config_.gamma, sigma, config_.k);
-  }
-  const double shift = signal_ ? config_.skew_ticks * (2 * std::clamp(p, 0.0, 1.0) - 1) : 0.0;
-  const double bid_t = std::floor(raw.bid + shift + 1e-9);  // round the bid down
-  const double ask_t = std::ceil(raw.ask + shift - 1e-9);   // and the ask up
-  if (!std::isfinite(bid_t) || !std::isfinite(ask_t) || std::fabs(bid_t) > 9e18 / tick ||
-      std::fabs(ask_t) > 9e18 / tick) {
-    return out;
-  }
-  // One tick inside the opposite touch at most, so a post-only quote never crosses.
-  out.bid_px = std::min(static_cast<int64_t>(bid_t) * tick_px, book.ask_px[0] - tick_px);
-  out.ask_px = std::max(static_cast<int64_t>(ask_t) * tick_px, book.bid_px[0] + tick_px);
-  const double eps = 1e-9 * config_.max_inventory;
-  out.has_bid = out.bid_px > 0 && inventory + config_.order_qty <= config_.max_inventory + eps;
-  out.has_ask = inventory - config_.order_qty >= -config_.max_inventory - eps;
-  return out;
+  return mm_quote(params_, signal_ != nullptr, book.bid_px[0], book.ask_px[0],
+                  book.has_bid() && book.has_ask(), tick_px, inventory, tau, sigma, arrival, p);
 }
+
+namespace {
+
+// mm_rules.h's context over the engine's StrategyContext.
+class MmContext {
+ public:
+  explicit MmContext(StrategyContext& ctx) : ctx_(ctx) {}
+  double position() const { return ctx_.position(); }
+  bool open(uint64_t id, double* qty) const {
+    bool found = false;
+    for (const OpenOrder& o : ctx_.open_orders()) {
+      if (o.order_id == id) {
+        *qty = o.qty;
+        found = true;
+      }
+    }
+    return found;
+  }
+  uint64_t submit(int side, int64_t px, double qty) {
+    OrderRequest r;
+    r.side = side > 0 ? Side::kBuy : Side::kSell;
+    r.type = OrderType::kPostOnly;
+    r.px = px;
+    r.qty = qty;
+    return ctx_.submit(r);
+  }
+  void cancel(uint64_t id) { ctx_.cancel(id); }
+  void modify(uint64_t id, int64_t px, double qty) { ctx_.modify(id, px, qty); }
+
+ private:
+  StrategyContext& ctx_;
+};
+
+}  // namespace
 
 void MarketMakerStrategy::on_event(const MarketEvent& event, StrategyContext& ctx) {
   if (event.kind == EventKind::kTrade) {
-    ++trades_seen_;
+    mm_on_trade(&state_);
     return;
   }
   const Snapshot& book = *event.book;
-  if (!book.has_bid() || !book.has_ask()) return;
-  const int64_t tick_px = ctx.instrument().tick_px;
-  if (tick_px <= 0) return;
   const SessionSpan span = event.store < sessions_.size() ? sessions_[event.store]
                                                           : SessionSpan{event.ts_ns, event.ts_ns};
-  const double length = static_cast<double>(span.end_ns - span.start_ns);
-  const double mid_ticks =
-      (static_cast<double>(book.bid_px[0]) + static_cast<double>(book.ask_px[0])) * 0.5 /
-      static_cast<double>(tick_px);
-  if (event.store == last_store_ && length > 0) {
-    const double d = mid_ticks - last_mid_ticks_;
-    var_sum_ += d * d;
-    elapsed_ += static_cast<double>(event.ts_ns - last_ts_) / length;
-  }
-  last_store_ = event.store;
-  last_ts_ = event.ts_ns;
-  last_mid_ticks_ = mid_ticks;
-  if (++snapshots_seen_ <= static_cast<uint64_t>(config_.warmup)) return;
-
-  // Forget working quotes that are final (filled, canceled, rejected).
-  bool bid_open = false, ask_open = false;
-  for (const OpenOrder& o : ctx.open_orders()) {
-    bid_open = bid_open || o.order_id == bid_id_;
-    ask_open = ask_open || o.order_id == ask_id_;
-  }
-  if (!bid_open) bid_id_ = 0;
-  if (!ask_open) ask_id_ = 0;
-
-  const double sigma = config_.sigma > 0 ? config_.sigma : sigma_estimate();
-  const double arrival = config_.arrival > 0 ? config_.arrival : arrival_estimate();
-  const double tau =
-      length > 0 ? std::clamp(static_cast<double>(span.end_ns - event.seen_ns) / length, 0.0, 1.0)
-                 : 0.0;
-  const double p = signal_ ? signal_->at(event.store, event.snapshot) : 0.5;
-  const MarketMakerQuote q = quote(book, tick_px, ctx.position(), tau, sigma, arrival, p);
-  work_side(ctx, Side::kBuy, q.has_bid, q.bid_px, &bid_id_);
-  work_side(ctx, Side::kSell, q.has_ask, q.ask_px, &ask_id_);
-}
-
-void MarketMakerStrategy::work_side(StrategyContext& ctx, Side side, bool wanted, int64_t px,
-                                    uint64_t* order_id) {
-  int64_t& last_px = side == Side::kBuy ? bid_px_ : ask_px_;
-  if (!wanted) {
-    if (*order_id != 0) ctx.cancel(*order_id);
-    *order_id = 0;
-    return;
-  }
-  if (*order_id == 0) {
-    OrderRequest r;
-    r.side = side;
-    r.type = OrderType::kPostOnly;
-    r.px = px;
-    r.qty = config_.order_qty;
-    *order_id = ctx.submit(r);
-    last_px = px;
-    return;
-  }
-  const double moved_ticks =
-      std::fabs(static_cast<double>(px - last_px)) / static_cast<double>(ctx.instrument().tick_px);
-  if (moved_ticks + 1e-9 < std::max(config_.requote_ticks, 1e-9)) return;
-  double total = config_.order_qty;
-  for (const OpenOrder& o : ctx.open_orders()) {
-    if (o.order_id == *order_id) total = o.qty;
-  }
-  ctx.modify(*order_id, px, total);
-  last_px = px;
+  MmSnapshot e;
+  e.store = event.store;
+  e.ts_ns = event.ts_ns;
+  e.seen_ns = event.seen_ns;
+  e.bid_px = book.bid_px[0];
+  e.ask_px = book.ask_px[0];
+  e.bid_sz = book.bid_sz[0];
+  e.ask_sz = book.ask_sz[0];
+  e.session_start = span.start_ns;
+  e.session_end = span.end_ns;
+  // The signal is read only past warmup in mm_on_snapshot (a lookup, no side effects).
+  e.p = signal_ ? signal_->at(event.store, event.snapshot) : 0.5;
+  MmContext c(ctx);
+  mm_on_snapshot(params_, signal_ != nullptr, &state_, e, ctx.instrument().tick_px, c);
 }
 
 }  // namespace fxt::sim

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
+#include "sim/mm_rules.h"
 #include "sim/strategy.h"
 #include "sim/strategy_signal.h"
 
@@ -46,14 +47,12 @@ struct MarketMakerConfig {
 
   Status validate() const;
   nlohmann::json to_json() const;
+  // The inverse of to_json (a strategy factory's config).
+  static Result<MarketMakerConfig> from_json(const nlohmann::json& j);
 };
 
-// The quote prices (1e-9) for one decision; has_bid/has_ask false when that side is not
-// quoted (inventory limit). Exposed for tests.
-struct MarketMakerQuote {
-  bool has_bid = false, has_ask = false;
-  int64_t bid_px = 0, ask_px = 0;
-};
+// The decisions in device-ready form (sim/mm_rules.h): the config with its constant terms.
+MmParams mm_params(const MarketMakerConfig& config);
 
 class MarketMakerStrategy : public Strategy {
  public:
@@ -73,20 +72,11 @@ class MarketMakerStrategy : public Strategy {
   double arrival_estimate() const;  // per session
 
  private:
-  void work_side(StrategyContext& ctx, Side side, bool wanted, int64_t px, uint64_t* order_id);
-
   MarketMakerConfig config_;
+  MmParams params_;
   std::vector<SessionSpan> sessions_;
   std::shared_ptr<const SignalSeries> signal_;
-  uint64_t snapshots_seen_ = 0;
-  uint32_t last_store_ = UINT32_MAX;
-  int64_t last_ts_ = 0;
-  double last_mid_ticks_ = 0;
-  double var_sum_ = 0;  // sum of squared mid changes, ticks²
-  double elapsed_ = 0;  // session fractions elapsed over the snapshots seen
-  uint64_t trades_seen_ = 0;
-  uint64_t bid_id_ = 0, ask_id_ = 0;  // working quotes (0 = none)
-  int64_t bid_px_ = 0, ask_px_ = 0;   // their last requested prices
+  MmState state_;
 };
 
 }  // namespace fxt::sim

@@ -9,6 +9,7 @@
 #include "core/file_util.h"
 #include "core/progress.h"
 #include "sim/backtest.h"
+#include "sim/gpu_lanes.h"
 #include "sim/sweep_grid.h"
 
 namespace fxt::sim {
@@ -106,10 +107,8 @@ std::vector<size_t> best_lanes(const std::vector<nlohmann::json>& stats, size_t 
 }
 
 Result<SweepOutcome> run_sweep(const SweepSpec& spec, const std::string& command_line) {
-  if (spec.device != "cpu") {
-    return UsageError("--device {}: only the CPU lanes are built (docs/SWEEP.md); use --device cpu",
-                      spec.device);
-  }
+  if (spec.device != "cpu" && spec.device != "cuda")
+    return UsageError("--device must be cpu or cuda (got '{}')", spec.device);
   if (spec.out_dir.empty()) return UsageError("--out: give the sweep directory");
   if (spec.top < 0) return UsageError("--top must be >= 0");
   if (spec.threads < 1) return UsageError("--threads must be >= 1");
@@ -122,12 +121,20 @@ Result<SweepOutcome> run_sweep(const SweepSpec& spec, const std::string& command
   if (base.instrument.tick_px <= 1) base.instrument.tick_px = market.instrument.tick_px;
   const std::string strategy = grid.strategy.empty() ? spec.strategy : grid.strategy;
   FXT_ASSIGN_OR_RETURN(std::vector<Lane> lanes, grid_lanes(grid, strategy, base, market.inputs));
+  for (size_t i = 0; spec.device == "cuda" && i < lanes.size(); ++i) {  // before any runs
+    Result<LaneConfig> c = gpu_lane_config(market, lanes[i]);
+    if (!c.ok()) {
+      return Status(c.status().code(), fmt::format("{}:{}: lane {}: {}", spec.grid_path,
+                                                   grid.lanes[i].line, i, c.status().message()));
+    }
+  }
 
   std::error_code ec;
   std::filesystem::create_directories(spec.out_dir, ec);
   if (ec) return IoError("{}: cannot create the sweep directory: {}", spec.out_dir, ec.message());
 
   SweepOutcome out;
+  GpuLaneReport gpu_report;
   out.lanes = lanes.size();
   out.events_per_lane = market.events;
   const auto t0 = std::chrono::steady_clock::now();
@@ -137,7 +144,15 @@ Result<SweepOutcome> run_sweep(const SweepSpec& spec, const std::string& command
     options.threads = spec.threads;
     options.batch = spec.batch;
     options.progress = &progress;
-    FXT_ASSIGN_OR_RETURN(out.outcomes, run_lanes(market, lanes, options));
+    if (spec.device == "cuda") {  // the GPU lanes (sim/gpu_lanes.h)
+      GpuLaneOptions gpu;
+      gpu.batch = spec.batch;
+      gpu.threads = spec.threads;
+      gpu.progress = &progress;
+      FXT_ASSIGN_OR_RETURN(out.outcomes, run_gpu_lanes(market, lanes, gpu, &gpu_report));
+    } else {
+      FXT_ASSIGN_OR_RETURN(out.outcomes, run_lanes(market, lanes, options));
+    }
     progress.finish();
   }
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -225,6 +240,13 @@ Result<SweepOutcome> run_sweep(const SweepSpec& spec, const std::string& command
       {"top_dirs", top_dirs},
       {"command_line", command_line},
       {"results", rows}};
+  if (spec.device == "cuda") {
+    doc["gpu"] = {{"batches", gpu_report.batches},
+                  {"lanes_per_batch", gpu_report.batch_lanes},
+                  {"device_bytes_per_lane", gpu_report.bytes_per_lane},
+                  {"stream_bytes", gpu_report.stream_bytes},
+                  {"cpu_fallback_lanes", gpu_report.cpu_fallback_lanes}};
+  }
   FXT_RETURN_IF_ERROR(write_file_atomic(spec.out_dir + "/sweep.json", doc.dump(2) + "\n"));
   return out;
 }

@@ -25,7 +25,7 @@ struct SweepSpec {
   int horizon = 0;
   SimConfig sim;                  // the command's flags: every lane starts from these
   bool multiplier_given = false;  // false: the store's contract multiplier
-  std::string device = "cpu";     // "cpu" (the GPU lanes are not built yet: an error)
+  std::string device = "cpu";     // "cpu" or "cuda" (sim/gpu_lanes.h: mm lanes under L2 queues)
   int threads = 1;
   size_t batch = 0;  // lanes per batch (0: all)
   int top = 0;       // write the full results of the best `top` lanes by Sharpe

@@ -266,18 +266,30 @@ Result<nlohmann::json> pool_folds(const CvConfig& cfg, const FoldPlan& plan,
 }
 
 // Headline numbers for run.json (flat, compared by `fxt runs compare`).
+// The value at `key`, null when `j` is not an object or has no such key. The const
+// operator[] of nlohmann::json on a missing key is undefined behaviour: under --baselines none
+// (no `diff` in cv.json's comparison) it copied garbage, so run.json held `"auc_diff_h10": ,`
+// (not JSON) or fxt failed with "out of memory", depending on the heap.
+const nlohmann::json& at_or_null(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json kNull;
+  if (!j.is_object()) return kNull;
+  const auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
 nlohmann::json summary_metrics(const nlohmann::json& cv) {
   nlohmann::json m = nlohmann::json::object();
-  for (const auto& c : cv["comparison"]) {
-    const std::string h = fmt::format("h{}", c["horizon"].get<int>());
-    m["auc_model_" + h] = c["model_auc"];
-    m["auc_best_baseline_" + h] = c.value("best_baseline_auc", nlohmann::json());
-    m["auc_diff_" + h] = c["diff"];
-    m["win_fraction_" + h] = c["win_fraction"];
+  for (const auto& c : at_or_null(cv, "comparison")) {
+    const std::string h = fmt::format("h{}", at_or_null(c, "horizon").get<int>());
+    m["auc_model_" + h] = at_or_null(c, "model_auc");
+    m["auc_best_baseline_" + h] = at_or_null(c, "best_baseline_auc");
+    m["auc_diff_" + h] = at_or_null(c, "diff");
+    m["win_fraction_" + h] = at_or_null(c, "win_fraction");
   }
-  m["mean_auc_model"] = cv["mean"]["model_auc"];
-  m["mean_auc_best_baseline"] = cv["mean"].value("best_baseline_auc", nlohmann::json());
-  m["pooled_rows"] = cv["pooled"]["rows"];
+  const nlohmann::json& mean = at_or_null(cv, "mean");
+  m["mean_auc_model"] = at_or_null(mean, "model_auc");
+  m["mean_auc_best_baseline"] = at_or_null(mean, "best_baseline_auc");
+  m["pooled_rows"] = at_or_null(at_or_null(cv, "pooled"), "rows");
   return m;
 }
 
@@ -651,12 +663,11 @@ Result<EvalRows> read_eval_rows(const std::string& path) {
 
 // ---- run_cv -------------------------------------------------------------------------------------
 
-Result<CvResult> run_cv(const CvConfig& config_in, const std::vector<std::string>& store_dirs,
-                        const std::string& out_dir, const CvOptions& options) {
-  RunRecord record("cv");
-  CvConfig cfg = config_in;
+Result<CvSetup> prepare_cv(const CvConfig& config_in, const std::vector<std::string>& store_dirs) {
+  CvSetup setup;
+  CvConfig& cfg = setup.config;
+  cfg = config_in;
   if (store_dirs.empty()) return UsageError("cv needs at least one --store");
-  if (out_dir.empty()) return UsageError("cv needs --out");
   if (cfg.bootstrap < 0) return UsageError("--bootstrap must be >= 0 (got {})", cfg.bootstrap);
   cfg.train.split = SplitConfig{};  // each fold sets its own ranges
   FXT_RETURN_IF_ERROR(cfg.train.validate());
@@ -665,33 +676,87 @@ Result<CvResult> run_cv(const CvConfig& config_in, const std::vector<std::string
   cfg.plan.purge = std::max<uint64_t>(cfg.plan.purge, static_cast<uint64_t>(max_h) * stride);
   cfg.plan.min_span = static_cast<uint64_t>(cfg.train.window - 1) * stride + 1;
 
-  std::vector<std::string> stores;
   std::vector<uint64_t> sizes;
   for (const std::string& d : store_dirs) {
-    stores.push_back(fs::absolute(fs::path(d)).lexically_normal().string());
-    FXT_ASSIGN_OR_RETURN(StoreReader r, StoreReader::open(stores.back()));
+    setup.stores.push_back(fs::absolute(fs::path(d)).lexically_normal().string());
+    FXT_ASSIGN_OR_RETURN(StoreReader r, StoreReader::open(setup.stores.back()));
     sizes.push_back(r.size());
   }
-  FXT_ASSIGN_OR_RETURN(const FoldPlan plan, plan_folds(sizes, cfg.plan));
+  FXT_ASSIGN_OR_RETURN(setup.plan, plan_folds(sizes, cfg.plan));
+  setup.plan_json = {{"format", kCvFormat},
+                     {"stores", setup.stores},
+                     {"config", cfg.to_json()},
+                     {"plan", setup.plan.to_json()}};
+  return setup;
+}
 
-  // plan.json first: a rerun must describe the same CV.
-  const nlohmann::json plan_json = {{"format", kCvFormat},
-                                    {"stores", stores},
-                                    {"config", cfg.to_json()},
-                                    {"plan", plan.to_json()}};
+namespace {
+
+// Refuses a plan file that describes another CV; absent files pass (`present` tells which).
+Status check_plan_file(const std::string& path, const nlohmann::json& plan_json, bool* present) {
+  *present = fs::exists(path);
+  if (!*present) return Status::Ok();
+  FXT_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  const auto old = nlohmann::json::parse(text, nullptr, false);
+  if (old.is_discarded()) return InvalidInput("{}: not valid JSON", path);
+  if (old != plan_json) {
+    return UsageError(
+        "{} holds a different CV (\"{}\" differs): rerun with the same stores and flags, or use "
+        "another --out",
+        path, first_difference(old, plan_json));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<CvResult> run_cv(const CvConfig& config_in, const std::vector<std::string>& store_dirs,
+                        const std::string& out_dir, const CvOptions& options) {
+  RunRecord record("cv");
+  if (out_dir.empty()) return UsageError("cv needs --out");
+  FXT_ASSIGN_OR_RETURN(const CvSetup setup, prepare_cv(config_in, store_dirs));
+  const CvConfig& cfg = setup.config;
+  const std::vector<std::string>& stores = setup.stores;
+  const FoldPlan& plan = setup.plan;
+  const nlohmann::json& plan_json = setup.plan_json;
+  const int n_folds = static_cast<int>(plan.folds.size());
+  if (options.only_fold >= n_folds) {
+    return UsageError("--fold {} is out of range: the plan has {} folds (0 to {})",
+                      options.only_fold, n_folds, n_folds - 1);
+  }
+  if (options.pool_only && options.only_fold >= 0) {
+    return UsageError("--fold and --pool-only exclude each other");
+  }
+
+  // plan.json first: a rerun must describe the same CV. A single fold (--fold) checks it when
+  // present but writes its own copy inside its folder; the gather step (--pool-only) checks
+  // every fold's copy and writes plan.json.
   const std::string plan_path = out_dir + "/plan.json";
-  if (fs::exists(plan_path)) {
-    FXT_ASSIGN_OR_RETURN(std::string text, read_file(plan_path));
-    const auto old = nlohmann::json::parse(text, nullptr, false);
-    if (old.is_discarded()) return InvalidInput("{}: not valid JSON", plan_path);
-    if (old != plan_json) {
-      return UsageError(
-          "{} holds a different CV (\"{}\" differs): rerun with the same stores and flags, or use "
-          "another --out",
-          plan_path, first_difference(old, plan_json));
+  bool have_plan = false;
+  FXT_RETURN_IF_ERROR(check_plan_file(plan_path, plan_json, &have_plan));
+  std::error_code ec;
+  if (options.only_fold >= 0) {
+    const std::string dir = fold_dir(out_dir, options.only_fold);
+    bool have_fold_plan = false;
+    FXT_RETURN_IF_ERROR(check_plan_file(dir + "/cv_plan.json", plan_json, &have_fold_plan));
+    if (!have_fold_plan) {
+      fs::create_directories(dir, ec);
+      if (ec) return IoError("cannot create {}: {}", dir, ec.message());
+      FXT_RETURN_IF_ERROR(write_file_atomic(dir + "/cv_plan.json", plan_json.dump(2) + "\n"));
     }
-  } else {
-    std::error_code ec;
+  } else if (options.pool_only) {
+    for (const Fold& f : plan.folds) {
+      const std::string dir = fold_dir(out_dir, f.index);
+      if (!fs::exists(dir + "/eval.json")) {
+        return UsageError(
+            "--pool-only: fold {} is not finished ({}/eval.json is missing): run its job first",
+            f.index, dir);
+      }
+      bool have_fold_plan = false;
+      FXT_RETURN_IF_ERROR(check_plan_file(dir + "/cv_plan.json", plan_json, &have_fold_plan));
+    }
+    if (!have_plan) FXT_RETURN_IF_ERROR(write_file_atomic(plan_path, plan_json.dump(2) + "\n"));
+  } else if (!have_plan) {
     if (fs::exists(out_dir) && !fs::is_empty(out_dir, ec)) {
       return UsageError("{} is not empty and holds no plan.json: use a new --out directory",
                         out_dir);
@@ -700,12 +765,9 @@ Result<CvResult> run_cv(const CvConfig& config_in, const std::vector<std::string
     if (ec) return IoError("cannot create {}: {}", out_dir, ec.message());
     FXT_RETURN_IF_ERROR(write_file_atomic(plan_path, plan_json.dump(2) + "\n"));
   }
-  record.set_config(plan_json["config"]);
-  for (const std::string& s : stores) FXT_RETURN_IF_ERROR(record.add_input_store(s));
 
   CvResult result;
   int finished_here = 0;
-  const int n_folds = static_cast<int>(plan.folds.size());
   for (const Fold& f : plan.folds) {
     const std::string dir = fold_dir(out_dir, f.index);
     if (fs::exists(dir + "/eval.json")) {
@@ -713,6 +775,8 @@ Result<CvResult> run_cv(const CvConfig& config_in, const std::vector<std::string
       log_info("fold_{} ({}/{}): finished earlier", f.index, f.index + 1, n_folds);
       continue;
     }
+    if (options.pool_only) continue;  // never trains (every fold was finished above)
+    if (options.only_fold >= 0 && f.index != options.only_fold) continue;
     if (options.stop_after_folds > 0 && finished_here >= options.stop_after_folds) break;
     TrainConfig tc = cfg.train;
     tc.split.explicit_ranges = true;
@@ -753,7 +817,12 @@ Result<CvResult> run_cv(const CvConfig& config_in, const std::vector<std::string
     ++result.folds_finished;
     ++finished_here;
   }
+  // A single fold leaves OUT's top level alone (other folds may be writing beside it); its
+  // training run record is fold_<i>/run.json.
+  if (options.only_fold >= 0) return result;
 
+  record.set_config(plan_json["config"]);
+  for (const std::string& s : stores) FXT_RETURN_IF_ERROR(record.add_input_store(s));
   record.set("folds", n_folds);
   record.set("folds_finished", result.folds_finished);
   if (result.folds_finished == n_folds) {

@@ -22,6 +22,8 @@
 // resumes an unfinished one from its last.ckpt; OUT/plan.json (written first) guards against
 // rerunning with another plan or configuration. cv.json holds no timings or output paths, so
 // an interrupted and resumed CV gives the same bytes as an uninterrupted one.
+// On a cluster (docs/CLUSTER.md) each fold runs alone (CvOptions::only_fold) and a final
+// step pools them (CvOptions::pool_only), giving the same files as one run.
 //
 // Thread-compatible: each call owns its state.
 #pragma once
@@ -100,6 +102,13 @@ struct CvConfig {
 struct CvOptions {
   int stop_after_folds = 0;   // > 0: return after finishing this many folds in this invocation
   int stop_after_epochs = 0;  // > 0: train the next unfinished fold this many epochs, return
+  // One fold of a CV spread over machines (docs/CLUSTER.md): >= 0 runs (or resumes) only this
+  // fold and writes only inside OUT/fold_<i>/ (its plan as fold_<i>/cv_plan.json), never at
+  // OUT's top level, so concurrent folds on a shared volume never write the same file.
+  int only_fold = -1;
+  // The gather step: no training; every fold must be finished; checks each fold's cv_plan.json,
+  // then writes plan.json (or compares it), cv.json and run.json exactly as a full run does.
+  bool pool_only = false;
 };
 
 struct CvResult {
@@ -107,6 +116,18 @@ struct CvResult {
   int folds_finished = 0;
   nlohmann::json cv;  // the cv.json contents when complete
 };
+
+// The CV a command describes, before any file is written: the configuration with the purge and
+// minimum span derived from the training flags, the stores as absolute paths, the fold plan
+// and plan.json's contents. run_cv() runs exactly this; `fxt cv --emit` (cluster specs) plans
+// with it, so a cluster's folds are the same folds.
+struct CvSetup {
+  CvConfig config;
+  std::vector<std::string> stores;  // absolute, lexically normal
+  FoldPlan plan;
+  nlohmann::json plan_json;  // plan.json: format, stores, config, plan
+};
+Result<CvSetup> prepare_cv(const CvConfig& config, const std::vector<std::string>& store_dirs);
 
 // Runs (or continues) the CV into out_dir; see the file comment.
 Result<CvResult> run_cv(const CvConfig& config, const std::vector<std::string>& store_dirs,

@@ -6,6 +6,10 @@
 #include <span>
 
 #include "features/features.h"
+#if FXT_HAVE_CUDA
+#include "gpu/batch.h"
+#include "gpu/window_scorer.h"
+#endif
 
 namespace fxt::train_detail {
 
@@ -92,6 +96,43 @@ Result<ValResult> summarise_validation(const std::vector<float>& sc, const std::
   return r;
 }
 
+#if FXT_HAVE_CUDA
+// score_inference on the GPU: the store's standardised rows (and, with --cfc-time real, its
+// per-row elapsed time) uploaded once, then passes of gpu::WindowScorer — windows gathered on
+// the device, heads at the last position, one graph replay per pass. Equal to the host path's
+// logits to float tolerance (tests/gpu/window_scorer_train_test.cc, es_mbo_train_test.cc).
+constexpr int kGpuScoringBatch = 4096;  // windows per pass (bench predict's best pass size)
+
+Status score_inference_gpu(const TrainState& st, const StoreReader& store, const float* features,
+                           const std::vector<uint64_t>& ends, std::vector<float>* model_logits,
+                           Progress* progress) {
+  const TrainConfig& c = st.cfg;
+  const size_t nh = c.horizons.size();
+  gpu::ScoringShape shape;
+  shape.window = c.window;
+  shape.stride = c.stride;
+  shape.batch = std::max(c.eval_batch, kGpuScoringBatch);
+  shape.elapsed = c.cfc_time_real;
+  gpu::WindowScorer scorer(st.net.config(), shape);
+  scorer.set_params(st.params);
+  const uint64_t rows = store.size();
+  std::vector<float> elapsed;
+  if (c.cfc_time_real) {
+    elapsed.resize(rows);
+    gpu::elapsed_per_row(store.ts_ns.data, rows, c.stride, st.cfc_time_unit_ns, elapsed.data());
+  }
+  scorer.upload_rows(features, c.cfc_time_real ? elapsed.data() : nullptr, rows);
+  model_logits->assign(ends.size() * nh, 0.0f);
+  const auto batch = static_cast<size_t>(shape.batch);
+  for (size_t e0 = 0; e0 < ends.size(); e0 += batch) {
+    const size_t nb = std::min(ends.size() - e0, batch);
+    scorer.score(ends.data() + e0, nb, model_logits->data() + e0 * nh);
+    if (progress != nullptr) progress->advance(nb);
+  }
+  return Status::Ok();
+}
+#endif
+
 }  // namespace
 
 Result<ValResult> validate_epoch(TrainState& st, const Dataset& ds, CpuContext& ctx) {
@@ -140,6 +181,9 @@ Status score_inference(TrainState& st, CpuContext& ctx, const StoreReader& store
     if (progress != nullptr) progress->advance(ends.size());
     return Status::Ok();
   }
+#if FXT_HAVE_CUDA
+  if (st.net.on_gpu()) return score_inference_gpu(st, store, features, ends, model_logits, progress);
+#endif
   const int nh = static_cast<int>(c.horizons.size());
   const int k = c.window;
   const size_t batch = scoring_batch(st.net, c);

@@ -57,6 +57,9 @@ struct TrainConfig {
   ModelKind model = ModelKind::kPerception;
   model::PerceptionConfig perception;         // features and horizons are set from the data config
   InputSkip input_skip = InputSkip::kLogReg;  // sets perception.input_skip (not kOff)
+  // With kLogReg: a horizon whose logistic start validates better than the trained model keeps
+  // the logistic head in best.ckpt (train/logistic_fallback.h).
+  bool logistic_fallback = true;
   BaselineConfig baselines;                   // fit once before training (DESIGN §6)
   int eval_batch = 64;                        // windows per forward pass when scoring
   int threads = 1;                            // CPU threads (results do not depend on it)

@@ -110,14 +110,17 @@ Status TrainState::setup() {
   return Status::Ok();
 }
 
-Checkpoint TrainState::to_checkpoint() const {
+Checkpoint TrainState::to_checkpoint() const { return to_checkpoint(params); }
+
+Checkpoint TrainState::to_checkpoint(const std::vector<float>& model_params) const {
   Checkpoint ck;
   ck.config = cfg.to_json();
   ck.feature_stats = stats_to_json(stats);
   ck.controller = ctrl.to_json();
   if (perception()) opt.save_state(&ck);
   for (const model::ModelParamSpec& s : net.specs()) {
-    ck.set_f32(s.name, shape64(s.shape), std::span<const float>(params).subspan(s.offset, s.size));
+    ck.set_f32(s.name, shape64(s.shape),
+               std::span<const float>(model_params).subspan(s.offset, s.size));
   }
   if (kendall) ck.set_f32("loss.log_sigma", {static_cast<int64_t>(log_sigma.size())}, log_sigma);
   nlohmann::json meta;
@@ -134,6 +137,7 @@ Checkpoint TrainState::to_checkpoint() const {
   meta["bad_epochs"] = bad_epochs;
   meta["stopped"] = stopped;
   meta["model"] = model_kind_name(cfg.model);
+  if (!logistic_start.empty()) meta["logistic_start"] = logistic_start.to_json();
   ck.meta = meta;
   return ck;
 }
@@ -173,6 +177,12 @@ Status TrainState::load(const Checkpoint& ck) {
     best_value = m.at("best_value").get<double>();
     bad_epochs = m.at("bad_epochs").get<int>();
     stopped = m.at("stopped").get<bool>();
+    if (m.contains("logistic_start")) {
+      FXT_ASSIGN_OR_RETURN(logistic_start,
+                           LogisticStart::from_json(m.at("logistic_start"),
+                                                    static_cast<int>(cfg.horizons.size()),
+                                                    net.config().features, ck.source));
+    }
   } catch (const nlohmann::json::exception& e) {
     return InvalidInput("{}: bad meta section: {}", ck.source, e.what());
   }

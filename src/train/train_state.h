@@ -18,6 +18,7 @@
 #include "model/perception.h"
 #include "train/baselines.h"
 #include "train/checkpoint.h"
+#include "train/logistic_fallback.h"
 #include "train/optimizer.h"
 #include "train/train_config.h"
 #if FXT_HAVE_CUDA
@@ -136,6 +137,9 @@ struct TrainState {
   AdamW opt;
   ControllerState ctrl;
   Baselines baselines;  // fit once at the start of a run (train/baselines.h)
+  // --input-skip logreg: the logistic the model started from (train/logistic_fallback.h);
+  // empty when the fallback is off or the checkpoint predates it.
+  LogisticStart logistic_start;
   // Loop position and early stopping.
   int epoch = 0;
   int64_t step = 0;
@@ -172,6 +176,8 @@ struct TrainState {
   // Fresh parameters and registration with the optimizers.
   Status setup();
   Checkpoint to_checkpoint() const;
+  // The same with other values of the model's parameters (the logistic fallback's best.ckpt).
+  Checkpoint to_checkpoint(const std::vector<float>& model_params) const;
   // Restores from a checkpoint whose layout must equal this state's.
   Status load(const Checkpoint& ck);
 };

@@ -20,6 +20,7 @@
 #include "features/features.h"
 #include "features/labels.h"
 #include "train/cuda_trainer.h"
+#include "train/logistic_fallback.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
 #include "train/run_record.h"
@@ -268,6 +269,15 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
   const auto R = static_cast<int64_t>(rows);
   const Shape rh{R, nh};
 
+  // The logistic fallback's start: the untrained model (the logistic, exactly) validated once,
+  // before the first step of a fresh run; a resumed run has it from its checkpoint.
+  if (!options.resume && st->perception() && c.input_skip == InputSkip::kLogReg &&
+      c.logistic_fallback) {
+    FXT_ASSIGN_OR_RETURN(const ValResult val0, validate_epoch(*st, ds, ctx));
+    st->logistic_start = train_detail::capture_logistic_start(st->net.config(), st->params, val0, stop);
+    log_info("start (the logistic): val {:.5f} mean AUC {:.4f}", val0.loss, val0.metrics.mean_auc);
+  }
+
   nlohmann::json epoch_seconds = nlohmann::json::array();
   int epochs_here = 0;
   // A baseline-only run (--model logreg|gbdt) has one "epoch": its fit, then validation.
@@ -291,6 +301,9 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
       st->step += c.steps_per_epoch;
       lr = sched.lr_at(st->step - 1);
       FXT_RETURN_IF_ERROR(cuda->download(*st));
+      // The steps ran as one batch of replays; their kill points come after it, when nothing
+      // of the epoch is written yet, which is all a kill inside the epoch can observe.
+      for (int64_t i = 0; i < c.steps_per_epoch; ++i) fault_point("train.step");
     }
 #endif
     for (int64_t i = 0; trains && !use_cuda && i < c.steps_per_epoch; ++i) {
@@ -347,6 +360,13 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
     } else if (!stop.lower_is_better) {
       value = val.metrics.mean_auc;
     }
+    // With the logistic fallback the epoch's model is the composed one: its value decides.
+    train_detail::HeadChoice heads;
+    heads.logistic.assign(static_cast<size_t>(nh), false);
+    if (!st->logistic_start.empty()) {
+      heads = train_detail::choose_heads(st->logistic_start, val, stop);
+      value = heads.value;
+    }
     const bool improved = st->best_epoch == 0 ||
                           (std::isfinite(value) && (stop.lower_is_better ? value < st->best_value
                                                                          : value > st->best_value));
@@ -396,6 +416,14 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
     line["grad_norm"] = num(norm_sum / steps_run);
     line["skipped_steps"] = skipped;
     line["improved"] = improved;
+    if (!st->logistic_start.empty()) {
+      nlohmann::json lh = nlohmann::json::array();
+      for (int h = 0; h < nh; ++h) {
+        if (heads.logistic[static_cast<size_t>(h)]) lh.push_back(c.horizons[static_cast<size_t>(h)]);
+      }
+      line["logistic_heads"] = lh;  // horizons whose logistic start validates better
+      line["selection_value"] = num(value);
+    }
     line["seconds"] = secs;
     // The epoch's line goes first and its checkpoints after: a kill in between leaves a line
     // past last.ckpt, which resume drops (truncate_metrics) and writes again, so no epoch's
@@ -403,7 +431,16 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
     FXT_RETURN_IF_ERROR(append_line(metrics_path, line.dump()));
     fault_point("train.line_written");
     const Checkpoint ck = st->to_checkpoint();
-    if (improved) FXT_RETURN_IF_ERROR(write_checkpoint(best_path, ck));
+    if (improved) {
+      if (std::find(heads.logistic.begin(), heads.logistic.end(), true) == heads.logistic.end()) {
+        FXT_RETURN_IF_ERROR(write_checkpoint(best_path, ck));
+      } else {
+        Checkpoint best = st->to_checkpoint(train_detail::with_logistic_heads(
+            st->net.config(), st->params, st->logistic_start, heads.logistic));
+        best.meta["logistic_heads"] = line["logistic_heads"];
+        FXT_RETURN_IF_ERROR(write_checkpoint(best_path, best));
+      }
+    }
     FXT_RETURN_IF_ERROR(write_checkpoint(last_path, ck));
     fault_point("train.epoch_written");
     log_info("epoch {} step {}: train {:.5f} val {:.5f} mean AUC {:.4f} ({:.1f} s)", st->epoch,
@@ -413,12 +450,17 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
   // RUN_DIR/run.json through the run registry (train/run_record.h, docs/RUNS.md); rewritten by
   // every invocation. The headline metrics: the early-stopping best and the last epoch's val
   // mean AUC, read back from metrics.jsonl so a resumed run that trains no epoch still has it.
-  nlohmann::json last_val_mean_auc = nullptr;
+  nlohmann::json last_val_mean_auc = nullptr, best_logistic_heads = nullptr;
   if (auto text = read_file(metrics_path); text.ok()) {
     std::istringstream in(*text);
     std::string line, last;
     while (std::getline(in, line)) {
-      if (!line.empty()) last = line;
+      if (line.empty()) continue;
+      last = line;
+      const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (j.is_object() && j.value("epoch", -1) == st->best_epoch) {
+        best_logistic_heads = j.value("logistic_heads", nlohmann::json());
+      }
     }
     const nlohmann::json j = nlohmann::json::parse(last, nullptr, /*allow_exceptions=*/false);
     if (j.is_object()) last_val_mean_auc = j.value("val_mean_auc", nlohmann::json());
@@ -431,6 +473,8 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
   record.set("epochs_completed", st->epoch);
   record.set("steps_completed", st->step);
   record.set("best_epoch", st->best_epoch);
+  // Horizons whose head in best.ckpt is the logistic start (docs/MODEL.md); null when off.
+  record.set("logistic_heads", best_logistic_heads);
   record.set("stopped_early", st->stopped);
   record.set("baselines", st->baselines.summary());
   record.set("timings",

@@ -49,11 +49,13 @@ TEST(BenchCli, BadFlagsExitTwoWithOneLine) {
     const char* args;
     const char* says;
   };
-  for (const Bad& b : {Bad{"bench predict --device cpu --batch 0", "--batch values must be >= 1"},
-                       Bad{"bench predict --device cpu --batch 8,x", "'x' is not a number"},
-                       Bad{"bench predict --device cpu --rows 10 --window 64",
-                           "--rows must be >= --window (64)"},
-                       Bad{"bench train --device cpu --batch ,", "--batch: '' is not a number"}}) {
+  for (const Bad& b :
+       {Bad{"bench predict --device cpu --batch 0", "item '0' is not an integer in [1, 16777216]"},
+        Bad{"bench predict --device cpu --batch 8,x", "--batch '8,x': item 'x' is not an integer"},
+        // Issue 14: std::stoi read "1e3" as 1 and benchmarked batch 1 with exit 0.
+        Bad{"bench predict --device cpu --batch 1e3", "item '1e3' is not an integer"},
+        Bad{"bench predict --device cpu --rows 10 --window 64", "--rows must be >= --window (64)"},
+        Bad{"bench train --device cpu --batch ,", "--batch ',': item '' is not an integer"}}) {
     auto r = run_fxt(b.args);
     EXPECT_EQ(r.exit_code, 2) << b.args << ": " << r.output;
     EXPECT_NE(r.output.find(b.says), std::string::npos) << b.args << ": " << r.output;

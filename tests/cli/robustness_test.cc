@@ -521,5 +521,126 @@ TEST_F(RobustnessTest, KillBetweenMetricsLineAndCheckpointLosesNothing) {
   }
 }
 
+// ---- the same class of fault in the later commands (docs/ROBUSTNESS.md, "elsewhere") ------
+
+const char* kRlTiny = " --steps 200 --learning-starts 50 --batch 16 --hidden 8 --eval-episodes 2";
+
+// Before: each of these trained nothing (0 updates) or hung, and wrote an untrained
+// checkpoint with exit 0.
+TEST_F(RobustnessTest, RlTrainThatWouldNotLearnIsRefused) {
+  const std::string out = " --out " + out_ + "/rl_never";
+  expect_usage_error(run_fxt("rl train --steps 2000" + out),
+                     "--learning-starts 10000 is not below --steps 2000: no update would run");
+  expect_usage_error(run_fxt("rl train --steps 200 --learning-starts 50 --batch 64 "
+                             "--buffer-size 32" +
+                             out),
+                     "--batch 64 exceeds --buffer-size 32");
+  expect_usage_error(run_fxt("rl train --steps 200 --learning-starts 50 --batch 500" + out),
+                     "--batch 500 exceeds --steps 200");
+  expect_usage_error(run_fxt("rl train --steps 200 --learning-starts 50 --envs 100000000" + out),
+                     "--envs 100000000 exceeds --steps 200");
+  EXPECT_FALSE(fs::exists(out_ + "/rl_never"));
+}
+
+// Before: rl train into a training run's directory truncated its metrics.jsonl and wrote
+// checkpoint.fxt there, then refused at run.json (exit 2, the training run's curve gone); a
+// second rl train into its own directory replaced the first one's checkpoint.
+TEST_F(RobustnessTest, RlTrainDoesNotWriteIntoAnotherRun) {
+  const std::string train_copy = out_ + "/train_run";
+  fs::copy(run(), train_copy, fs::copy_options::recursive);
+  const std::string metrics = file_bytes(train_copy + "/metrics.jsonl");
+  expect_usage_error(run_fxt(std::string("rl train") + kRlTiny + " --out " + train_copy),
+                     "run.json records a train run: give this rl-train run a directory of its own");
+  EXPECT_EQ(file_bytes(train_copy + "/metrics.jsonl"), metrics);
+  EXPECT_FALSE(fs::exists(train_copy + "/checkpoint.fxt"));
+
+  const std::string rl = out_ + "/rl_run";
+  ASSERT_EQ(run_fxt(std::string("-q rl train") + kRlTiny + " --out " + rl).exit_code, 0);
+  const std::string ckpt = file_bytes(rl + "/checkpoint.fxt");
+  expect_usage_error(run_fxt(std::string("rl train") + kRlTiny + " --seed 7 --out " + rl),
+                     "already holds a run (run.json): give another --out");
+  EXPECT_EQ(file_bytes(rl + "/checkpoint.fxt"), ckpt);
+  // What a killed rl train leaves (metrics.jsonl only) is taken over.
+  const std::string killed = out_ + "/rl_killed";
+  fs::create_directories(killed);
+  write_bytes(killed + "/metrics.jsonl", "");
+  EXPECT_EQ(run_fxt(std::string("-q rl train") + kRlTiny + " --out " + killed).exit_code, 0);
+  EXPECT_EQ(file_bytes(killed + "/checkpoint.fxt"), ckpt);  // same seed, same bytes
+}
+
+// Before: an ifstream opened the directory and read nothing: "/tmp:1: empty file (expected a
+// fxt predict CSV)" and "/tmp: no lanes".
+TEST_F(RobustnessTest, ADirectoryWhereAFileIsExpectedIsNamed) {
+  const std::string out = out_ + "/bt_dir";
+  expect_usage_error(run_fxt("backtest -q --store " + store() +
+                             " --strategy signal "
+                             "--predictions " +
+                             out_ + " --out " + out),
+                     out_ + ": is a directory, expected a file");
+  expect_usage_error(run_fxt("backtest -q --store " + store() + " --strategy mm --sweep " + out_ +
+                             " --out " + out),
+                     out_ + ": is a directory, expected a file");
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// Before: --hidden went through its own std::stoi loop and bench's --batch read "1e3" as 1;
+// integer flags without a range showed "INT:>= -9223372036854775808" in --help.
+TEST_F(RobustnessTest, IntegerListsAreStrictAndHelpShowsNoFakeRange) {
+  expect_usage_error(run_fxt("rl train --hidden 8x --out " + out_ + "/rl_h"),
+                     "--hidden '8x': item '8x' is not an integer in [1, 65536]");
+  expect_usage_error(run_fxt("bench predict --device cpu --batch 1e3"),
+                     "--batch '1e3': item '1e3' is not an integer in [1, 16777216]");
+  const auto help = run_fxt("rl train --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_EQ(help.output.find("9223372036854775808"), std::string::npos) << help.output;
+  EXPECT_NE(help.output.find("--steps INT=500000"), std::string::npos) << help.output;
+}
+
+// Before: `top = -3` in a config file failed late with "--top must be >= 0" (no FILE:LINE), and
+// --threads advertised [0, 4096] but 0 was refused after parsing.
+TEST_F(RobustnessTest, BacktestSweepFlagsAreRangedInConfigFilesToo) {
+  const std::string cfg = out_ + "/bt.toml";
+  write_bytes(cfg, "[backtest]\nstrategy = \"mm\"\ntop = -3\n");
+  const std::string base = "backtest --store " + store() + " --out " + out_ + "/bt_cfg";
+  expect_usage_error(run_fxt(base + " --config " + cfg),
+                     cfg + ":3: 'top': expected an integer in [0, 1000000] (got -3)");
+  expect_usage_error(run_fxt(base + " --threads 0"),
+                     "--threads: expected an integer in [1, 4096] (got 0)");
+  EXPECT_FALSE(fs::exists(out_ + "/bt_cfg"));
+}
+
+// Before: "/x/out.csv.tmp-4242: cannot create: ..." named a temporary file the user never gave.
+TEST_F(RobustnessTest, AnUnwritableOutIsNamedAsGiven) {
+  const std::string out = out_ + "/missing/x.csv";
+  auto r = run_fxt("dump " + store() + " --limit 5 --out " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output.rfind("fxt: error: " + out + ": cannot create its temporary file " + out +
+                               ".tmp-",
+                           0),
+            0u)
+      << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+}
+
+// Found by the fault-injection suite failing at random ("out of memory" from fxt cv): run.json's
+// summary read cv.json keys that --baselines none leaves out through nlohmann's const
+// operator[] (undefined behaviour), and wrote `"auc_diff_h10": ,` (not JSON) with exit 0.
+TEST_F(RobustnessTest, CvRunRecordWithoutBaselinesIsValidJson) {
+  const std::string out = out_ + "/cv_none";
+  auto r = run_fxt("cv -q --store " + store() + " --out " + out +
+                   " --folds 2 --bootstrap 0 --threads 2" + kSmall);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto run_json = nlohmann::json::parse(file_bytes(out + "/run.json"), nullptr, false);
+  ASSERT_FALSE(run_json.is_discarded()) << file_bytes(out + "/run.json");
+  const auto& m = run_json["metrics"];
+  for (const char* key : {"auc_diff_h10", "auc_diff_h30", "auc_best_baseline_h10",
+                          "mean_auc_best_baseline"}) {
+    ASSERT_TRUE(m.contains(key)) << key;
+    EXPECT_TRUE(m[key].is_null()) << key << ": " << m[key].dump();
+  }
+  EXPECT_TRUE(m["auc_model_h10"].is_number());
+  EXPECT_TRUE(m["pooled_rows"].is_number_integer());
+}
+
 }  // namespace
 }  // namespace fxt

@@ -115,6 +115,16 @@ TEST(Tardis, ErrorsNameFileAndLine) {
       {head + "x,Y,1000,1000,true,bid,1,1\nx,Y,900,900,false,bid,1,2\n",
        "book.csv:3: timestamp goes backwards"},
       {head + "x,Y,1000,1000,true,bid,1\n", "book.csv:2: 7 fields, expected 8"},
+      // Issue 14: a grouped file's second symbol was merged into the first one's book, and an
+      // empty file or a header alone gave a store of 0 snapshots, exit 0.
+      {head + "x,Y,1000,1000,true,bid,1,1\nx,Z,2000,2000,false,ask,2,1\n",
+       "book.csv:3: instrument 'x Z' differs from 'x Y' of " + dir +
+           "/book.csv:2 (one instrument "
+           "per source"},
+      {head + "x,Y,1000,1000,true,bid,1,1\nw,Y,2000,2000,false,ask,2,1\n",
+       "book.csv:3: instrument 'w Y' differs from 'x Y'"},
+      {"", "book.csv: no book rows (an empty file or a header alone)"},
+      {head, "book.csv: no book rows (an empty file or a header alone)"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.text);
@@ -125,6 +135,31 @@ TEST(Tardis, ErrorsNameFileAndLine) {
     ASSERT_FALSE(s.ok());
     EXPECT_NE(s.message().find(c.needle), std::string::npos) << s.message();
   }
+}
+
+// The trades file names the book's instrument too, and an empty one (no header) is refused.
+TEST(Tardis, TradesOfAnotherInstrumentAreRefused) {
+  const std::string dir = test::scratch_dir();
+  test::write_bytes(dir + "/book.csv", kBook);
+  test::write_bytes(dir + "/trades.csv",
+                    "exchange,symbol,timestamp,local_timestamp,id,side,price,amount\n"
+                    "deribit,ETH-PERPETUAL,1500,1600,t1,buy,100.5,0.25\n");
+  test::RecordingSink sink;
+  TardisStats st;
+  Status s = import_tardis(dir + "/book.csv", dir + "/trades.csv", &sink, &st);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), dir +
+                             "/book.csv:2: instrument 'deribit BTC-PERPETUAL' differs from "
+                             "'deribit ETH-PERPETUAL' of " +
+                             dir +
+                             "/trades.csv:2 (one instrument per source: split grouped Tardis "
+                             "files by symbol first)");
+  test::write_bytes(dir + "/trades.csv", "");
+  s = import_tardis(dir + "/book.csv", dir + "/trades.csv", &sink, &st);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("trades.csv: empty file (expected the Tardis trades header"),
+            std::string::npos)
+      << s.message();
 }
 
 }  // namespace

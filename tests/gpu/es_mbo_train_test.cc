@@ -1,9 +1,11 @@
 // Training on the real ES MBO store on the GPU gives the CPU backend's metrics within float
 // tolerance (issue 4's "done when"): the same config trained with --device cpu and --device
 // cuda, in both CfC time modes; validation loss per epoch and the test-split metrics of
-// `fxt eval` are compared.
+// `fxt eval` are compared, and `fxt predict`'s probability of every snapshot.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,21 @@ std::vector<nlohmann::json> jsonl(const std::string& path) {
   return out;
 }
 
+// predict's CSV (ts_ns,p_h...) as numbers per row, header skipped.
+std::vector<std::vector<double>> csv_rows(const std::string& path) {
+  std::vector<std::vector<double>> rows;
+  std::ifstream f(path);
+  std::string line;
+  std::getline(f, line);
+  while (std::getline(f, line)) {
+    std::vector<double> r;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, ',');) r.push_back(std::stod(cell));
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
 TEST(GpuEndToEnd, EsMboStoreMatchesTheCpuBackend) {
   FXT_SKIP_WITHOUT_GPU();
   FXT_SKIP_WITHOUT_SHARED_DATA();
@@ -42,6 +59,7 @@ TEST(GpuEndToEnd, EsMboStoreMatchesTheCpuBackend) {
       " --threads 4";
   for (const std::string mode : {"stride", "real"}) {
     nlohmann::json eval[2];
+    std::vector<std::vector<double>> pred[2];
     std::vector<nlohmann::json> epochs[2];
     int i = 0;
     for (const std::string device : {"cpu", "cuda"}) {
@@ -55,6 +73,12 @@ TEST(GpuEndToEnd, EsMboStoreMatchesTheCpuBackend) {
                        device + " --out " + run + "/eval.json");
       ASSERT_EQ(e.exit_code, 0) << e.output;
       eval[i] = nlohmann::json::parse(*read_file(run + "/eval.json"));
+      // fxt predict: every snapshot of the store through its own window (on the GPU through
+      // gpu::WindowScorer, score_inference's device path).
+      auto p = run_fxt("predict -q --checkpoint " + run + "/last.ckpt --store " + dir +
+                       "/es --threads 4 --device " + device + " --out " + run + "/pred.csv");
+      ASSERT_EQ(p.exit_code, 0) << p.output;
+      pred[i] = csv_rows(run + "/pred.csv");
       ++i;
     }
     for (int ep = 0; ep < 2; ++ep) {
@@ -64,6 +88,15 @@ TEST(GpuEndToEnd, EsMboStoreMatchesTheCpuBackend) {
       EXPECT_NEAR(tg, tc, 1e-3 * std::abs(tc)) << mode << " epoch " << ep + 1;
     }
     EXPECT_EQ(eval[0]["rows"], eval[1]["rows"]);
+    ASSERT_EQ(pred[0].size(), pred[1].size());
+    ASSERT_GT(pred[0].size(), 40000u);  // 47,023 snapshots, one row each
+    double worst = 0.0;
+    for (size_t r = 0; r < pred[0].size(); ++r) {
+      ASSERT_EQ(pred[0][r].size(), 3u);
+      ASSERT_EQ(pred[0][r][0], pred[1][r][0]);  // the same timestamp
+      for (size_t h = 1; h < 3; ++h) worst = std::max(worst, std::abs(pred[0][r][h] - pred[1][r][h]));
+    }
+    EXPECT_LT(worst, 1e-4) << mode << ": largest |p_cuda - p_cpu| over every snapshot";
     for (const std::string who : {"model", "logreg"}) {
       for (size_t h = 0; h < 2; ++h) {
         const auto& c = who == "model" ? eval[0][who]["horizons"][h]

@@ -31,6 +31,12 @@ using test::run_fxt;
 
 // ---- the chart mechanism and the HTML helpers ---------------------------------------------------
 
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
 TEST(ReportChart, NiceTicks) {
   EXPECT_EQ(report::nice_ticks(0, 1, 5),
             (std::vector<double>{0, 0.2, 0.4, 0.6000000000000001, 0.8, 1}));
@@ -119,6 +125,68 @@ TEST(ReportChart, TimeAxisCollapsesStretchesWithoutData) {
   c.series[0] = report::make_series("equity", std::vector<double>(x.begin() + 1, x.end()),
                                     std::vector<double>(y.begin() + 1, y.end()));
   EXPECT_EQ(report::render_chart(c).find("fxt-axis-break"), std::string::npos);
+}
+
+// Zoom without a script: one radio control per chart (1x checked) and one native rendering per
+// factor, each Z times as wide with the same height and finer time ticks.
+TEST(ReportChart, ZoomableChartHasOneControlAndOneRenderingPerFactor) {
+  report::ChartSpec c;
+  c.id = "z1";
+  c.x_axis = report::XAxis::kTimeNs;
+  const double t0 = 1'704'205'800e9;  // 2024-01-02 14:30:00 UTC, one hour of points
+  std::vector<double> x, y;
+  for (int k = 0; k <= 60; ++k) {
+    x.push_back(t0 + k * 60e9);
+    y.push_back(k % 7);
+  }
+  c.series.push_back(report::make_series("equity", x, y));
+  const std::string html = report::render_zoomable_chart(c);
+  EXPECT_EQ(html, report::render_zoomable_chart(c));  // deterministic
+  EXPECT_EQ(html.rfind("<div class=\"fxt-zoom\" id=\"z1-zoom\"><span class=\"fxt-zoom-title\">"
+                       "zoom</span><input type=\"radio\" class=\"fxt-zoom-in fxt-zoom-1\" "
+                       "name=\"z1-zoom\" id=\"z1-zoom-1\" checked><label for=\"z1-zoom-1\">"
+                       "1\u00d7</label><input type=\"radio\" class=\"fxt-zoom-in fxt-zoom-2\" "
+                       "name=\"z1-zoom\" id=\"z1-zoom-2\"><label for=\"z1-zoom-2\">2\u00d7</label>",
+                       0),
+            0u)
+      << html.substr(0, 400);
+  EXPECT_EQ(count_of(html, "type=\"radio\""), 5u);
+  EXPECT_EQ(count_of(html, "name=\"z1-zoom\""), 5u);
+  EXPECT_EQ(count_of(html, " checked>"), 1u);
+  EXPECT_EQ(count_of(html, "class=\"fxt-zoom-view "), 5u);
+  EXPECT_EQ(count_of(html, "<svg "), 5u);
+  const char* ids[] = {"z1", "z1-x2", "z1-x4", "z1-x8", "z1-x16"};
+  const int widths[] = {580, 1160, 2320, 4640, 9280};
+  std::vector<std::string> levels;
+  for (int i = 0; i < 5; ++i) {
+    const int z = report::kZoomFactors[i];
+    EXPECT_NE(html.find(fmt::format("<label for=\"z1-zoom-{}\">{}\u00d7</label>", z, z)),
+              std::string::npos);
+    const std::string lead = fmt::format(
+        "<div class=\"fxt-zoom-view fxt-zoom-view-{}\"><svg class=\"fxt-chart\" id=\"{}\"{} "
+        "viewBox=\"0 0 {} 300\" width=\"{}\" height=\"300\"",
+        z, ids[i], z == 1 ? "" : fmt::format(" data-zoom=\"{}\"", z), widths[i], widths[i]);
+    const size_t at = html.find(lead);
+    ASSERT_NE(at, std::string::npos) << lead;
+    levels.push_back(html.substr(at, html.find("</svg>", at) - at));
+    EXPECT_NE(levels.back().find("clip-path=\"url(#" + std::string(ids[i]) + "-clip)\""),
+              std::string::npos);
+  }
+  // Ticks every 10 minutes at 1x (about one per 84 px of plot), every minute at 16x.
+  EXPECT_NE(levels[0].find(">14:40<"), std::string::npos);
+  EXPECT_EQ(levels[0].find(">14:31<"), std::string::npos);
+  EXPECT_NE(levels[4].find(">14:31<"), std::string::npos);
+  EXPECT_NE(levels[4].find(">15:29<"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("http"), std::string::npos);
+  // The stylesheet shows the checked factor's view and lets it scroll.
+  const std::string css = report::zoom_css();
+  EXPECT_NE(css.find(".fxt-zoom-view{display:none;overflow-x:auto;max-width:100%}"),
+            std::string::npos);
+  for (int z : report::kZoomFactors) {
+    EXPECT_NE(css.find(fmt::format(".fxt-zoom-{}:checked~.fxt-zoom-view-{}", z, z)),
+              std::string::npos);
+  }
 }
 
 TEST(ReportChart, BarsWithErrorBars) {
@@ -229,6 +297,20 @@ std::vector<std::string> expected_ids() {
   return ids;
 }
 
+// The zoom controls of that report: every chart with a time or epoch x axis, nothing else.
+std::vector<std::string> expected_zoom_ids() {
+  std::vector<std::string> ids;
+  for (const char* n : {"loss", "val-auc", "sigma", "lambda"}) {
+    ids.push_back(std::string("sec1-") + n + "-zoom");
+  }
+  for (const char* sec : {"sec3-", "sec4-"}) {
+    for (const char* n : {"equity", "drawdown", "position", "fills"}) {
+      ids.push_back(sec + std::string(n) + "-zoom");
+    }
+  }
+  return ids;
+}
+
 // Every id="..." of the charts and tables in an HTML text.
 // The quoted value that follows each occurrence of `lead` (which ends with an opening quote).
 std::vector<std::string> values_after(const std::string& text, const std::string& lead) {
@@ -247,12 +329,6 @@ std::set<std::string> chart_and_table_ids(const std::string& html) {
     for (std::string& id : values_after(html, lead)) ids.insert(std::move(id));
   }
   return ids;
-}
-
-size_t count_of(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
-  return n;
 }
 
 void expect_self_contained(const std::string& html) {
@@ -282,6 +358,14 @@ TEST(Report, FromTrainEvalAndBacktestRuns) {
   for (const char* kind : {"train", "eval", "backtest", "cv"}) {
     EXPECT_NE(html.find(std::string("data-kind=\"") + kind + "\""), std::string::npos) << kind;
   }
+  // One zoom control per time or epoch chart (five factors each), none on bars or folds.
+  const std::vector<std::string> zooms = values_after(html, "<div class=\"fxt-zoom\" id=\""),
+                                 want_zooms = expected_zoom_ids();
+  EXPECT_EQ(std::set<std::string>(zooms.begin(), zooms.end()),
+            std::set<std::string>(want_zooms.begin(), want_zooms.end()));
+  EXPECT_EQ(zooms.size(), want_zooms.size());
+  EXPECT_EQ(count_of(html, "<input type=\"radio\""), 5 * zooms.size());
+  EXPECT_EQ(count_of(html, "data-zoom=\""), 4 * zooms.size());
 
   // Concrete values: the eval table shows the model's mean AUC, the epochs table one row per
   // metrics.jsonl line, the band table the spread of total PnL from stats.json.
@@ -346,6 +430,21 @@ TEST(Report, LongSeriesAreThinned) {
     ++series;
   }
   EXPECT_GE(series, 3u + 3u + 1u + 3u);  // equity, drawdown, position, fills (mid, buys, sells)
+}
+
+// The RL learning curve (x = environment steps) zooms too; a cartpole run of 300 steps.
+TEST(Report, RlLearningCurveIsZoomable) {
+  const std::string dir = test::scratch_dir();
+  auto r = run_fxt("-q rl train --steps 300 --learning-starts 50 --batch 16 --hidden 8 "
+                   "--eval-every 100 --eval-episodes 2 --out " + dir + "/rl");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_fxt("-q report " + dir + "/rl --out " + dir + "/rl.html");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string html = read_text(dir + "/rl.html");
+  expect_self_contained(html);
+  EXPECT_EQ(values_after(html, "<div class=\"fxt-zoom\" id=\""),
+            std::vector<std::string>{"sec1-rl-curve-zoom"});
+  EXPECT_EQ(count_of(html, "name=\"sec1-rl-curve-zoom\""), 5u);
 }
 
 TEST(Report, BadInputIsOneLineAndWritesNothing) {
@@ -544,11 +643,71 @@ void check_in_chromium(const std::string& chromium, const std::string& html_path
   EXPECT_EQ(count_of(dom, "<table class=\"fxt-table\""),
             count_of(html, "<table class=\"fxt-table\""));
   EXPECT_EQ(dom_ids, chart_and_table_ids(html));
+  // The zoom controls: every one in the DOM with its five radios.
+  EXPECT_EQ(values_after(dom, "<div class=\"fxt-zoom\" id=\""),
+            values_after(html, "<div class=\"fxt-zoom\" id=\""));
+  EXPECT_EQ(count_of(dom, "<input type=\"radio\""), count_of(html, "<input type=\"radio\""));
   // The verdict lines (docs/BASELINES.md) are in the rendered page, one per horizon.
   EXPECT_EQ(count_of(dom, "<li class=\"fxt-verdict fxt-verdict-"),
             count_of(html, "<li class=\"fxt-verdict fxt-verdict-"));
   EXPECT_EQ(count_of(dom, "model beats the best baseline ("),
             count_of(html, "<li class=\"fxt-verdict fxt-verdict-"));
+}
+
+// The horizontal extent (first to last column) of the palette's first colour in a screenshot.
+size_t blue_extent(const Png& png) {
+  size_t lo = png.width, hi = 0;
+  const size_t ch = static_cast<size_t>(png.channels);
+  for (size_t y = 0; y < png.height; ++y) {
+    for (size_t x = 0; x < png.width; ++x) {
+      const uint8_t* p = &png.pixels[(y * png.width + x) * ch];
+      if (p[0] == 0x4e && p[1] == 0x79 && p[2] == 0xa7) {
+        lo = std::min(lo, x);
+        hi = std::max(hi, x);
+      }
+    }
+  }
+  return hi >= lo ? hi - lo + 1 : 0;
+}
+
+// A test-only page with one zoomable chart of a report (the report's stylesheet, the chart's
+// figure) is rendered as written (1x checked) and with the 4x radio checked instead: the
+// chart's drawn width grows (its first series is drawn in the palette's first colour).
+void check_zoom_in_chromium(const std::string& chromium, const std::string& html_path,
+                            const std::string& chart_id) {
+  const std::string html = read_text(html_path);
+  const size_t body = html.find("<body>");
+  const size_t zoom = html.find("<div class=\"fxt-zoom\" id=\"" + chart_id + "-zoom\"");
+  ASSERT_NE(body, std::string::npos);
+  ASSERT_NE(zoom, std::string::npos) << chart_id;
+  const size_t fig = html.rfind("<figure", zoom), end = html.find("</figure>", zoom);
+  const std::string page = html.substr(0, body + 6) + html.substr(fig, end + 9 - fig) +
+                           "\n</body>\n</html>\n";
+  const std::string one = " id=\"" + chart_id + "-zoom-1\" checked>",
+                    four = " id=\"" + chart_id + "-zoom-4\">";
+  ASSERT_EQ(count_of(page, one), 1u);
+  ASSERT_EQ(count_of(page, four), 1u);
+  std::string zoomed = page;
+  zoomed.replace(zoomed.find(one), one.size(), " id=\"" + chart_id + "-zoom-1\">");
+  zoomed.replace(zoomed.find(four), four.size(), " id=\"" + chart_id + "-zoom-4\" checked>");
+  const std::string dir = fs::path(html_path).parent_path().string();
+  size_t extent[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    const std::string name = dir + "/zoom-" + std::to_string(i);
+    ASSERT_TRUE(write_file_atomic(name + ".html", i == 0 ? page : zoomed).ok());
+    capture("timeout 120 " + chromium + chromium_flags(dir + "/chromium-profile") +
+            " --window-size=1280,600 --screenshot=" + name + ".png file://" +
+            fs::absolute(name + ".html").string());
+    Png png;
+    ASSERT_EQ(decode_png(read_text(name + ".png"), &png), "") << name;
+    extent[i] = blue_extent(png);
+  }
+  std::printf("%s drawn %zu px wide at 1x, %zu px at 4x\n", chart_id.c_str(), extent[0],
+              extent[1]);
+  // 1x: the plot of a 580-px chart (about 500 px); 4x: the figure takes the page's width.
+  EXPECT_GT(extent[0], 400u);
+  EXPECT_LT(extent[0], 580u);
+  EXPECT_GT(extent[1], 2 * extent[0]);
 }
 
 TEST(ReportChromium, RendersEveryChartAndTable) {
@@ -562,6 +721,7 @@ TEST(ReportChromium, RendersEveryChartAndTable) {
                    f.cv + " --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   check_in_chromium(chromium, out, expected_ids());
+  check_zoom_in_chromium(chromium, out, "sec3-equity");
   // Two horizons in the evaluation and two in the CV: four verdict lines.
   EXPECT_EQ(count_of(read_text(out), "<li class=\"fxt-verdict fxt-verdict-"), 4u);
 }

@@ -1,4 +1,6 @@
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -178,6 +180,56 @@ TEST(MarketMaking, CarteaJaimungalBeatsAsOnItsCriterion) {
   flat.alpha = 0;
   CarteaJaimungalAgent zero(flat);
   EXPECT_NEAR(1 / flat.market.k + zero.h(190, 0) - zero.h(190, 1), 1 / flat.market.k, 1e-9);
+}
+
+TEST(MarketMaking, StepByHand) {
+  // σ = 0 (Δs = 0), Δt = 0.5; bid depth −1 fills surely (A·Δt·e^{1.5} > 1), ask depth 50 never
+  // (A·Δt·e^{−75} ≈ 3e−31); the bound max_inventory = 1 then stops the bid being quoted at all.
+  MarketMakingParams p;
+  p.market.sigma = 0;
+  p.market.steps = 2;
+  p.max_inventory = 1;
+  MarketMakingEnv env(p, 1);
+  std::vector<float> obs(2);
+  env.reset(3, obs);
+  StepResult out;
+  const std::vector<double> bid = {-1.0}, ask = {50.0};
+  env.step_depths(bid, ask, &out);
+  EXPECT_EQ(env.inventory(0), 1.0);
+  EXPECT_FLOAT_EQ(out.reward[0], static_cast<float>(-1.0 - 0.5 * 1 * 0.5));  // δ_b − φq'²Δt
+  EXPECT_FLOAT_EQ(out.next_obs[0], 0.5f);
+  EXPECT_FLOAT_EQ(out.next_obs[1], 1.0f);
+  EXPECT_EQ(out.terminated[0], 0);
+  env.step_depths(bid, ask, &out);  // at the bound: no bid, no fill; − φq²Δt − αq_T²
+  EXPECT_EQ(env.inventory(0), 1.0);
+  EXPECT_FLOAT_EQ(out.reward[0], static_cast<float>(-0.5 * 0.5 - 0.5));
+  EXPECT_EQ(out.terminated[0], 1);
+}
+
+TEST(EnvLanes, NormalDrawIsTheModelMarkets) {
+  // Rng::normal (compiled for host and device) is sim::standard_normal, bit for bit.
+  Rng a(5), b(5);
+  for (int i = 0; i < 100000; ++i) {
+    const double x = a.normal(), y = sim::standard_normal(b);
+    ASSERT_EQ(std::memcmp(&x, &y, sizeof x), 0) << i;
+  }
+}
+
+TEST(EnvLanes, FillDrawIsTheModelMarkets) {
+  // market_making_fills (host and device) is sim::model_market_fills: same fills, same draws.
+  MarketMakingParams p;
+  const MarketMakingDynamics d = market_making_dynamics(p);
+  Rng depths(9), a(21), b(21);
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < 20000; ++i) {
+    const double db = i % 97 == 0 ? inf : depths.uniform_real(-1, 3);
+    const double da = i % 89 == 0 ? inf : depths.uniform_real(-1, 3);
+    const MarketMakingFills f = market_making_fills(d, db, da, &a);
+    const sim::ModelMarketFills g = sim::model_market_fills(p.market, db, da, b);
+    ASSERT_EQ(f.bid, g.bid) << i;
+    ASSERT_EQ(f.ask, g.ask) << i;
+  }
+  EXPECT_EQ(a.next(), b.next());
 }
 
 TEST(Env, BadReferenceIsAUsageError) {

@@ -152,9 +152,17 @@ TEST(Sweep, CommandRejectsBadGridsWithOneLine) {
                           "(see docs/BACKTEST.md)\n");
   ASSERT_TRUE(write_file_atomic(dir + "/ok.toml", "[grid]\ngamma = [0.1]\n").ok());
   r = fxt::test::run_fxt("backtest -q --store " + store + " --strategy mm --sweep " + dir +
-                         "/ok.toml --device cuda --out " + dir + "/o");
+                         "/ok.toml --device tpu --out " + dir + "/o");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("--device cuda"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output, "fxt: error: --device must be cpu or cuda (got 'tpu')\n");
+  // What the GPU lanes do not have is refused whether or not a GPU is present.
+  ASSERT_TRUE(write_file_atomic(dir + "/twap.toml", "[grid]\nqty = [2, 4]\n").ok());
+  r = fxt::test::run_fxt("backtest -q --store " + store + " --strategy twap --sweep " + dir +
+                         "/twap.toml --device cuda --out " + dir + "/o");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.output, "fxt: error: " + dir +
+                          "/twap.toml:1: lane 0: --device cuda: strategy twap is not on the GPU "
+                          "yet (mm is); use --device cpu\n");
 }
 
 }  // namespace

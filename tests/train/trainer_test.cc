@@ -3,6 +3,7 @@
 // the prediction CSV.
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -267,6 +268,59 @@ TEST_F(TrainerTest, EvaluateScoresModelBaselineAndBaseRateOnTheSameRows) {
   EvalOptions bad;
   bad.expect_horizons = {10, 20};
   EXPECT_EQ(evaluate(run + "/best.ckpt", {}, bad).status().code(), StatusCode::kUsage);
+}
+
+// docs/MODEL.md "Logistic fallback": each epoch's line names the horizons whose logistic start
+// validates better than the trained head (from the start's values in the checkpoint), the
+// selection value is the composed model's, and in best.ckpt those heads are the logistic: on the
+// test rows their AUC is the logistic baseline's (the same fit, float against double scores).
+TEST_F(TrainerTest, LogisticFallbackPutsTheStartBackWhereItValidatesBetter) {
+  const std::string run = test::scratch_dir() + "/run";
+  TrainConfig c = small_config();
+  c.lr = 3e-3;  // training that hurts some horizon on validation, so the fallback acts
+  ASSERT_TRUE(train(c, {store()}, run).ok());
+  auto last = read_checkpoint(run + "/last.ckpt");
+  ASSERT_TRUE(last.ok());
+  const std::vector<double> start = last->meta["logistic_start"]["val"].get<std::vector<double>>();
+  ASSERT_EQ(start.size(), 2u);
+  for (const std::string& l : lines(run + "/metrics.jsonl")) {
+    const auto j = nlohmann::json::parse(l);
+    double composed = 0.0;
+    std::vector<int> expect;
+    for (size_t h = 0; h < 2; ++h) {
+      const double t = j["val_loss_h"][h].get<double>();
+      if (start[h] < t) expect.push_back(c.horizons[h]);
+      composed += std::min(start[h], t) / 2;
+    }
+    EXPECT_EQ(j["logistic_heads"].get<std::vector<int>>(), expect) << l;
+    EXPECT_NEAR(j["selection_value"].get<double>(), composed, 1e-12) << l;
+  }
+  auto best = read_checkpoint(run + "/best.ckpt");
+  ASSERT_TRUE(best.ok());
+  const auto heads = best->meta["logistic_heads"].get<std::vector<int>>();
+  ASSERT_FALSE(heads.empty()) << "this seed and lr must exercise the fallback";
+  const auto run_json = nlohmann::json::parse(bytes(run + "/run.json"));
+  EXPECT_EQ(run_json["logistic_heads"].get<std::vector<int>>(), heads);
+  EvalOptions o;
+  o.bootstrap = 0;
+  auto j = evaluate(run + "/best.ckpt", {}, o);
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  for (size_t h = 0; h < 2; ++h) {
+    const double model_auc = (*j)["model"]["horizons"][h]["auc"];
+    const double logistic_auc = (*j)["baselines"]["logreg"]["horizons"][h]["auc"];
+    if (std::find(heads.begin(), heads.end(), c.horizons[h]) != heads.end()) {
+      EXPECT_NEAR(model_auc, logistic_auc, 2e-4) << "h" << c.horizons[h];
+    }
+  }
+  // Off: no start, no per-epoch choice, best.ckpt is the trained model.
+  c.logistic_fallback = false;
+  const std::string off = test::scratch_dir() + "/off";
+  ASSERT_TRUE(train(c, {store()}, off).ok());
+  auto off_best = read_checkpoint(off + "/best.ckpt");
+  ASSERT_TRUE(off_best.ok());
+  EXPECT_FALSE(off_best->meta.contains("logistic_start"));
+  EXPECT_FALSE(off_best->meta.contains("logistic_heads"));
+  EXPECT_FALSE(nlohmann::json::parse(lines(off + "/metrics.jsonl")[0]).contains("logistic_heads"));
 }
 
 TEST_F(TrainerTest, LogRegModelTrainsAndEvaluates) {

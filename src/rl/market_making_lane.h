@@ -1,0 +1,109 @@
+// One market-making lane (rl/market_making.h) as FXT_HD functions, shared by MarketMakingEnv and
+// its GPU lanes: the model market's fill draw, the mid move and the reward. Fill probabilities
+// go through exp and the mid move through a normal draw (log): on the device these may differ
+// from glibc's in the last bit; everything else is + − × ÷ and comparisons on doubles.
+// C++17-clean: included by .cu files.
+#pragma once
+
+#include <math.h>
+
+#include "core/host_device.h"
+#include "core/random.h"
+#include "rl/env_lane.h"
+
+namespace fxt::rl {
+
+// MarketMakingParams reduced to what a step needs, with A·Δt, Δt and σ·sqrt(Δt) computed once on
+// the host (market_making_dynamics() in rl/market_making.h).
+struct MarketMakingDynamics {
+  double arrival_prob = 0;  // A·Δt, computed as sim::model_market_fills does
+  double k = 0;             // fill-probability decay per currency unit of depth
+  double dt = 0;            // T / steps
+  double mid_sd = 0;        // σ·sqrt(Δt)
+  double phi = 0, alpha = 0;
+  double max_inventory = 0;
+  double s0 = 0, q0 = 0;
+  int steps = 0;
+  int num_depths = 0;
+  double min_depth = 0, max_depth = 0;
+  // Depth of grid point i: min_depth + (max_depth − min_depth)·i/(num_depths − 1).
+  FXT_HD double depth(int i) const {
+    return min_depth + (max_depth - min_depth) * i / (num_depths - 1);
+  }
+  // Action a quotes bid depth(a / num_depths) and ask depth(a % num_depths).
+  FXT_HD int num_actions() const { return num_depths * num_depths; }
+};
+
+struct MarketMakingLane {
+  static constexpr int kObsDim = 2;
+  double q = 0, s = 0;  // inventory (units), mid (currency)
+  int k = 0;            // steps taken in this episode
+  Rng mid_rng{0};       // lane_seed(seed, lane, 0): sim::simulate_model_market's path streams
+  Rng fill_rng{0};      // lane_seed(seed, lane, 1)
+};
+
+// The model market's fill check (sim::model_market_fills, the same draws in the same order):
+// each side fills with probability min(1, A·Δt·e^{−k·depth}), bid then ask; a side at infinite
+// depth never fills but still consumes its draw.
+struct MarketMakingFills {
+  bool bid = false, ask = false;
+};
+FXT_HD inline MarketMakingFills market_making_fills(const MarketMakingDynamics& d, double bid_depth,
+                                                    double ask_depth, Rng* fill_rng) {
+  const double bid_raw = d.arrival_prob * exp(-d.k * bid_depth);
+  const double ask_raw = d.arrival_prob * exp(-d.k * ask_depth);
+  const double bid_prob = bid_raw < 1.0 ? bid_raw : 1.0;  // std::min(1.0, raw)
+  const double ask_prob = ask_raw < 1.0 ? ask_raw : 1.0;
+  MarketMakingFills f;
+  f.bid = fill_rng->unit() < bid_prob;
+  f.ask = fill_rng->unit() < ask_prob;
+  return f;
+}
+
+// Seeds lane i of an env reset with `seed`: the streams of sim::simulate_model_market's path i.
+FXT_HD inline void market_making_seed(MarketMakingLane* lane, uint64_t seed, uint64_t i) {
+  lane->mid_rng = Rng(lane_seed(seed, i, 0));
+  lane->fill_rng = Rng(lane_seed(seed, i, 1));
+}
+
+FXT_HD inline void market_making_start(const MarketMakingDynamics& d, MarketMakingLane* lane) {
+  lane->q = d.q0;
+  lane->s = d.s0;
+  lane->k = 0;
+}
+
+// Observation (t/T, q/max_inventory).
+FXT_HD inline void market_making_obs(const MarketMakingDynamics& d, const MarketMakingLane& lane,
+                                     float* obs) {
+  obs[0] = static_cast<float>(lane.k) / static_cast<float>(d.steps);
+  obs[1] = static_cast<float>(lane.q / d.max_inventory);
+}
+
+// One step quoting at depths (any values: the closed-form agents quote off the grid). At an
+// inventory bound the side that would cross it is not quoted (infinite depth).
+//   reward = δ_b·1{bid} + δ_a·1{ask} + q'·(s' − s) − φ·q'²·Δt, and − α·q_T² on the last step.
+FXT_HD inline LaneStep market_making_step(const MarketMakingDynamics& d, MarketMakingLane* lane,
+                                          double bid_depth, double ask_depth) {
+  const double db = lane->q >= d.max_inventory ? HUGE_VAL : bid_depth;
+  const double da = lane->q <= -d.max_inventory ? HUGE_VAL : ask_depth;
+  const MarketMakingFills fills = market_making_fills(d, db, da, &lane->fill_rng);
+  LaneStep r;
+  if (fills.bid) lane->q += 1, r.reward += db;
+  if (fills.ask) lane->q -= 1, r.reward += da;
+  const double ds = d.mid_sd * lane->mid_rng.normal();
+  lane->s += ds;
+  r.reward += lane->q * ds - d.phi * lane->q * lane->q * d.dt;
+  ++lane->k;
+  r.terminated = lane->k >= d.steps;
+  if (r.terminated) r.reward -= d.alpha * lane->q * lane->q;
+  return r;
+}
+
+// The step of grid action `action`: bid depth(action / num_depths), ask depth(action % num_depths).
+FXT_HD inline LaneStep market_making_step_action(const MarketMakingDynamics& d,
+                                                 MarketMakingLane* lane, int action) {
+  return market_making_step(d, lane, d.depth(action / d.num_depths),
+                            d.depth(action % d.num_depths));
+}
+
+}  // namespace fxt::rl

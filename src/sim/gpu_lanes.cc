@@ -1,0 +1,381 @@
+#include "sim/gpu_lanes.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "core/progress.h"
+#include "sim/engine.h"
+#include "sim/latency.h"
+#include "sim/strategy_mm.h"
+
+#if defined(FXT_HAVE_CUDA)
+#include "gpu/runtime.h"
+#endif
+
+namespace fxt::sim {
+
+static_assert(static_cast<uint8_t>(OrderType::kPostOnly) == kLanePostOnly);
+static_assert(static_cast<uint8_t>(OrderState::kPending) == kLanePending);
+static_assert(static_cast<uint8_t>(OrderState::kOpen) == kLaneOpen);
+static_assert(static_cast<uint8_t>(OrderState::kFilled) == kLaneFilled);
+static_assert(static_cast<uint8_t>(OrderState::kCanceled) == kLaneCanceled);
+static_assert(static_cast<uint8_t>(OrderState::kRejected) == kLaneRejected);
+static_assert(static_cast<uint8_t>(AckKind::kAccepted) == kLaneAccepted);
+static_assert(static_cast<uint8_t>(AckKind::kRejected) == kLaneAckRejected);
+static_assert(static_cast<uint8_t>(AckKind::kCanceled) == kLaneAckCanceled);
+static_assert(static_cast<uint8_t>(AckKind::kModified) == kLaneModified);
+
+LaneStreamData build_lane_stream(const LaneMarket& market) {
+  LaneStreamData d;
+  size_t rows = 0;
+  for (const StoreReader& r : market.stores) rows += r.size();
+  d.items.reserve(market.events);
+  d.bid_px.resize(rows * kBookLevels);
+  d.ask_px.resize(rows * kBookLevels);
+  d.bid_sz.resize(rows * kBookLevels);
+  d.ask_sz.resize(rows * kBookLevels);
+  d.flags.resize(rows);
+  int64_t t = kLaneMinTime;  // the engine's exchange time: monotone over every store
+  double mid = 0;            // Exchange::mid_: the last two-sided mid
+  size_t offset = 0;
+  const SignalSeries* signal = market.inputs.signal.get();
+  for (uint32_t k = 0; k < market.stores.size(); ++k) {
+    const StoreReader& r = market.stores[k];
+    d.session_start.push_back(market.inputs.sessions[k].start_ns);
+    d.session_end.push_back(market.inputs.sessions[k].end_ns);
+    for (uint64_t i = 0; i < r.size(); ++i) {
+      const size_t g = (offset + i) * kBookLevels;
+      std::memcpy(&d.bid_px[g], r.bid_px.row(i), kBookLevels * sizeof(int64_t));
+      std::memcpy(&d.ask_px[g], r.ask_px.row(i), kBookLevels * sizeof(int64_t));
+      std::memcpy(&d.bid_sz[g], r.bid_sz.row(i), kBookLevels * sizeof(double));
+      std::memcpy(&d.ask_sz[g], r.ask_sz.row(i), kBookLevels * sizeof(double));
+      d.flags[offset + i] = r.flags[i];
+    }
+    int64_t last_book = -1;
+    bool first = true;
+    walk_market_rows(r, /*l3=*/false, [&](MarketRowKind kind, uint64_t i, int64_t ts) {
+      LaneItem it;
+      t = std::max(ts, t);
+      it.t = t;
+      it.store = k;
+      it.session_start = first ? 1 : 0;
+      first = false;
+      if (kind == MarketRowKind::kTrade) {
+        it.kind = kLaneTrade;
+        it.px = r.trade_px[i];
+        it.sz = r.trade_sz[i];
+        it.side = r.trade_side[i];
+        it.snapshot = r.trade_snapshot[i];
+        it.book_row = last_book;
+      } else {
+        it.kind = kLaneSnapshot;
+        it.snapshot = i;
+        last_book = static_cast<int64_t>(offset + i);
+        it.book_row = last_book;
+        bool two_sided = false;
+        const double m = touch_mid(r.bid_px.row(i)[0], r.bid_sz.row(i)[0], r.ask_px.row(i)[0],
+                                   r.ask_sz.row(i)[0], &two_sided);
+        if (two_sided) mid = m;
+        if (signal != nullptr) it.p = signal->at(k, i);
+      }
+      it.mid = mid;
+      d.items.push_back(it);
+    });
+    offset += r.size();
+  }
+  return d;
+}
+
+Result<LaneConfig> gpu_lane_config(const LaneMarket& market, const Lane& lane) {
+  if (lane.strategy != "mm") {
+    return UsageError("--device cuda: strategy {} is not on the GPU yet (mm is); use --device cpu",
+                      lane.strategy);
+  }
+  if (lane.sim.use_l3) {
+    for (const StoreReader& r : market.stores) {
+      if (r.event_count() > 0) {
+        return UsageError(
+            "--device cuda: L3 FIFO queues of MBO stores are not on the GPU yet; set l2 = true "
+            "(L2 queue estimates) or use --device cpu");
+      }
+    }
+  }
+  if (lane.sim.instrument.multiplier <= 0)
+    return UsageError("instrument multiplier must be > 0, got {}", lane.sim.instrument.multiplier);
+  if (lane.sim.equity_interval_ns < 0)
+    return UsageError("equity interval must be >= 0 ns, got {}", lane.sim.equity_interval_ns);
+  FXT_RETURN_IF_ERROR(LatencyModel::create(lane.sim.latency).status());
+  FXT_ASSIGN_OR_RETURN(StrategyParams params, StrategyParams::parse(lane.params));
+  FXT_ASSIGN_OR_RETURN(StrategyFactory f,
+                       make_strategy_factory(lane.strategy, std::move(params), market.inputs));
+  FXT_ASSIGN_OR_RETURN(MarketMakerConfig mm, MarketMakerConfig::from_json(f.config));
+  LaneConfig c;
+  c.mm = mm_params(mm);
+  c.has_signal = market.inputs.signal != nullptr;
+  c.fees = lane.sim.fees;
+  c.queue = lane.sim.queue;
+  c.feed_ns = lane.sim.latency.feed_ns;
+  c.entry_ns = lane.sim.latency.entry_ns;
+  c.response_ns = lane.sim.latency.response_ns;
+  c.equity_interval_ns = lane.sim.equity_interval_ns;
+  c.multiplier = lane.sim.instrument.multiplier;
+  // run_backtest_on's rule: the store's tick unless the config names one.
+  c.tick_px = lane.sim.instrument.tick_px;
+  if (c.tick_px == 1 && market.stores.front().tick_px() > 0)
+    c.tick_px = market.stores.front().tick_px();
+  return c;
+}
+
+bool gpu_lanes_available() {
+#if defined(FXT_HAVE_CUDA)
+  return gpu::cuda_available();
+#else
+  return false;
+#endif
+}
+
+void run_lane_batch_host(const LaneStreamData& stream, LaneBatch* b, int threads,
+                         const LaneChunkCallback& on_chunk) {
+  const size_t n = b->configs.size();
+  b->states.assign(n, LaneState());
+  const bool capture = b->fill_cap > 0;
+  if (capture) {
+    b->fills.assign(n * b->fill_cap, LaneFillRow());
+    b->equity.assign(n * b->equity_cap, LaneEquityRow());
+    b->orders.assign(n * b->order_cap, LaneOrderRow());
+  }
+  const LaneStream view = stream.view();
+  std::atomic<size_t> next{0};
+  std::mutex mutex;
+  auto worker = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      LaneCapture cap;
+      if (capture) {
+        cap.fills = &b->fills[i * b->fill_cap];
+        cap.equity = &b->equity[i * b->equity_cap];
+        cap.orders = &b->orders[i * b->order_cap];
+        cap.fill_cap = b->fill_cap;
+        cap.equity_cap = b->equity_cap;
+        cap.order_cap = b->order_cap;
+      }
+      LaneSim sim(view, b->configs[i], &b->states[i], cap);
+      sim.advance(view.n);
+      if (on_chunk) {
+        std::lock_guard<std::mutex> lock(mutex);
+        on_chunk(view.n);
+      }
+    }
+  };
+  const size_t n_threads = std::min(n, static_cast<size_t>(std::max(threads, 1)));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < n_threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+}
+
+namespace {
+
+// Equity rows the market alone samples (no fills) at this interval: the capacity's base.
+uint64_t market_equity_rows(const LaneStreamData& d, int64_t interval) {
+  uint64_t rows = 0;
+  int64_t last = 0;
+  for (const LaneItem& it : d.items) {
+    if (rows == 0 || it.t - last >= interval) {
+      ++rows;
+      last = it.t;
+    }
+  }
+  return rows;
+}
+
+// Lane i's rows as the BacktestResult the CPU engine would have produced.
+BacktestResult lane_result(const LaneBatch& b, size_t i) {
+  const LaneState& st = b.states[i];
+  const LaneConfig& c = b.configs[i];
+  BacktestResult r;
+  r.instrument.tick_px = c.tick_px;
+  r.instrument.multiplier = c.multiplier;
+  r.fees_paid = st.fees_paid;
+  r.events = st.events;
+  r.orders.reserve(st.orders);
+  for (uint64_t k = 0; k < st.orders; ++k) {
+    const LaneOrderRow& o = b.orders[i * b.order_cap + k];
+    OrderRecord rec;
+    rec.order_id = k + 1;
+    rec.sent_ns = o.sent_ns;
+    rec.arrive_ns = o.arrive_ns;
+    rec.done_ns = o.done_ns;
+    rec.side = o.side > 0 ? Side::kBuy : Side::kSell;
+    rec.type = static_cast<OrderType>(o.type);
+    rec.px = o.px;
+    rec.qty = o.qty;
+    rec.filled_qty = o.filled_qty;
+    rec.avg_fill_px = o.avg_fill_px;
+    rec.state = static_cast<OrderState>(o.state);
+    r.orders.push_back(rec);
+  }
+  r.fills.reserve(st.fills);
+  for (uint64_t k = 0; k < st.fills; ++k) {
+    const LaneFillRow& f = b.fills[i * b.fill_cap + k];
+    Fill fill;
+    fill.ts_ns = f.ts_ns;
+    fill.order_id = f.order_id;
+    fill.side = f.side > 0 ? Side::kBuy : Side::kSell;
+    fill.px = f.px;
+    fill.qty = f.qty;
+    fill.fee = f.fee;
+    fill.maker = f.maker != 0;
+    r.fills.push_back(fill);
+  }
+  r.equity.reserve(st.equity_rows);
+  for (uint64_t k = 0; k < st.equity_rows; ++k) {
+    const LaneEquityRow& e = b.equity[i * b.equity_cap + k];
+    r.equity.push_back({e.ts_ns, e.position, e.cash, e.mid, e.equity});
+  }
+  return r;
+}
+
+}  // namespace
+
+Result<std::vector<LaneOutcome>> run_gpu_lanes(const LaneMarket& market,
+                                               const std::vector<Lane>& lanes,
+                                               const GpuLaneOptions& options, GpuLaneReport* report,
+                                               const LaneSink& sink, uint64_t max_events) {
+  std::vector<LaneConfig> configs;
+  std::vector<StrategyFactory> factories;
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    Result<LaneConfig> c = gpu_lane_config(market, lanes[i]);
+    if (!c.ok())
+      return Status(c.status().code(), fmt::format("lane {}: {}", i, c.status().message()));
+    configs.push_back(*c);
+    Result<StrategyParams> params = StrategyParams::parse(lanes[i].params);
+    Result<StrategyFactory> f =
+        make_strategy_factory(lanes[i].strategy, std::move(params).value(), market.inputs);
+    factories.push_back(std::move(f).value());
+  }
+#if !defined(FXT_HAVE_CUDA)
+  if (options.on_device)
+    return UsageError(
+        "--device cuda: this build has no CUDA (configure with CUDA); use --device cpu");
+#endif
+  if (options.on_device && !gpu_lanes_available())
+    return UsageError("--device cuda: no CUDA device found; use --device cpu");
+  GpuLaneReport rep;
+  LaneStreamData stream = build_lane_stream(market);
+  if (max_events > 0 && max_events < stream.items.size()) stream.items.resize(max_events);
+  // Recorded latency curves, one copy per file, shared by the lanes that name it.
+  std::map<std::string, std::pair<uint32_t, uint32_t>> curves;  // file -> offset, samples
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    const std::string& file = lanes[i].sim.latency.file;
+    if (file.empty()) continue;
+    auto it = curves.find(file);
+    if (it == curves.end()) {
+      FXT_ASSIGN_OR_RETURN(LatencyModel model, LatencyModel::create(lanes[i].sim.latency));
+      const auto offset = static_cast<uint32_t>(stream.latency_ts.size());
+      const auto samples = static_cast<uint32_t>(model.samples());
+      stream.latency_ts.insert(stream.latency_ts.end(), model.sample_ts().begin(),
+                               model.sample_ts().end());
+      stream.latency_entry.insert(stream.latency_entry.end(), model.entry_samples().begin(),
+                                  model.entry_samples().end());
+      stream.latency_response.insert(stream.latency_response.end(),
+                                     model.response_samples().begin(),
+                                     model.response_samples().end());
+      it = curves.emplace(file, std::make_pair(offset, samples)).first;
+    }
+    configs[i].latency_offset = it->second.first;
+    configs[i].latency_samples = it->second.second;
+  }
+  rep.stream_bytes = stream.bytes();
+
+  LaneBatch shape;
+  if (options.capture) {
+    int64_t min_interval = INT64_MAX;
+    for (const LaneConfig& c : configs) min_interval = std::min(min_interval, c.equity_interval_ns);
+    const uint64_t base = configs.empty() ? 1 : market_equity_rows(stream, min_interval);
+    shape.fill_cap = options.row_capacity > 0 ? options.row_capacity : 1u << 14;
+    shape.order_cap = shape.fill_cap;
+    shape.equity_cap =
+        static_cast<uint32_t>(std::min<uint64_t>(base + 2 * shape.fill_cap + 2, UINT32_MAX));
+  }
+  rep.bytes_per_lane = shape.bytes_per_lane();
+  size_t budget = options.memory_budget;
+#if defined(FXT_HAVE_CUDA)
+  std::unique_ptr<DeviceLaneStream> device_stream;
+  if (options.on_device) {
+    device_stream = std::make_unique<DeviceLaneStream>(stream);
+    if (budget == 0) {
+      // A batch's rows come back to host memory too: at most 8 GiB of them at once.
+      budget = std::min(lane_device_free_bytes() / 10 * 6, size_t{8} << 30);
+    }
+  }
+#endif
+  if (budget == 0) budget = size_t{1} << 30;
+  size_t batch = options.batch;
+  if (batch == 0) batch = std::max<size_t>(1, budget / rep.bytes_per_lane);
+  batch = std::min(batch, std::max<size_t>(lanes.size(), 1));
+  rep.batch_lanes = batch;
+
+  std::vector<LaneOutcome> outcomes(lanes.size());
+  std::vector<size_t> fallback;
+  const LaneChunkCallback progress = [&](uint64_t lane_events) {
+    if (options.progress != nullptr) options.progress->advance(lane_events);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t begin = 0; begin < lanes.size(); begin += batch) {
+    const size_t end = std::min(lanes.size(), begin + batch);
+    LaneBatch b = shape;
+    b.configs.assign(configs.begin() + static_cast<std::ptrdiff_t>(begin),
+                     configs.begin() + static_cast<std::ptrdiff_t>(end));
+#if defined(FXT_HAVE_CUDA)
+    if (options.on_device)
+      run_lane_batch_device(*device_stream, &b, progress);
+    else
+#endif
+      run_lane_batch_host(stream, &b, options.threads, progress);
+    ++rep.batches;
+    for (size_t i = begin; i < end; ++i) {
+      const LaneState& st = b.states[i - begin];
+      if (st.error != kLaneOk || !st.finished) {
+        fallback.push_back(i);
+        continue;
+      }
+      if (!options.capture) {
+        LaneOutcome& o = outcomes[i];
+        o.position = st.account.position;
+        o.cash = st.account.cash;
+        o.fees = st.account.fees;
+        o.fills = st.fills;
+        o.orders = st.orders;
+        o.events = st.events;
+        continue;
+      }
+      const BacktestResult r = lane_result(b, i - begin);
+      const std::unique_ptr<Strategy> strategy = factories[i].make();
+      outcomes[i] = lane_outcome(r, lanes[i].sim, *strategy);
+      if (sink) FXT_RETURN_IF_ERROR(sink(i, r));
+    }
+  }
+  rep.kernel_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  rep.cpu_fallback_lanes = fallback.size();
+  if (!fallback.empty() &&
+      max_events == 0) {  // rerun on the CPU engine: the reference, so never a wrong row
+    std::vector<Lane> subset;
+    for (size_t i : fallback) subset.push_back(lanes[i]);
+    LaneOptions cpu;
+    cpu.threads = std::max(options.threads, 1);
+    const LaneSink sub_sink = [&](size_t k, const BacktestResult& r) {
+      return sink ? sink(fallback[k], r) : Status::Ok();
+    };
+    FXT_ASSIGN_OR_RETURN(std::vector<LaneOutcome> redone, run_lanes(market, subset, cpu, sub_sink));
+    for (size_t k = 0; k < fallback.size(); ++k) outcomes[fallback[k]] = std::move(redone[k]);
+  }
+  if (report != nullptr) *report = rep;
+  return outcomes;
+}
+
+}  // namespace fxt::sim

@@ -1,0 +1,58 @@
+// Sweep lanes as GPU lanes (DESIGN §7.5, docs/SWEEP.md "GPU lanes"): the bridge between the
+// lanes of sim/lanes.h and the vectorised exchange of sim/lane_engine.h. Builds the market
+// stream once from a LaneMarket, turns each Lane into a LaneConfig (refusing, with one line,
+// what the GPU lanes do not have yet), runs the lanes in batches sized to memory on the CUDA
+// device — or on host threads through the very same code — and turns each lane's rows back
+// into a BacktestResult and the LaneOutcome that sim/lanes.h's CPU path gives.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "sim/lane_runner.h"
+#include "sim/lanes.h"
+
+namespace fxt::sim {
+
+// The stream of the market's stores in the replay engine's order (L2: no order events).
+LaneStreamData build_lane_stream(const LaneMarket& market);
+
+// The lane as a GPU lane, or why it cannot be one (strategy other than mm, L3 FIFO queues on
+// MBO stores). A recorded latency file is attached by run_gpu_lanes (one copy per file).
+Result<LaneConfig> gpu_lane_config(const LaneMarket& market, const Lane& lane);
+
+struct GpuLaneOptions {
+  bool on_device = true;      // false: the lanes' code on host threads (tests, no GPU)
+  int threads = 1;            // host threads (on_device = false)
+  size_t batch = 0;           // lanes per batch; 0: as many as fit in memory_budget
+  size_t memory_budget = 0;   // bytes for lane state and rows; 0: 60% of free device memory,
+                              // at most 8 GiB (the rows come back to the host) (host: 1 GiB)
+  bool capture = true;        // keep fills, equity and orders (needed for stats); false: counters
+  uint32_t row_capacity = 0;  // fills and orders kept per lane (0: 16384); more: CPU rerun
+  Progress* progress = nullptr;  // advanced by lane-events
+};
+
+struct GpuLaneReport {
+  size_t batches = 0;
+  size_t batch_lanes = 0;         // lanes per batch
+  size_t bytes_per_lane = 0;      // device memory per lane (state + row capacity)
+  size_t stream_bytes = 0;        // the uploaded market
+  size_t cpu_fallback_lanes = 0;  // lanes that overflowed the fixed state, rerun on the CPU
+  double kernel_seconds = 0;      // wall time of the batches (upload excluded)
+};
+
+// Checks every lane first ("lane <i>: --device cuda: ..."), then runs them. Outcomes (and the
+// sink's results) equal those of run_lanes for the same lanes. max_events > 0 (benchmarks)
+// replays only the stream's first max_events rows, and then no lane is rerun on the CPU.
+Result<std::vector<LaneOutcome>> run_gpu_lanes(const LaneMarket& market,
+                                               const std::vector<Lane>& lanes,
+                                               const GpuLaneOptions& options,
+                                               GpuLaneReport* report = nullptr,
+                                               const LaneSink& sink = {}, uint64_t max_events = 0);
+
+// True when this build has the CUDA lanes and a device is present.
+bool gpu_lanes_available();
+
+}  // namespace fxt::sim

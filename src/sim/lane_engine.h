@@ -1,0 +1,743 @@
+// The GPU lanes' exchange (DESIGN §7.5, docs/SWEEP.md "GPU lanes"): one lane = one backtest of
+// the `mm` strategy over the market stream, advanced by one thread. The stream (snapshots and
+// trades of every store, in the replay engine's order, with its monotone exchange times) is
+// uploaded once and shared by every lane; a lane owns its orders, L2 queue positions, latency
+// queues, position, cash and fees.
+//
+// This is the replay engine of sim/engine.cc (Replay::run) and the exchange of sim/exchange.cc
+// restated over fixed-size state for device code, restricted to what `mm` uses: post-only
+// orders, cancels and modifies under the L2 queue models, constant latencies, fees. Every
+// decision comes from the shared FXT_HD rules (sim/fill_rules.h: queues, fills, fees, account,
+// latency ordering; sim/mm_rules.h: the strategy itself), so the CPU engine and the lanes
+// cannot drift; tests/sim/lane_engine_test.cc checks each lane against the CPU engine (fills,
+// orders, equity rows) and tests/gpu/lane_engine_gpu_test.cc the device against the host.
+//
+// A lane whose fixed-size state overflows (more live orders, messages in flight or result
+// rows than kLane* / the capture capacity) stops with `error` set; the caller reruns it on
+// the CPU engine, so a result is never wrong. C++17-clean: included by .cu files.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/fill_rules.h"
+#include "sim/mm_rules.h"
+
+namespace fxt::sim {
+
+// Numeric codes of sim/types.h's enums (checked by static_assert in sim/gpu_lanes.cc).
+enum : uint8_t { kLanePostOnly = 2 };  // OrderType
+enum : uint8_t {
+  kLanePending,
+  kLaneOpen,
+  kLaneFilled,
+  kLaneCanceled,
+  kLaneRejected
+};                                                                                    // OrderState
+enum : uint8_t { kLaneAccepted, kLaneAckRejected, kLaneAckCanceled, kLaneModified };  // AckKind
+enum : uint8_t { kLaneSnapshot = 0, kLaneTrade = 1 };
+
+// One market row of the stream, in replay order.
+struct LaneItem {
+  int64_t t = 0;          // exchange time, monotone over the stream (max of row time, before)
+  int64_t px = 0;         // trade price (1e-9)
+  double sz = 0;          // trade size
+  double mid = 0;         // the exchange's last two-sided mid after this row (currency/unit)
+  double p = 0.5;         // snapshots: the signal at (store, snapshot) when one is given
+  int64_t book_row = -1;  // global snapshot row the strategy sees with this row; -1: none
+  uint64_t snapshot = 0;  // MarketEvent::snapshot (store-local)
+  uint32_t store = 0;
+  uint8_t kind = kLaneSnapshot;
+  int8_t side = 0;            // trade aggressor
+  uint8_t session_start = 0;  // first row of its store: the exchange begins a session
+};
+
+// The shared market, as pointers into host or device memory.
+struct LaneStream {
+  const LaneItem* items = nullptr;
+  uint64_t n = 0;
+  // Books, row-major [row * kBookLevels + level]; flags per row.
+  const int64_t* bid_px = nullptr;
+  const int64_t* ask_px = nullptr;
+  const double* bid_sz = nullptr;
+  const double* ask_sz = nullptr;
+  const uint8_t* flags = nullptr;
+  const int64_t* session_start = nullptr;  // per store: first and last snapshot time
+  const int64_t* session_end = nullptr;
+  uint32_t n_sessions = 0;
+  // Recorded latency curves of every lane that has one, concatenated (LaneConfig says where).
+  const int64_t* latency_ts = nullptr;
+  const int64_t* latency_entry = nullptr;
+  const int64_t* latency_response = nullptr;
+
+  // A window of the stream staged in fast memory (the device: the block's shared memory):
+  // items [w_begin, w_end) and book rows [w_row_begin, w_row_end). Reads outside it go to
+  // the arrays above; an empty window (the default) sends every read there.
+  const LaneItem* w_items = nullptr;
+  uint64_t w_begin = 0, w_end = 0;
+  const int64_t* w_bid_px = nullptr;
+  const int64_t* w_ask_px = nullptr;
+  const double* w_bid_sz = nullptr;
+  const double* w_ask_sz = nullptr;
+  const uint8_t* w_flags = nullptr;
+  int64_t w_row_begin = 0, w_row_end = 0;
+
+  FXT_HD const LaneItem& item(uint64_t i) const {
+    return i >= w_begin && i < w_end ? w_items[i - w_begin] : items[i];
+  }
+  FXT_HD bool in_window(int64_t row) const { return row >= w_row_begin && row < w_row_end; }
+  // Row `row` of one side's prices / sizes (side +1 bids, -1 asks), kBookLevels values.
+  FXT_HD const int64_t* px_row(int side, int64_t row) const {
+    if (in_window(row)) {
+      const size_t k = static_cast<size_t>(row - w_row_begin) * kBookLevels;
+      return (side > 0 ? w_bid_px : w_ask_px) + k;
+    }
+    return (side > 0 ? bid_px : ask_px) + static_cast<size_t>(row) * kBookLevels;
+  }
+  FXT_HD const double* sz_row(int side, int64_t row) const {
+    if (in_window(row)) {
+      const size_t k = static_cast<size_t>(row - w_row_begin) * kBookLevels;
+      return (side > 0 ? w_bid_sz : w_ask_sz) + k;
+    }
+    return (side > 0 ? bid_sz : ask_sz) + static_cast<size_t>(row) * kBookLevels;
+  }
+  FXT_HD uint8_t flags_of(int64_t row) const {
+    return in_window(row) ? w_flags[row - w_row_begin] : flags[row];
+  }
+};
+
+// Bytes of a window of `items` stream rows (lane_stage_window): the rows and up to items + 1
+// book rows.
+FXT_HD inline size_t lane_window_bytes(uint64_t items) {
+  return static_cast<size_t>(items + 1) * kBookLevels * (2 * sizeof(int64_t) + 2 * sizeof(double)) +
+         static_cast<size_t>(items) * sizeof(LaneItem) + static_cast<size_t>(items + 1);
+}
+
+// Copies rows [begin, end) of the stream and the book rows they refer to into `buffer`
+// (lane_window_bytes(end - begin) bytes, 8-byte aligned) and points *view's window at them.
+// Called by `threads` cooperating threads (thread = 0..threads-1; the host: 0 and 1), each
+// copying every threads-th element; the caller synchronises them before reading the window.
+// Book rows of a window are consecutive: each snapshot row adds the next row, and a trade
+// first in the window refers to the snapshot before it.
+FXT_HD inline void lane_stage_window(const LaneStream& s, uint64_t begin, uint64_t end,
+                                     void* buffer, unsigned thread, unsigned threads,
+                                     LaneStream* view) {
+  *view = s;
+  if (end <= begin) return;
+  int64_t row_begin = -1;
+  for (uint64_t i = begin; i < end && row_begin < 0; ++i) row_begin = s.items[i].book_row;
+  const int64_t last = s.items[end - 1].book_row;
+  const int64_t rows = row_begin < 0 ? 0 : last - row_begin + 1;
+  const uint64_t n = end - begin;
+  const size_t levels = static_cast<size_t>(n + 1) * kBookLevels;
+  int64_t* bid_px = static_cast<int64_t*>(buffer);
+  int64_t* ask_px = bid_px + levels;
+  double* bid_sz = reinterpret_cast<double*>(ask_px + levels);
+  double* ask_sz = bid_sz + levels;
+  LaneItem* items = reinterpret_cast<LaneItem*>(ask_sz + levels);
+  uint8_t* flags = reinterpret_cast<uint8_t*>(items + n);
+  for (uint64_t i = thread; i < n; i += threads) items[i] = s.items[begin + i];
+  const size_t values = static_cast<size_t>(rows) * kBookLevels;
+  const size_t base = static_cast<size_t>(row_begin < 0 ? 0 : row_begin) * kBookLevels;
+  for (size_t k = thread; k < values; k += threads) {
+    bid_px[k] = s.bid_px[base + k];
+    ask_px[k] = s.ask_px[base + k];
+    bid_sz[k] = s.bid_sz[base + k];
+    ask_sz[k] = s.ask_sz[base + k];
+  }
+  for (int64_t r = thread; r < rows; r += threads) flags[r] = s.flags[row_begin + r];
+  view->w_items = items;
+  view->w_begin = begin;
+  view->w_end = end;
+  view->w_bid_px = bid_px;
+  view->w_ask_px = ask_px;
+  view->w_bid_sz = bid_sz;
+  view->w_ask_sz = ask_sz;
+  view->w_flags = flags;
+  view->w_row_begin = row_begin < 0 ? 0 : row_begin;
+  view->w_row_end = row_begin < 0 ? 0 : row_begin + rows;
+}
+
+// One lane's parameters.
+struct LaneConfig {
+  MmParams mm;
+  bool has_signal = false;
+  FeeSchedule fees;
+  QueueModel queue;
+  int64_t feed_ns = 0, entry_ns = 0, response_ns = 0;  // constant latencies
+  // A recorded curve (sim/latency.h): samples [latency_offset, + latency_samples) of the
+  // stream's latency arrays; 0 samples: the constants above.
+  uint32_t latency_offset = 0, latency_samples = 0;
+  int64_t equity_interval_ns = 1'000'000'000;
+  int64_t tick_px = 1;
+  double multiplier = 1;
+};
+
+// Result rows (sim/types.h's Fill, EquityPoint, OrderRecord without the strings).
+struct LaneFillRow {
+  int64_t ts_ns = 0;
+  uint64_t order_id = 0;
+  int64_t px = 0;
+  double qty = 0, fee = 0;
+  int8_t side = 1;
+  uint8_t maker = 0;
+};
+struct LaneEquityRow {
+  int64_t ts_ns = 0;
+  double position = 0, cash = 0, mid = 0, equity = 0;
+};
+struct LaneOrderRow {
+  int64_t sent_ns = 0, arrive_ns = 0, done_ns = 0, px = 0;
+  double qty = 0, filled_qty = 0, avg_fill_px = 0;
+  int8_t side = 1;
+  uint8_t type = kLanePostOnly;
+  uint8_t state = kLanePending;
+};
+
+// Where one lane writes its rows; null pointers (capacity 0): counters only (benchmarks).
+struct LaneCapture {
+  LaneFillRow* fills = nullptr;
+  LaneEquityRow* equity = nullptr;
+  LaneOrderRow* orders = nullptr;
+  uint32_t fill_cap = 0, equity_cap = 0, order_cap = 0;
+};
+
+constexpr int kLaneSlots = 8;        // live orders (pending or resting) per lane
+constexpr int kLaneArrivals = 64;    // order messages in flight to the exchange
+constexpr int kLaneResponses = 128;  // messages in flight to the strategy
+constexpr int64_t kLaneNever = INT64_MAX;
+constexpr int64_t kLaneMinTime = INT64_MIN;
+
+enum : uint32_t { kLaneOk = 0, kLaneOverflow = 1 };
+
+struct LaneLiveOrder {
+  uint64_t id = 0;  // 0: free slot
+  int64_t px = 0;
+  double qty = 0, filled = 0, notional = 0;
+  L2Queue l2;
+  int8_t side = 1;
+  bool resting = false, rejoin = false;
+};
+struct LaneArrival {
+  int64_t t = 0;
+  uint64_t id = 0;
+  int64_t px = 0;
+  double qty = 0;
+  uint8_t kind = 0;  // 0 order, 1 cancel, 2 modify
+};
+struct LaneResponse {
+  int64_t t = 0;
+  uint64_t id = 0;
+  int64_t px = 0;  // fill price, or the order's price now (modified)
+  double qty = 0;  // fill size, or the order's total size now (modified)
+  double fee = 0;
+  int8_t side = 1;
+  uint8_t is_fill = 0, final = 0, ack = 0;
+};
+struct LaneOpen {  // an order the strategy knows to be open
+  uint64_t id = 0;
+  double qty = 0;
+};
+
+// Everything one lane accumulates. Device memory per lane: sizeof(LaneState) plus the capture.
+struct LaneState {
+  // The exchange.
+  LaneLiveOrder live[kLaneSlots];
+  uint8_t resting[kLaneSlots];  // slots of resting orders, in the order they joined
+  uint32_t n_resting = 0;
+  Holdings account;
+  double fees_paid = 0;
+  double mid = 0;
+  int64_t book_row = -1;  // the exchange's book (-1: none yet this session)
+  uint64_t orders = 0, fills = 0, equity_rows = 0, events = 0;
+  // The replay.
+  uint64_t m = 0, d = 0;  // next market row; next row to deliver to the strategy
+  int64_t t = kLaneMinTime, now = 0, end = kLaneNever;
+  int64_t last_arrival = kLaneMinTime, last_response = kLaneMinTime;
+  LaneArrival arrivals[kLaneArrivals];
+  uint32_t arr_head = 0, arr_n = 0;
+  LaneResponse responses[kLaneResponses];
+  uint32_t resp_head = 0, resp_n = 0;
+  // The strategy's side.
+  Holdings seen;
+  LaneOpen open[kLaneSlots];
+  uint32_t n_open = 0;
+  MmState mm;
+  // The last equity row.
+  int64_t eq_ts = 0;
+  double eq_position = 0, eq_cash = 0, eq_mid = 0;
+  uint32_t error = kLaneOk;
+  uint8_t started = 0, finished = 0;
+};
+
+// One lane's run over the stream; advance() may be called repeatedly with growing `until`.
+class LaneSim {
+ public:
+  FXT_HD LaneSim(const LaneStream& s, const LaneConfig& c, LaneState* st, const LaneCapture& cap)
+      : s_(s), c_(c), st_(*st), cap_(cap) {}
+
+  // Runs until the next market row to process is `until` (s.n: to the end of the replay).
+  FXT_HD void advance(uint64_t until) {
+    LaneState& st = st_;
+    if (!st.started) {
+      st.started = 1;
+      st.now = s_.n > 0 ? s_.item(0).t : 0;
+    }
+    while (!st.finished && st.error == kLaneOk) {
+      const int64_t tm = st.m < s_.n ? s_.item(st.m).t : kLaneNever;
+      if (st.m >= s_.n && st.end == kLaneNever)
+        st.end = st.t == kLaneMinTime ? st.now : st.t + c_.feed_ns;
+      const int64_t ta = st.arr_n > 0 ? max_of(st.arrivals[st.arr_head].t, st.t) : kLaneNever;
+      const int64_t td = st.d < st.m ? s_.item(st.d).t + c_.feed_ns : kLaneNever;
+      const int64_t tr = st.resp_n > 0 ? st.responses[st.resp_head].t : kLaneNever;
+      int64_t t = tm;
+      if (ta < t) t = ta;
+      if (td < t) t = td;
+      if (tr < t) t = tr;
+      if (t == kLaneNever || t > st.end) {
+        if (st.t != kLaneMinTime) sample_equity(st.t);
+        if (st.end != kLaneNever && st.now < st.end) st.now = st.end;
+        st.finished = 1;
+        return;
+      }
+      // Equal times: the market row, then order arrivals, then deliveries (market first).
+      if (tm == t) {
+        if (st.m >= until) return;
+        st.t = t;
+        market_row();
+      } else if (ta == t) {
+        st.t = t;
+        const LaneArrival a = st.arrivals[st.arr_head];
+        st.arr_head = (st.arr_head + 1) % kLaneArrivals;
+        --st.arr_n;
+        if (a.kind == 0)
+          on_order_arrival(a.id, t);
+        else if (a.kind == 1)
+          on_cancel_arrival(a.id, t);
+        else
+          on_modify_arrival(a.id, a.px, a.qty, t);
+      } else if (td == t) {
+        deliver_market();
+      } else {
+        deliver_response();
+      }
+    }
+  }
+
+  // ---- the strategy's context (sim/mm_rules.h) ----
+  FXT_HD double position() const { return st_.seen.position; }
+  FXT_HD bool open(uint64_t id, double* qty) const {
+    for (uint32_t i = 0; i < st_.n_open; ++i) {
+      if (st_.open[i].id == id) {
+        *qty = st_.open[i].qty;
+        return true;
+      }
+    }
+    return false;
+  }
+  FXT_HD uint64_t submit(int side, int64_t px, double qty) {
+    LaneState& st = st_;
+    const int64_t arrive = arrival_time();
+    int slot = -1;
+    for (int i = 0; i < kLaneSlots && slot < 0; ++i)
+      if (st.live[i].id == 0) slot = i;
+    if (slot < 0 || st.n_open >= kLaneSlots) return overflow();
+    const uint64_t id = ++st.orders;
+    LaneLiveOrder& o = st.live[slot];
+    o = LaneLiveOrder();
+    o.id = id;
+    o.side = static_cast<int8_t>(side);
+    o.px = px;
+    o.qty = qty;
+    if (cap_.orders != nullptr) {
+      if (id > cap_.order_cap) return overflow();
+      LaneOrderRow& r = cap_.orders[id - 1];
+      r = LaneOrderRow();
+      r.sent_ns = st.now;
+      r.arrive_ns = arrive;
+      r.side = o.side;
+      r.px = px;
+      r.qty = qty;
+    }
+    push_arrival(arrive, 0, id, 0, 0);
+    st.open[st.n_open].id = id;
+    st.open[st.n_open].qty = qty;
+    ++st.n_open;
+    return id;
+  }
+  FXT_HD void cancel(uint64_t id) { push_arrival(arrival_time(), 1, id, 0, 0); }
+  FXT_HD void modify(uint64_t id, int64_t px, double qty) {
+    push_arrival(arrival_time(), 2, id, px, qty);
+  }
+
+ private:
+  FXT_HD uint64_t overflow() {
+    st_.error = kLaneOverflow;
+    return 0;
+  }
+  // LatencyModel::entry_ns / response_ns: the constant, or the curve at `at_ns`.
+  FXT_HD int64_t entry_ns(int64_t at_ns) const {
+    if (c_.latency_samples == 0) return c_.entry_ns;
+    return interpolate_latency(s_.latency_ts + c_.latency_offset,
+                               s_.latency_entry + c_.latency_offset, c_.latency_samples, at_ns);
+  }
+  FXT_HD int64_t response_ns(int64_t at_ns) const {
+    if (c_.latency_samples == 0) return c_.response_ns;
+    return interpolate_latency(s_.latency_ts + c_.latency_offset,
+                               s_.latency_response + c_.latency_offset, c_.latency_samples, at_ns);
+  }
+  FXT_HD int64_t arrival_time() {
+    st_.last_arrival = in_order_arrival(st_.last_arrival, st_.now, entry_ns(st_.now));
+    return st_.last_arrival;
+  }
+  FXT_HD void push_arrival(int64_t t, uint8_t kind, uint64_t id, int64_t px, double qty) {
+    LaneState& st = st_;
+    if (st.arr_n >= kLaneArrivals) {
+      overflow();
+      return;
+    }
+    LaneArrival& a = st.arrivals[(st.arr_head + st.arr_n) % kLaneArrivals];
+    a.t = t;
+    a.kind = kind;
+    a.id = id;
+    a.px = px;
+    a.qty = qty;
+    ++st.arr_n;
+  }
+  // A message to the strategy, response latency after act_ns, never overtaking the last.
+  FXT_HD LaneResponse* push_response(int64_t act_ns) {
+    LaneState& st = st_;
+    if (st.resp_n >= kLaneResponses) {
+      overflow();
+      return nullptr;
+    }
+    LaneResponse& r = st.responses[(st.resp_head + st.resp_n) % kLaneResponses];
+    ++st.resp_n;
+    r = LaneResponse();
+    st.last_response = in_order_arrival(st.last_response, act_ns, response_ns(act_ns));
+    r.t = st.last_response;
+    return &r;
+  }
+  FXT_HD void send_ack(uint64_t id, uint8_t kind, int64_t t, bool final, const LaneLiveOrder* o) {
+    LaneResponse* r = push_response(t);
+    if (r == nullptr) return;
+    r->id = id;
+    r->ack = kind;
+    r->final = final ? 1 : 0;
+    if (o != nullptr) {
+      r->px = o->px;
+      r->qty = o->qty;
+    }
+  }
+
+  FXT_HD LaneLiveOrder* find(uint64_t id) {
+    if (id == 0) return nullptr;
+    for (int i = 0; i < kLaneSlots; ++i)
+      if (st_.live[i].id == id) return &st_.live[i];
+    return nullptr;
+  }
+  FXT_HD LaneOrderRow* record(uint64_t id) {
+    return cap_.orders != nullptr ? &cap_.orders[id - 1] : nullptr;
+  }
+  FXT_HD static double remaining(const LaneLiveOrder& o) { return o.qty - o.filled; }
+
+  // ---- the book ----
+  FXT_HD double size_at(int side, int64_t px, bool* known) const {
+    *known = true;
+    if (st_.book_row < 0) return 0;
+    return level_size_at(s_.px_row(side, st_.book_row), s_.sz_row(side, st_.book_row), side, px,
+                         known);
+  }
+  // The first level with size on `side` (the lanes never take, so nothing is remembered taken).
+  FXT_HD int64_t best_available(int side) const {
+    if (st_.book_row < 0) return kEmptyPx;
+    const int64_t* p = s_.px_row(side, st_.book_row);
+    const double* sz = s_.sz_row(side, st_.book_row);
+    for (int i = 0; i < kBookLevels && p[i] != kEmptyPx; ++i)
+      if (level_left(sz[i], 0.0) > kQtyEps) return p[i];
+    return kEmptyPx;
+  }
+  FXT_HD bool would_cross(int side, int64_t px) const {
+    return crosses(side, px, best_available(-side));
+  }
+  // Exchange::validate for a post-only order.
+  FXT_HD bool valid(int64_t px, double qty) const {
+    if (!mm_finite(qty) || qty <= 0) return false;
+    if (px == kEmptyPx || px == kLaneMinTime) return false;
+    if (c_.tick_px > 1 && px % c_.tick_px != 0) return false;
+    return true;
+  }
+
+  // ---- queues and fills ----
+  FXT_HD void start_queue(LaneLiveOrder& o) {
+    o.resting = true;
+    o.rejoin = false;
+    bool known = false;
+    const double displayed = size_at(o.side, o.px, &known);
+    o.l2.join(displayed, known && st_.book_row >= 0);
+  }
+  FXT_HD void join_queue(LaneLiveOrder& o) {
+    start_queue(o);
+    st_.resting[st_.n_resting++] = static_cast<uint8_t>(&o - st_.live);
+  }
+  FXT_HD void prune_resting() {
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < st_.n_resting; ++i)
+      if (st_.live[st_.resting[i]].resting) st_.resting[k++] = st_.resting[i];
+    st_.n_resting = k;
+  }
+  FXT_HD void finish(LaneLiveOrder& o, uint8_t state, int64_t t) {
+    o.resting = false;
+    if (LaneOrderRow* r = record(o.id)) {
+      r->state = state;
+      r->done_ns = t;
+    }
+  }
+  FXT_HD void fill(LaneLiveOrder& o, int64_t px, double qty, int64_t t) {
+    LaneState& st = st_;
+    qty = clamp_fill(qty, remaining(o));
+    if (qty <= 0) return;
+    o.filled += qty;
+    o.notional += static_cast<double>(px) * kPxScale * qty;
+    const double fee = fill_fee(c_.fees, /*maker=*/true, px, qty, c_.multiplier);
+    apply_fill(&st.account, o.side, px, qty, fee, c_.multiplier);
+    if (cap_.fills != nullptr) {
+      if (st.fills >= cap_.fill_cap) {
+        overflow();
+        return;
+      }
+      LaneFillRow& f = cap_.fills[st.fills];
+      f.ts_ns = t;
+      f.order_id = o.id;
+      f.side = o.side;
+      f.px = px;
+      f.qty = qty;
+      f.fee = fee;
+      f.maker = 1;
+    }
+    ++st.fills;
+    st.fees_paid += fee;
+    const bool done = remaining(o) <= kQtyEps;
+    if (LaneOrderRow* r = record(o.id)) {
+      r->filled_qty = o.filled;
+      r->avg_fill_px = o.notional / o.filled;
+      if (done) {
+        r->state = kLaneFilled;
+        r->done_ns = t;
+      }
+    }
+    if (LaneResponse* m = push_response(t)) {
+      m->is_fill = 1;
+      m->id = o.id;
+      m->side = o.side;
+      m->px = px;
+      m->qty = qty;
+      m->fee = fee;
+      m->final = done ? 1 : 0;
+    }
+    if (done) {
+      o.resting = false;
+      o.id = 0;  // final: the slot is free (pruned from resting by the caller)
+    }
+    sample_equity(t);
+  }
+  FXT_HD void sample_equity(int64_t t) {
+    LaneState& st = st_;
+    const double position = st.account.position, cash = st.account.cash, mid = st.mid;
+    if (st.equity_rows > 0 && st.eq_ts == t && st.eq_position == position && st.eq_cash == cash &&
+        st.eq_mid == mid)
+      return;  // nothing new to record
+    if (cap_.equity != nullptr) {
+      if (st.equity_rows >= cap_.equity_cap) {
+        overflow();
+        return;
+      }
+      LaneEquityRow& e = cap_.equity[st.equity_rows];
+      e.ts_ns = t;
+      e.position = position;
+      e.cash = cash;
+      e.mid = mid;
+      e.equity = cash + position * mid * c_.multiplier;  // Account::equity
+    }
+    ++st.equity_rows;
+    st.eq_ts = t;
+    st.eq_position = position;
+    st.eq_cash = cash;
+    st.eq_mid = mid;
+  }
+
+  // ---- order messages (Exchange::on_*_arrival, post-only orders) ----
+  FXT_HD void on_order_arrival(uint64_t id, int64_t t) {
+    LaneLiveOrder* o = find(id);
+    if (o == nullptr) return;
+    LaneOrderRow* r = record(id);
+    if (r != nullptr) r->arrive_ns = t;
+    if (!valid(o->px, o->qty) || would_cross(o->side, o->px)) {
+      finish(*o, kLaneRejected, t);
+      send_ack(id, kLaneAckRejected, t, true, o);
+      o->id = 0;
+      return;
+    }
+    if (r != nullptr) r->state = kLaneOpen;
+    send_ack(id, kLaneAccepted, t, false, o);
+    if (remaining(*o) <= kQtyEps) return;
+    join_queue(*o);
+  }
+  FXT_HD void on_cancel_arrival(uint64_t id, int64_t t) {
+    LaneLiveOrder* o = find(id);
+    if (o == nullptr || !o->resting) {
+      send_ack(id, kLaneAckRejected, t, false, o);
+      return;
+    }
+    finish(*o, kLaneCanceled, t);
+    prune_resting();
+    send_ack(id, kLaneAckCanceled, t, true, o);
+    o->id = 0;
+  }
+  FXT_HD void on_modify_arrival(uint64_t id, int64_t px, double qty, int64_t t) {
+    LaneLiveOrder* o = find(id);
+    if (o == nullptr || !o->resting || !valid(px, qty) || qty <= o->filled + kQtyEps) {
+      send_ack(id, kLaneAckRejected, t, false, o);
+      return;
+    }
+    const bool price_change = px != o->px;
+    if (price_change && would_cross(o->side, px)) {
+      send_ack(id, kLaneAckRejected, t, false, o);
+      return;
+    }
+    const bool loses_priority = price_change || qty > o->qty + kQtyEps;
+    LaneOrderRow* r = record(id);
+    o->qty = qty;
+    if (r != nullptr) r->qty = qty;
+    if (!loses_priority) {  // a size decrease keeps the queue position
+      send_ack(id, kLaneModified, t, false, o);
+      return;
+    }
+    o->resting = false;
+    prune_resting();
+    o->px = px;
+    if (r != nullptr) r->px = px;
+    send_ack(id, kLaneModified, t, false, o);
+    if (remaining(*o) > kQtyEps) join_queue(*o);
+  }
+
+  // ---- market data (Exchange::on_trade, on_book, begin_session) ----
+  FXT_HD void market_row() {
+    LaneState& st = st_;
+    const LaneItem& it = s_.item(st.m);
+    const int64_t t = st.t;
+    if (it.session_start) {
+      st.book_row = -1;
+      for (uint32_t k = 0; k < st.n_resting; ++k) st.live[st.resting[k]].rejoin = true;
+    }
+    st.mid = it.mid;
+    if (it.kind == kLaneTrade)
+      on_trade(it.px, it.sz, it.side, t);
+    else
+      on_book(it.book_row, t);
+    ++st.events;
+    if (st.equity_rows == 0 || t - st.eq_ts >= c_.equity_interval_ns) sample_equity(t);
+    ++st.m;
+  }
+  FXT_HD void on_trade(int64_t px, double sz, int trade_side, int64_t t) {
+    LaneState& st = st_;
+    if (st.n_resting == 0) return;
+    double used_px_volume = 0;  // of this trade, already given to our earlier orders at px
+    int64_t used_px = kEmptyPx;
+    int used_side = 0;
+    for (uint32_t k = 0; k < st.n_resting; ++k) {
+      LaneLiveOrder& o = st.live[st.resting[k]];
+      if (!o.resting || o.rejoin) continue;
+      if (trades_through(o.side, px, o.px)) {
+        fill(o, o.px, remaining(o), t);
+        continue;
+      }
+      if (!trade_hits_level(o.side, o.px, px, trade_side)) continue;
+      const double beyond = o.l2.on_trade(sz);
+      if (used_px != o.px || used_side != o.side) {
+        used_px = o.px;
+        used_side = o.side;
+        used_px_volume = 0;
+      }
+      const double q = min_of(remaining(o), beyond - used_px_volume);
+      if (q > kQtyEps) {
+        used_px_volume += q;
+        fill(o, o.px, q, t);
+      }
+    }
+    prune_resting();
+  }
+  FXT_HD void on_book(int64_t row, int64_t t) {
+    LaneState& st = st_;
+    st.book_row = row;
+    if (st.n_resting == 0) return;
+    const bool crossed_book = (s_.flags_of(row) & (kFlagCrossed | kFlagLocked)) != 0;
+    const int64_t best_bid = best_available(+1);
+    const int64_t best_ask = best_available(-1);
+    for (uint32_t k = 0; k < st.n_resting; ++k) {
+      LaneLiveOrder& o = st.live[st.resting[k]];
+      if (!o.resting) continue;
+      if (o.rejoin) start_queue(o);  // first book of a new session: back of the level
+      bool known = false;
+      const double size = size_at(o.side, o.px, &known);
+      o.l2.on_level(c_.queue, size, known);
+      if (crossed_book) continue;
+      const int64_t opp = o.side > 0 ? best_ask : best_bid;
+      if (touch_reaches(o.side, o.px, opp)) fill(o, o.px, remaining(o), t);
+    }
+    prune_resting();
+  }
+
+  // ---- deliveries to the strategy (Replay::deliver_market, deliver_response) ----
+  FXT_HD void deliver_market() {
+    LaneState& st = st_;
+    const LaneItem& it = s_.item(st.d++);
+    st.now = it.t + c_.feed_ns;
+    if (it.kind == kLaneTrade) {
+      mm_on_trade(&st.mm);
+      return;
+    }
+    MmSnapshot e;
+    e.store = it.store;
+    e.ts_ns = it.t;
+    e.seen_ns = st.now;
+    e.bid_px = s_.px_row(+1, it.book_row)[0];
+    e.ask_px = s_.px_row(-1, it.book_row)[0];
+    e.bid_sz = s_.sz_row(+1, it.book_row)[0];
+    e.ask_sz = s_.sz_row(-1, it.book_row)[0];
+    if (it.store < s_.n_sessions) {
+      e.session_start = s_.session_start[it.store];
+      e.session_end = s_.session_end[it.store];
+    } else {
+      e.session_start = e.session_end = it.t;
+    }
+    e.p = it.p;
+    mm_on_snapshot(c_.mm, c_.has_signal, &st.mm, e, c_.tick_px, *this);
+  }
+  FXT_HD void erase_open(uint64_t id) {
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < st_.n_open; ++i)
+      if (st_.open[i].id != id) st_.open[k++] = st_.open[i];
+    st_.n_open = k;
+  }
+  FXT_HD void deliver_response() {
+    LaneState& st = st_;
+    const LaneResponse r = st.responses[st.resp_head];
+    st.resp_head = (st.resp_head + 1) % kLaneResponses;
+    --st.resp_n;
+    st.now = r.t;
+    if (r.is_fill) {
+      apply_fill(&st.seen, r.side, r.px, r.qty, r.fee, c_.multiplier);
+    } else if (r.ack == kLaneModified) {
+      for (uint32_t i = 0; i < st.n_open; ++i)
+        if (st.open[i].id == r.id) st.open[i].qty = r.qty;
+    }
+    if (r.final) erase_open(r.id);
+  }
+
+  const LaneStream& s_;
+  const LaneConfig& c_;
+  LaneState& st_;
+  LaneCapture cap_;
+};
+
+}  // namespace fxt::sim

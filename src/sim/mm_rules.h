@@ -1,0 +1,179 @@
+// The `mm` strategy's decisions (sim/strategy_mm.h) as one template, compiled for host and
+// device: the CPU strategy (MarketMakerStrategy) and the GPU lanes (sim/lane_engine.h) both
+// run mm_on_snapshot / mm_on_trade on their own context, so their quotes cannot drift.
+//
+// A context `Ctx` provides: position() (units, from the fills received), open(id, &qty)
+// (true when order id is still open for the strategy; its total size), submit(side, px, qty)
+// (a post-only order; returns its id), cancel(id), modify(id, px, qty).
+// The lane-constant transcendental terms (log1p, pow) are precomputed on the host
+// (mm_params), so the device evaluates + − × ÷, sqrt, floor and ceil only: the host's bits.
+// C++17-clean: included by .cu files.
+#pragma once
+
+#include <math.h>
+
+#include <cstdint>
+
+#include "sim/fill_rules.h"
+#include "sim/quoting.h"
+
+namespace fxt::sim {
+
+// The quote prices (1e-9) for one decision; has_bid/has_ask false when that side is not
+// quoted (inventory limit).
+struct MarketMakerQuote {
+  bool has_bid = false, has_ask = false;
+  int64_t bid_px = 0, ask_px = 0;
+};
+
+// MarketMakerConfig (sim/strategy_mm.h) flattened for device code, plus its constant terms.
+struct MmParams {
+  bool glft = false;
+  double gamma = 0.001, k = 3.0, sigma = 0, arrival = 0, order_qty = 1, max_inventory = 5;
+  double requote_ticks = 1, skew_ticks = 1;
+  int warmup = 100;
+  double as_log1p = 0;   // log1p(gamma / k)
+  GlftTerms glft_terms;  // glft_terms(gamma, k, 1)
+};
+
+// What the strategy accumulates (estimates and its working quotes).
+struct MmState {
+  uint64_t snapshots_seen = 0;
+  uint32_t last_store = UINT32_MAX;
+  int64_t last_ts = 0;
+  double last_mid_ticks = 0;
+  double var_sum = 0;  // sum of squared mid changes, ticks²
+  double elapsed = 0;  // session fractions elapsed over the snapshots seen
+  uint64_t trades_seen = 0;
+  uint64_t bid_id = 0, ask_id = 0;  // working quotes (0 = none)
+  int64_t bid_px = 0, ask_px = 0;   // their last requested prices
+};
+
+// One snapshot as mm sees it (feed latency late).
+struct MmSnapshot {
+  uint32_t store = 0;
+  int64_t ts_ns = 0, seen_ns = 0;
+  int64_t bid_px = 0, ask_px = 0;  // touch (1e-9)
+  double bid_sz = 0, ask_sz = 0;
+  int64_t session_start = 0, session_end = 0;  // the store's span
+  double p = 0.5;                              // the signal's probability (has_signal)
+};
+
+FXT_HD inline double mm_clamp(double v, double lo, double hi) {  // std::clamp's semantics
+  return v < lo ? lo : hi < v ? hi : v;
+}
+FXT_HD inline bool mm_finite(double v) {
+  return v - v == 0;  // false for ±inf and NaN
+}
+
+FXT_HD inline double mm_sigma_estimate(const MmState& s) {
+  return s.elapsed > 0 ? ::sqrt(s.var_sum / s.elapsed) : 0.0;
+}
+FXT_HD inline double mm_arrival_estimate(const MmState& s) {
+  return s.elapsed > 0 ? static_cast<double>(s.trades_seen) / s.elapsed : 0.0;
+}
+
+// The quote for a touch, inventory (units), tau, sigma (ticks/sqrt(session)), arrival (per
+// session) and signal p: formulas in ticks, bid rounded down and ask up to the tick, kept one
+// tick inside the opposite touch so post-only quotes do not cross.
+FXT_HD inline MarketMakerQuote mm_quote(const MmParams& c, bool has_signal, int64_t bid0,
+                                        int64_t ask0, bool two_sided, int64_t tick_px,
+                                        double inventory, double tau, double sigma, double arrival,
+                                        double p) {
+  MarketMakerQuote out;
+  if (!two_sided || tick_px <= 0) return out;
+  const double tick = static_cast<double>(tick_px);
+  const double mid_ticks = (static_cast<double>(bid0) + static_cast<double>(ask0)) * 0.5 / tick;
+  const double q = inventory / c.order_qty;
+  Quote raw;
+  if (c.glft) {
+    if (!(arrival > 0)) return out;
+    raw = glft_quote_from(mid_ticks, q, c.gamma, sigma, arrival, c.k, 1.0, c.glft_terms);
+  } else {
+    raw = avellaneda_stoikov_quote_from(mid_ticks, q, tau, c.gamma, sigma, c.as_log1p);
+  }
+  const double shift = has_signal ? c.skew_ticks * (2 * mm_clamp(p, 0.0, 1.0) - 1) : 0.0;
+  const double bid_t = ::floor(raw.bid + shift + 1e-9);  // round the bid down
+  const double ask_t = ::ceil(raw.ask + shift - 1e-9);   // and the ask up
+  if (!mm_finite(bid_t) || !mm_finite(ask_t) || ::fabs(bid_t) > 9e18 / tick ||
+      ::fabs(ask_t) > 9e18 / tick) {
+    return out;
+  }
+  const int64_t bid_cap = ask0 - tick_px, ask_floor = bid0 + tick_px;
+  const int64_t bid_px = static_cast<int64_t>(bid_t) * tick_px;
+  const int64_t ask_px = static_cast<int64_t>(ask_t) * tick_px;
+  out.bid_px = bid_cap < bid_px ? bid_cap : bid_px;      // std::min
+  out.ask_px = ask_px < ask_floor ? ask_floor : ask_px;  // std::max
+  const double eps = 1e-9 * c.max_inventory;
+  out.has_bid = out.bid_px > 0 && inventory + c.order_qty <= c.max_inventory + eps;
+  out.has_ask = inventory - c.order_qty >= -c.max_inventory - eps;
+  return out;
+}
+
+// One side's working quote: cancel when not wanted, submit when none, modify when the price
+// moved by at least requote_ticks.
+template <typename Ctx>
+FXT_HD void mm_work_side(const MmParams& c, Ctx& ctx, int side, bool wanted, int64_t px,
+                         int64_t tick_px, uint64_t* order_id, int64_t* last_px) {
+  if (!wanted) {
+    if (*order_id != 0) ctx.cancel(*order_id);
+    *order_id = 0;
+    return;
+  }
+  if (*order_id == 0) {
+    *order_id = ctx.submit(side, px, c.order_qty);
+    *last_px = px;
+    return;
+  }
+  const double moved_ticks =
+      ::fabs(static_cast<double>(px - *last_px)) / static_cast<double>(tick_px);
+  if (moved_ticks + 1e-9 < max_of(c.requote_ticks, 1e-9)) return;
+  double total = c.order_qty;
+  ctx.open(*order_id, &total);
+  ctx.modify(*order_id, px, total);
+  *last_px = px;
+}
+
+FXT_HD inline void mm_on_trade(MmState* s) {
+  ++s->trades_seen;
+}
+
+// A snapshot delivered to the strategy: the estimates, then (past warmup) the quotes.
+template <typename Ctx>
+FXT_HD void mm_on_snapshot(const MmParams& c, bool has_signal, MmState* s, const MmSnapshot& e,
+                           int64_t tick_px, Ctx& ctx) {
+  const bool has_bid = e.bid_px != kEmptyPx && e.bid_sz > 0;  // Snapshot::has_bid
+  const bool has_ask = e.ask_px != kEmptyPx && e.ask_sz > 0;
+  if (!has_bid || !has_ask) return;
+  if (tick_px <= 0) return;
+  const double length = static_cast<double>(e.session_end - e.session_start);
+  const double mid_ticks = (static_cast<double>(e.bid_px) + static_cast<double>(e.ask_px)) * 0.5 /
+                           static_cast<double>(tick_px);
+  if (e.store == s->last_store && length > 0) {
+    const double d = mid_ticks - s->last_mid_ticks;
+    s->var_sum += d * d;
+    s->elapsed += static_cast<double>(e.ts_ns - s->last_ts) / length;
+  }
+  s->last_store = e.store;
+  s->last_ts = e.ts_ns;
+  s->last_mid_ticks = mid_ticks;
+  if (++s->snapshots_seen <= static_cast<uint64_t>(c.warmup)) return;
+
+  // Forget working quotes that are final (filled, canceled, rejected).
+  double unused = 0;
+  if (s->bid_id != 0 && !ctx.open(s->bid_id, &unused)) s->bid_id = 0;
+  if (s->ask_id != 0 && !ctx.open(s->ask_id, &unused)) s->ask_id = 0;
+
+  const double sigma = c.sigma > 0 ? c.sigma : mm_sigma_estimate(*s);
+  const double arrival = c.arrival > 0 ? c.arrival : mm_arrival_estimate(*s);
+  const double tau =
+      length > 0 ? mm_clamp(static_cast<double>(e.session_end - e.seen_ns) / length, 0.0, 1.0)
+                 : 0.0;
+  const double p = has_signal ? e.p : 0.5;
+  const MarketMakerQuote q = mm_quote(c, has_signal, e.bid_px, e.ask_px, true, tick_px,
+                                      ctx.position(), tau, sigma, arrival, p);
+  mm_work_side(c, ctx, +1, q.has_bid, q.bid_px, tick_px, &s->bid_id, &s->bid_px);
+  mm_work_side(c, ctx, -1, q.has_ask, q.ask_px, tick_px, &s->ask_id, &s->ask_px);
+}
+
+}  // namespace fxt::sim

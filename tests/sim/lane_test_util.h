@@ -1,0 +1,211 @@
+// Helpers of the GPU-lane tests (tests/sim/lane_engine_test.cc on host threads,
+// tests/gpu/lane_engine_gpu_test.cc on the device): a seeded random-walk market, a set of
+// mm lanes over every L2 queue model, latencies and fees, and exact comparisons of results.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/random.h"
+#include "sim/engine.h"
+#include "sim/gpu_lanes.h"
+#include "sim/lanes.h"
+#include "sim_test_util.h"
+
+namespace fxt::sim::test {
+
+constexpr int64_t kLaneMs = 1'000'000;
+
+// n snapshots of a random-walk touch (ticks of 1.00, five levels a side, sizes 1..12, now and
+// then a crossed or one-sided book), each preceded by 0-2 trades at the bid or the ask; row
+// times jitter (a trade may print a little before the previous snapshot: exchange time is
+// made monotone). Starts at t0 (ns).
+inline std::vector<Row> random_market(int n, uint64_t seed, int64_t t0 = 0) {
+  Rng rng(seed);
+  std::vector<Row> rows;
+  int64_t bid = 100;
+  for (int i = 0; i < n; ++i) {
+    const int64_t ts = t0 + (i + 1) * 20 * kLaneMs;
+    const uint64_t move = rng.uniform(10);
+    if (move == 0 && bid > 90) --bid;
+    if (move == 1) ++bid;
+    const int trades = static_cast<int>(rng.uniform(3));
+    for (int k = 0; k < trades; ++k) {
+      const bool at_bid = rng.uniform(2) == 0;
+      const int64_t jitter = static_cast<int64_t>(rng.uniform(30)) * kLaneMs / 2;
+      rows.push_back(T(trade(ts - jitter, at_bid ? bid : bid + 1,
+                             static_cast<double>(1 + rng.uniform(6)), at_bid ? -1 : +1)));
+    }
+    Levels bids, asks;
+    const bool one_sided = rng.uniform(97) == 0;
+    const int64_t gap = rng.uniform(50) == 0 ? 0 : 1;  // 0: locked book
+    for (int64_t l = 0; l < 5; ++l) {
+      bids.push_back({bid - l, static_cast<double>(1 + rng.uniform(12))});
+      if (!one_sided) asks.push_back({bid + gap + l, static_cast<double>(1 + rng.uniform(12))});
+    }
+    rows.push_back(S(book(ts, bids, asks)));
+  }
+  return rows;
+}
+
+// A lane of `mm` with these parameters, queue model, latencies (feed 1 ms) and fees.
+inline Lane mm_lane(std::vector<std::string> params, const std::string& queue, int64_t entry_ns,
+                    double maker_bps, double taker_per_unit = 0, int64_t equity_interval_ns = 0) {
+  Lane l;
+  l.strategy = "mm";
+  l.params = std::move(params);
+  l.sim.queue = *parse_queue_model(queue);
+  l.sim.latency.feed_ns = 1 * kLaneMs;
+  l.sim.latency.entry_ns = entry_ns;
+  l.sim.latency.response_ns = entry_ns / 2;
+  l.sim.fees.maker_bps = maker_bps;
+  l.sim.fees.taker_per_unit = taker_per_unit;
+  l.sim.instrument.multiplier = 50;
+  l.sim.instrument.tick_px = kTick;
+  if (equity_interval_ns > 0) l.sim.equity_interval_ns = equity_interval_ns;
+  return l;
+}
+
+// `count` mm lanes cycling through quoting models, gammas, inventory limits, requote rules,
+// every L2 queue model, latencies and fees.
+inline std::vector<Lane> mm_lanes(size_t count) {
+  const char* queues[] = {"risk-averse", "power:2", "power:0.5", "log"};
+  const char* gammas[] = {"gamma=0.001", "gamma=0.01", "gamma=0.1", "gamma=0.5"};
+  const int64_t entries[] = {0, 1 * kLaneMs, 3 * kLaneMs, 25 * kLaneMs};
+  std::vector<Lane> lanes;
+  for (size_t i = 0; i < count; ++i) {
+    std::vector<std::string> p = {"warmup=" + std::to_string(5 + i % 7), gammas[i % 4],
+                                  "requote_ticks=" + std::to_string(i % 3),
+                                  "max_inventory=" + std::to_string(2 + i % 5)};
+    if (i % 5 == 1) p.push_back("model=glft");
+    if (i % 6 == 2) p.push_back("order_qty=2");
+    if (i % 7 == 3) p.push_back("sigma=1.5");
+    if (i % 4 == 0) p.push_back("skew_ticks=2");
+    lanes.push_back(mm_lane(p, queues[(i / 4) % 4], entries[(i / 3) % 4], i % 2 == 0 ? -0.2 : 0.3,
+                            i % 3 == 0 ? 0.01 : 0, i % 2 == 0 ? 500 * kLaneMs : 0));
+  }
+  return lanes;
+}
+
+// a == b when rel is 0; else within rel relative (to 1 at least). The device's power/log
+// queue estimates use CUDA's pow/log1p (within 1e-12 of glibc's: fill_rules_gpu_test), so
+// fractional fills there agree to rounding, not to the bit.
+inline bool near_equal(double a, double b, double rel) {
+  if (rel == 0) return a == b;
+  return std::fabs(a - b) <= rel * std::max({1.0, std::fabs(a), std::fabs(b)});
+}
+
+// Two JSON documents equal, numbers within rel (near_equal).
+inline void expect_json_near(const nlohmann::json& a, const nlohmann::json& b, double rel,
+                             const std::string& what) {
+  if (a.is_number() && b.is_number()) {
+    EXPECT_TRUE(near_equal(a.get<double>(), b.get<double>(), rel))
+        << what << ": " << a.dump() << " vs " << b.dump();
+    return;
+  }
+  ASSERT_EQ(a.type(), b.type()) << what << ": " << a.dump() << " vs " << b.dump();
+  if (a.is_object()) {
+    ASSERT_EQ(a.size(), b.size()) << what;
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      ASSERT_TRUE(b.contains(it.key())) << what << "." << it.key();
+      expect_json_near(it.value(), b[it.key()], rel, what + "." + it.key());
+    }
+  } else if (a.is_array()) {
+    ASSERT_EQ(a.size(), b.size()) << what;
+    for (size_t i = 0; i < a.size(); ++i)
+      expect_json_near(a[i], b[i], rel, what + "[" + std::to_string(i) + "]");
+  } else {
+    EXPECT_EQ(a, b) << what;
+  }
+}
+
+// Equality of two results: every integer field exactly (times, ids, prices, sides, states,
+// counts), every quantity and money field within rel (0: the same bits); not the rejection
+// texts.
+inline void expect_identical(const BacktestResult& a, const BacktestResult& b,
+                             const std::string& what, double rel = 0) {
+  ASSERT_EQ(a.fills.size(), b.fills.size()) << what;
+  for (size_t i = 0; i < a.fills.size(); ++i) {
+    const Fill &x = a.fills[i], &y = b.fills[i];
+    EXPECT_TRUE(x.ts_ns == y.ts_ns && x.order_id == y.order_id && x.side == y.side &&
+                x.px == y.px && near_equal(x.qty, y.qty, rel) && near_equal(x.fee, y.fee, rel) &&
+                x.maker == y.maker)
+        << what << " fill " << i;
+  }
+  ASSERT_EQ(a.orders.size(), b.orders.size()) << what;
+  for (size_t i = 0; i < a.orders.size(); ++i) {
+    const OrderRecord &x = a.orders[i], &y = b.orders[i];
+    EXPECT_TRUE(x.order_id == y.order_id && x.sent_ns == y.sent_ns && x.arrive_ns == y.arrive_ns &&
+                x.done_ns == y.done_ns && x.side == y.side && x.type == y.type && x.px == y.px &&
+                near_equal(x.qty, y.qty, rel) && near_equal(x.filled_qty, y.filled_qty, rel) &&
+                near_equal(x.avg_fill_px, y.avg_fill_px, rel) && x.state == y.state)
+        << what << " order " << i;
+  }
+  ASSERT_EQ(a.equity.size(), b.equity.size()) << what;
+  for (size_t i = 0; i < a.equity.size(); ++i) {
+    const EquityPoint &x = a.equity[i], &y = b.equity[i];
+    EXPECT_TRUE(x.ts_ns == y.ts_ns && near_equal(x.position, y.position, rel) &&
+                near_equal(x.cash, y.cash, rel) && x.mid == y.mid &&
+                near_equal(x.equity, y.equity, rel))
+        << what << " equity " << i;
+  }
+  EXPECT_TRUE(near_equal(a.fees_paid, b.fees_paid, rel)) << what;
+  EXPECT_EQ(a.events, b.events) << what;
+  EXPECT_EQ(a.instrument.tick_px, b.instrument.tick_px) << what;
+  EXPECT_EQ(a.instrument.multiplier, b.instrument.multiplier) << what;
+}
+
+inline void expect_identical(const LaneOutcome& a, const LaneOutcome& b, const std::string& what,
+                             double rel = 0) {
+  if (rel == 0) {
+    EXPECT_EQ(a.stats.dump(), b.stats.dump()) << what;
+  } else {
+    expect_json_near(a.stats, b.stats, rel, what + " stats");
+  }
+  EXPECT_TRUE(near_equal(a.position, b.position, rel)) << what;
+  EXPECT_TRUE(near_equal(a.cash, b.cash, rel)) << what;
+  EXPECT_TRUE(near_equal(a.fees, b.fees, rel)) << what;
+  EXPECT_EQ(a.fills, b.fills) << what;
+  EXPECT_EQ(a.orders, b.orders) << what;
+  EXPECT_EQ(a.events, b.events) << what;
+}
+
+// Every lane's result and outcome from the CPU engine (run_lanes) and from the GPU lanes
+// (on the device or on host threads): equal lane by lane (expect_identical with rel).
+// Returns the GPU lanes' report.
+inline GpuLaneReport expect_gpu_lanes_equal_cpu(const LaneMarket& market,
+                                                const std::vector<Lane>& lanes,
+                                                GpuLaneOptions options, bool expect_fills = true,
+                                                double rel = 0) {
+  std::vector<BacktestResult> cpu(lanes.size()), gpu(lanes.size());
+  LaneOptions cpu_options;
+  cpu_options.threads = 2;
+  auto a = run_lanes(market, lanes, cpu_options, [&](size_t i, const BacktestResult& r) {
+    cpu[i] = r;
+    return Status::Ok();
+  });
+  EXPECT_TRUE(a.ok()) << a.status().message();
+  GpuLaneReport report;
+  auto b = run_gpu_lanes(market, lanes, options, &report, [&](size_t i, const BacktestResult& r) {
+    gpu[i] = r;
+    return Status::Ok();
+  });
+  EXPECT_TRUE(b.ok()) << b.status().message();
+  if (!a.ok() || !b.ok()) return report;
+  size_t trading = 0;
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    expect_identical(cpu[i], gpu[i], "lane " + std::to_string(i), rel);
+    expect_identical((*a)[i], (*b)[i], "lane " + std::to_string(i), rel);
+    trading += cpu[i].fills.empty() ? 0 : 1;
+  }
+  if (expect_fills) {
+    EXPECT_GE(trading, lanes.size() * 3 / 4) << "most lanes must trade";
+  }
+  return report;
+}
+
+}  // namespace fxt::sim::test

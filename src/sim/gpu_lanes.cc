@@ -10,6 +10,7 @@
 #include "core/progress.h"
 #include "sim/engine.h"
 #include "sim/latency.h"
+#include "sim/strategy_exec.h"
 #include "sim/strategy_mm.h"
 
 #if defined(FXT_HAVE_CUDA)
@@ -18,7 +19,15 @@
 
 namespace fxt::sim {
 
+static_assert(static_cast<uint8_t>(OrderType::kMarket) == kLaneMarket);
+static_assert(static_cast<uint8_t>(OrderType::kLimit) == kLaneLimit);
 static_assert(static_cast<uint8_t>(OrderType::kPostOnly) == kLanePostOnly);
+static_assert(static_cast<uint8_t>(OrderType::kIoc) == kLaneIoc);
+static_assert(static_cast<uint8_t>(OrderType::kFok) == kLaneFok);
+static_assert(static_cast<uint8_t>(OrderType::kMarket) == kExecMarket);
+static_assert(static_cast<uint8_t>(OrderType::kIoc) == kExecIoc);
+static_assert(static_cast<uint8_t>(OrderState::kExpired) == kLaneExpired);
+static_assert(static_cast<uint8_t>(AckKind::kDone) == kLaneAckDone);
 static_assert(static_cast<uint8_t>(OrderState::kPending) == kLanePending);
 static_assert(static_cast<uint8_t>(OrderState::kOpen) == kLaneOpen);
 static_assert(static_cast<uint8_t>(OrderState::kFilled) == kLaneFilled);
@@ -90,10 +99,13 @@ LaneStreamData build_lane_stream(const LaneMarket& market) {
   return d;
 }
 
-Result<LaneConfig> gpu_lane_config(const LaneMarket& market, const Lane& lane) {
-  if (lane.strategy != "mm") {
-    return UsageError("--device cuda: strategy {} is not on the GPU yet (mm is); use --device cpu",
-                      lane.strategy);
+Result<LaneConfig> gpu_lane_config(const LaneMarket& market, const Lane& lane,
+                                   std::vector<double>* holdings) {
+  const bool exec = lane.strategy == "twap" || lane.strategy == "ac";
+  if (lane.strategy != "mm" && !exec) {
+    return UsageError(
+        "--device cuda: strategy {} is not on the GPU yet (mm, twap and ac are); use --device cpu",
+        lane.strategy);
   }
   if (lane.sim.use_l3) {
     for (const StoreReader& r : market.stores) {
@@ -112,10 +124,7 @@ Result<LaneConfig> gpu_lane_config(const LaneMarket& market, const Lane& lane) {
   FXT_ASSIGN_OR_RETURN(StrategyParams params, StrategyParams::parse(lane.params));
   FXT_ASSIGN_OR_RETURN(StrategyFactory f,
                        make_strategy_factory(lane.strategy, std::move(params), market.inputs));
-  FXT_ASSIGN_OR_RETURN(MarketMakerConfig mm, MarketMakerConfig::from_json(f.config));
   LaneConfig c;
-  c.mm = mm_params(mm);
-  c.has_signal = market.inputs.signal != nullptr;
   c.fees = lane.sim.fees;
   c.queue = lane.sim.queue;
   c.feed_ns = lane.sim.latency.feed_ns;
@@ -127,6 +136,37 @@ Result<LaneConfig> gpu_lane_config(const LaneMarket& market, const Lane& lane) {
   c.tick_px = lane.sim.instrument.tick_px;
   if (c.tick_px == 1 && market.stores.front().tick_px() > 0)
     c.tick_px = market.stores.front().tick_px();
+  if (!exec) {
+    FXT_ASSIGN_OR_RETURN(MarketMakerConfig mm, MarketMakerConfig::from_json(f.config));
+    c.strategy = kLaneStrategyMm;
+    c.mm = mm_params(mm);
+    c.has_signal = market.inputs.signal != nullptr;
+    return c;
+  }
+  // twap / ac: the factory's resolved config (window in exchange time, schedule).
+  const nlohmann::json& j = f.config;
+  ExecutionConfig e;
+  e.side = j.at("side").get<std::string>() == "buy" ? Side::kBuy : Side::kSell;
+  e.qty = j.at("qty").get<double>();
+  e.slices = j.at("slices").get<int>();
+  e.limit = j.at("order").get<std::string>() == "limit";
+  e.limit_ticks = j.at("limit_ticks").get<double>();
+  e.lot = j.at("lot").get<double>();
+  const int64_t start = j.at("window_start_ns").get<int64_t>();
+  const int64_t end = j.at("window_end_ns").get<int64_t>();
+  if (!exec_slices_exact(end - start, e.slices)) {
+    return UsageError(
+        "--device cuda: a {} ns window in {} slices is beyond the GPU lanes' int64 slice "
+        "arithmetic; use --device cpu",
+        end - start, e.slices);
+  }
+  c.strategy = kLaneStrategyExec;
+  c.exec = exec_params(e, start, end, c.tick_px);
+  if (holdings != nullptr) {
+    c.holdings_offset = static_cast<uint32_t>(holdings->size());
+    const std::vector<double> h = j.at("holdings").get<std::vector<double>>();
+    holdings->insert(holdings->end(), h.begin(), h.end());
+  }
   return c;
 }
 
@@ -247,8 +287,9 @@ Result<std::vector<LaneOutcome>> run_gpu_lanes(const LaneMarket& market,
                                                const LaneSink& sink, uint64_t max_events) {
   std::vector<LaneConfig> configs;
   std::vector<StrategyFactory> factories;
+  std::vector<double> holdings;  // the twap/ac lanes' schedules, for the stream
   for (size_t i = 0; i < lanes.size(); ++i) {
-    Result<LaneConfig> c = gpu_lane_config(market, lanes[i]);
+    Result<LaneConfig> c = gpu_lane_config(market, lanes[i], &holdings);
     if (!c.ok())
       return Status(c.status().code(), fmt::format("lane {}: {}", i, c.status().message()));
     configs.push_back(*c);
@@ -267,6 +308,7 @@ Result<std::vector<LaneOutcome>> run_gpu_lanes(const LaneMarket& market,
   GpuLaneReport rep;
   LaneStreamData stream = build_lane_stream(market);
   if (max_events > 0 && max_events < stream.items.size()) stream.items.resize(max_events);
+  stream.holdings = std::move(holdings);
   // Recorded latency curves, one copy per file, shared by the lanes that name it.
   std::map<std::string, std::pair<uint32_t, uint32_t>> curves;  // file -> offset, samples
   for (size_t i = 0; i < lanes.size(); ++i) {
@@ -355,6 +397,7 @@ Result<std::vector<LaneOutcome>> run_gpu_lanes(const LaneMarket& market,
       }
       const BacktestResult r = lane_result(b, i - begin);
       const std::unique_ptr<Strategy> strategy = factories[i].make();
+      if (auto* e = dynamic_cast<ExecutionStrategy*>(strategy.get())) e->set_state(st.exec);
       outcomes[i] = lane_outcome(r, lanes[i].sim, *strategy);
       if (sink) FXT_RETURN_IF_ERROR(sink(i, r));
     }

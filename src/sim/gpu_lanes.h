@@ -19,9 +19,12 @@ namespace fxt::sim {
 // The stream of the market's stores in the replay engine's order (L2: no order events).
 LaneStreamData build_lane_stream(const LaneMarket& market);
 
-// The lane as a GPU lane, or why it cannot be one (strategy other than mm, L3 FIFO queues on
-// MBO stores). A recorded latency file is attached by run_gpu_lanes (one copy per file).
-Result<LaneConfig> gpu_lane_config(const LaneMarket& market, const Lane& lane);
+// The lane as a GPU lane, or why it cannot be one (strategy signal, L3 FIFO queues on MBO
+// stores). A recorded latency file is attached by run_gpu_lanes (one copy per file). A twap/ac
+// lane's schedule is appended to *holdings (the stream's LaneStreamData::holdings) and its
+// offset set; holdings = nullptr: the lane is only checked.
+Result<LaneConfig> gpu_lane_config(const LaneMarket& market, const Lane& lane,
+                                   std::vector<double>* holdings = nullptr);
 
 struct GpuLaneOptions {
   bool on_device = true;      // false: the lanes' code on host threads (tests, no GPU)

@@ -5,12 +5,14 @@
 // queues, position, cash and fees.
 //
 // This is the replay engine of sim/engine.cc (Replay::run) and the exchange of sim/exchange.cc
-// restated over fixed-size state for device code, restricted to what `mm` uses: post-only
-// orders, cancels and modifies under the L2 queue models, constant latencies, fees. Every
-// decision comes from the shared FXT_HD rules (sim/fill_rules.h: queues, fills, fees, account,
-// latency ordering; sim/mm_rules.h: the strategy itself), so the CPU engine and the lanes
-// cannot drift; tests/sim/lane_engine_test.cc checks each lane against the CPU engine (fills,
-// orders, equity rows) and tests/gpu/lane_engine_gpu_test.cc the device against the host.
+// restated over fixed-size state for device code: market, limit, post-only, IOC and FOK orders
+// (the level walk with the liquidity memory for marketable ones), cancels and modifies under
+// the L2 queue models, constant or recorded latencies, fees. Every decision comes from the
+// shared FXT_HD rules (sim/fill_rules.h: queues, fills, fees, account, latency ordering;
+// sim/mm_rules.h and sim/exec_rules.h: the `mm` and `twap`/`ac` strategies themselves), so the
+// CPU engine and the lanes cannot drift; tests/sim/lane_engine_test.cc checks each lane against
+// the CPU engine (fills, orders, equity rows, stats) and tests/gpu/lane_engine_gpu_test.cc the
+// device against the host.
 //
 // A lane whose fixed-size state overflows (more live orders, messages in flight or result
 // rows than kLane* / the capture capacity) stops with `error` set; the caller reruns it on
@@ -19,21 +21,31 @@
 
 #include <cstdint>
 
+#include "sim/exec_rules.h"
 #include "sim/fill_rules.h"
 #include "sim/mm_rules.h"
 
 namespace fxt::sim {
 
 // Numeric codes of sim/types.h's enums (checked by static_assert in sim/gpu_lanes.cc).
-enum : uint8_t { kLanePostOnly = 2 };  // OrderType
+enum : uint8_t { kLaneMarket, kLaneLimit, kLanePostOnly, kLaneIoc, kLaneFok };  // OrderType
 enum : uint8_t {
   kLanePending,
   kLaneOpen,
   kLaneFilled,
   kLaneCanceled,
-  kLaneRejected
-};                                                                                    // OrderState
-enum : uint8_t { kLaneAccepted, kLaneAckRejected, kLaneAckCanceled, kLaneModified };  // AckKind
+  kLaneRejected,
+  kLaneExpired
+};  // OrderState
+enum : uint8_t {
+  kLaneAccepted,
+  kLaneAckRejected,
+  kLaneAckCanceled,
+  kLaneModified,
+  kLaneAckDone
+};  // AckKind
+// The strategy a lane runs.
+enum : uint8_t { kLaneStrategyMm, kLaneStrategyExec };
 enum : uint8_t { kLaneSnapshot = 0, kLaneTrade = 1 };
 
 // One market row of the stream, in replay order.
@@ -68,6 +80,9 @@ struct LaneStream {
   const int64_t* latency_ts = nullptr;
   const int64_t* latency_entry = nullptr;
   const int64_t* latency_response = nullptr;
+  // Execution schedules (remaining holdings, slices + 1 each) of every twap/ac lane,
+  // concatenated (LaneConfig::holdings_offset says where).
+  const double* holdings = nullptr;
 
   // A window of the stream staged in fast memory (the device: the block's shared memory):
   // items [w_begin, w_end) and book rows [w_row_begin, w_row_end). Reads outside it go to
@@ -159,8 +174,11 @@ FXT_HD inline void lane_stage_window(const LaneStream& s, uint64_t begin, uint64
 
 // One lane's parameters.
 struct LaneConfig {
+  uint8_t strategy = kLaneStrategyMm;
   MmParams mm;
   bool has_signal = false;
+  ExecParams exec;               // twap / ac
+  uint32_t holdings_offset = 0;  // its schedule in LaneStream::holdings
   FeeSchedule fees;
   QueueModel queue;
   int64_t feed_ns = 0, entry_ns = 0, response_ns = 0;  // constant latencies
@@ -204,6 +222,7 @@ struct LaneCapture {
 constexpr int kLaneSlots = 8;        // live orders (pending or resting) per lane
 constexpr int kLaneArrivals = 64;    // order messages in flight to the exchange
 constexpr int kLaneResponses = 128;  // messages in flight to the strategy
+constexpr int kLaneMemory = 16;      // levels with liquidity we took, remembered until refreshed
 constexpr int64_t kLaneNever = INT64_MAX;
 constexpr int64_t kLaneMinTime = INT64_MIN;
 
@@ -215,7 +234,13 @@ struct LaneLiveOrder {
   double qty = 0, filled = 0, notional = 0;
   L2Queue l2;
   int8_t side = 1;
+  uint8_t type = kLanePostOnly;
   bool resting = false, rejoin = false;
+};
+struct LaneTaken {  // Exchange::Taken: displayed size we took at one level
+  int64_t px = 0;
+  double displayed = 0, taken = 0;
+  int8_t side = 1;
 };
 struct LaneArrival {
   int64_t t = 0;
@@ -235,7 +260,7 @@ struct LaneResponse {
 };
 struct LaneOpen {  // an order the strategy knows to be open
   uint64_t id = 0;
-  double qty = 0;
+  double qty = 0, filled = 0;
 };
 
 // Everything one lane accumulates. Device memory per lane: sizeof(LaneState) plus the capture.
@@ -244,6 +269,8 @@ struct LaneState {
   LaneLiveOrder live[kLaneSlots];
   uint8_t resting[kLaneSlots];  // slots of resting orders, in the order they joined
   uint32_t n_resting = 0;
+  LaneTaken memory[kLaneMemory];
+  uint32_t n_memory = 0;
   Holdings account;
   double fees_paid = 0;
   double mid = 0;
@@ -262,6 +289,7 @@ struct LaneState {
   LaneOpen open[kLaneSlots];
   uint32_t n_open = 0;
   MmState mm;
+  ExecState exec;
   // The last equity row.
   int64_t eq_ts = 0;
   double eq_position = 0, eq_cash = 0, eq_mid = 0;
@@ -334,8 +362,20 @@ class LaneSim {
     }
     return false;
   }
+  // Units still working in the strategy's open orders (exec_rules.h).
+  FXT_HD double working() const {
+    double w = 0;
+    for (uint32_t i = 0; i < st_.n_open; ++i) w += st_.open[i].qty - st_.open[i].filled;
+    return w;
+  }
+  // A post-only order (mm_rules.h).
   FXT_HD uint64_t submit(int side, int64_t px, double qty) {
+    return submit(side, kLanePostOnly, px, qty);
+  }
+  // An order of any type (exec_rules.h); a market order's price is 0.
+  FXT_HD uint64_t submit(int side, uint8_t type, int64_t px, double qty) {
     LaneState& st = st_;
+    if (type == kLaneMarket) px = 0;
     const int64_t arrive = arrival_time();
     int slot = -1;
     for (int i = 0; i < kLaneSlots && slot < 0; ++i)
@@ -346,6 +386,7 @@ class LaneSim {
     o = LaneLiveOrder();
     o.id = id;
     o.side = static_cast<int8_t>(side);
+    o.type = type;
     o.px = px;
     o.qty = qty;
     if (cap_.orders != nullptr) {
@@ -355,10 +396,12 @@ class LaneSim {
       r.sent_ns = st.now;
       r.arrive_ns = arrive;
       r.side = o.side;
+      r.type = type;
       r.px = px;
       r.qty = qty;
     }
     push_arrival(arrive, 0, id, 0, 0);
+    st.open[st.n_open] = LaneOpen();
     st.open[st.n_open].id = id;
     st.open[st.n_open].qty = qty;
     ++st.n_open;
@@ -447,21 +490,85 @@ class LaneSim {
     return level_size_at(s_.px_row(side, st_.book_row), s_.sz_row(side, st_.book_row), side, px,
                          known);
   }
-  // The first level with size on `side` (the lanes never take, so nothing is remembered taken).
+  // ---- liquidity (Exchange::taken_at, available, best_available, take) ----
+  FXT_HD double taken_at(int side, int64_t px) const {
+    for (uint32_t k = 0; k < st_.n_memory; ++k)
+      if (st_.memory[k].side == side && st_.memory[k].px == px) return st_.memory[k].taken;
+    return 0;
+  }
+  // Liquidity opposite `side` up to `limit` (inclusive), net of what we took.
+  FXT_HD double available(int side, int64_t limit) const {
+    if (st_.book_row < 0) return 0;
+    const int opp = -side;
+    const int64_t* p = s_.px_row(opp, st_.book_row);
+    const double* sz = s_.sz_row(opp, st_.book_row);
+    double total = 0;
+    for (int i = 0; i < kBookLevels && p[i] != kEmptyPx; ++i) {
+      if (beyond_limit(side, p[i], limit)) break;
+      total += max_of(0.0, level_left(sz[i], taken_at(opp, p[i])));
+    }
+    return total;
+  }
+  // The first level with size left on `side`.
   FXT_HD int64_t best_available(int side) const {
     if (st_.book_row < 0) return kEmptyPx;
     const int64_t* p = s_.px_row(side, st_.book_row);
     const double* sz = s_.sz_row(side, st_.book_row);
     for (int i = 0; i < kBookLevels && p[i] != kEmptyPx; ++i)
-      if (level_left(sz[i], 0.0) > kQtyEps) return p[i];
+      if (level_left(sz[i], taken_at(side, p[i])) > kQtyEps) return p[i];
     return kEmptyPx;
   }
   FXT_HD bool would_cross(int side, int64_t px) const {
     return crosses(side, px, best_available(-side));
   }
-  // Exchange::validate for a post-only order.
-  FXT_HD bool valid(int64_t px, double qty) const {
+  // Walks the opposite levels taking up to `want`; one taker fill per level.
+  FXT_HD void take(LaneLiveOrder& o, bool has_limit, int64_t limit, double want, int64_t t) {
+    LaneState& st = st_;
+    if (st.book_row < 0) return;
+    const int opp = -o.side;
+    const int64_t row = st.book_row;
+    for (int i = 0; i < kBookLevels && want > kQtyEps; ++i) {
+      const int64_t level_px = s_.px_row(opp, row)[i];
+      if (level_px == kEmptyPx) break;
+      if (has_limit && beyond_limit(o.side, level_px, limit)) break;
+      const double displayed = s_.sz_row(opp, row)[i];
+      const double q = walk_take(level_left(displayed, taken_at(opp, level_px)), want);
+      if (q <= 0) continue;  // level used up
+      uint32_t k = 0;
+      while (k < st.n_memory && !(st.memory[k].side == opp && st.memory[k].px == level_px)) ++k;
+      if (k == st.n_memory) {
+        if (st.n_memory >= kLaneMemory) {
+          overflow();
+          return;
+        }
+        st.memory[k].side = static_cast<int8_t>(opp);
+        st.memory[k].px = level_px;
+        st.memory[k].displayed = displayed;
+        st.memory[k].taken = q;
+        ++st.n_memory;
+      } else {
+        st.memory[k].taken += q;
+      }
+      want -= q;
+      fill(o, level_px, q, /*maker=*/false, t);
+    }
+  }
+  // Exchange::on_book's refresh: a level's memory lasts until its displayed size changes or it
+  // leaves the displayed book.
+  FXT_HD void refresh_memory() {
+    LaneState& st = st_;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < st.n_memory; ++i) {
+      bool known = false;
+      const double now = size_at(st.memory[i].side, st.memory[i].px, &known);
+      if (known && now == st.memory[i].displayed) st.memory[k++] = st.memory[i];
+    }
+    st.n_memory = k;
+  }
+  // Exchange::validate.
+  FXT_HD bool valid(uint8_t type, int64_t px, double qty) const {
     if (!mm_finite(qty) || qty <= 0) return false;
+    if (type == kLaneMarket) return true;
     if (px == kEmptyPx || px == kLaneMinTime) return false;
     if (c_.tick_px > 1 && px % c_.tick_px != 0) return false;
     return true;
@@ -492,13 +599,13 @@ class LaneSim {
       r->done_ns = t;
     }
   }
-  FXT_HD void fill(LaneLiveOrder& o, int64_t px, double qty, int64_t t) {
+  FXT_HD void fill(LaneLiveOrder& o, int64_t px, double qty, bool maker, int64_t t) {
     LaneState& st = st_;
     qty = clamp_fill(qty, remaining(o));
     if (qty <= 0) return;
     o.filled += qty;
     o.notional += static_cast<double>(px) * kPxScale * qty;
-    const double fee = fill_fee(c_.fees, /*maker=*/true, px, qty, c_.multiplier);
+    const double fee = fill_fee(c_.fees, maker, px, qty, c_.multiplier);
     apply_fill(&st.account, o.side, px, qty, fee, c_.multiplier);
     if (cap_.fills != nullptr) {
       if (st.fills >= cap_.fill_cap) {
@@ -512,7 +619,7 @@ class LaneSim {
       f.px = px;
       f.qty = qty;
       f.fee = fee;
-      f.maker = 1;
+      f.maker = maker ? 1 : 0;
     }
     ++st.fills;
     st.fees_paid += fee;
@@ -536,7 +643,7 @@ class LaneSim {
     }
     if (done) {
       o.resting = false;
-      o.id = 0;  // final: the slot is free (pruned from resting by the caller)
+      o.id = 0;  // final: the slot is free (pruned from resting by the caller, if it rested)
     }
     sample_equity(t);
   }
@@ -565,13 +672,14 @@ class LaneSim {
     st.eq_mid = mid;
   }
 
-  // ---- order messages (Exchange::on_*_arrival, post-only orders) ----
+  // ---- order messages (Exchange::on_*_arrival) ----
   FXT_HD void on_order_arrival(uint64_t id, int64_t t) {
     LaneLiveOrder* o = find(id);
     if (o == nullptr) return;
     LaneOrderRow* r = record(id);
     if (r != nullptr) r->arrive_ns = t;
-    if (!valid(o->px, o->qty) || would_cross(o->side, o->px)) {
+    if (!valid(o->type, o->px, o->qty) ||
+        (o->type == kLanePostOnly && would_cross(o->side, o->px))) {
       finish(*o, kLaneRejected, t);
       send_ack(id, kLaneAckRejected, t, true, o);
       o->id = 0;
@@ -579,8 +687,28 @@ class LaneSim {
     }
     if (r != nullptr) r->state = kLaneOpen;
     send_ack(id, kLaneAccepted, t, false, o);
-    if (remaining(*o) <= kQtyEps) return;
-    join_queue(*o);
+    switch (o->type) {
+      case kLaneMarket:
+      case kLaneIoc:
+        take(*o, o->type == kLaneIoc, o->px, o->qty, t);
+        break;
+      case kLaneFok:
+        if (available(o->side, o->px) >= o->qty - kQtyEps) take(*o, true, o->px, o->qty, t);
+        break;
+      case kLaneLimit:
+        take(*o, true, o->px, o->qty, t);
+        break;
+      default:  // post-only
+        break;
+    }
+    if (remaining(*o) <= kQtyEps) return;  // filled (the last fill finished it)
+    if (o->type == kLaneLimit || o->type == kLanePostOnly) {
+      join_queue(*o);
+      return;
+    }
+    finish(*o, kLaneExpired, t);  // market / IOC / FOK remainder
+    send_ack(id, kLaneAckDone, t, true, o);
+    o->id = 0;
   }
   FXT_HD void on_cancel_arrival(uint64_t id, int64_t t) {
     LaneLiveOrder* o = find(id);
@@ -595,12 +723,12 @@ class LaneSim {
   }
   FXT_HD void on_modify_arrival(uint64_t id, int64_t px, double qty, int64_t t) {
     LaneLiveOrder* o = find(id);
-    if (o == nullptr || !o->resting || !valid(px, qty) || qty <= o->filled + kQtyEps) {
+    if (o == nullptr || !o->resting || !valid(o->type, px, qty) || qty <= o->filled + kQtyEps) {
       send_ack(id, kLaneAckRejected, t, false, o);
       return;
     }
     const bool price_change = px != o->px;
-    if (price_change && would_cross(o->side, px)) {
+    if (price_change && o->type == kLanePostOnly && would_cross(o->side, px)) {
       send_ack(id, kLaneAckRejected, t, false, o);
       return;
     }
@@ -617,7 +745,8 @@ class LaneSim {
     o->px = px;
     if (r != nullptr) r->px = px;
     send_ack(id, kLaneModified, t, false, o);
-    if (remaining(*o) > kQtyEps) join_queue(*o);
+    if (price_change && o->type == kLaneLimit) take(*o, true, px, remaining(*o), t);
+    if (o->id != 0 && remaining(*o) > kQtyEps) join_queue(*o);
   }
 
   // ---- market data (Exchange::on_trade, on_book, begin_session) ----
@@ -625,8 +754,9 @@ class LaneSim {
     LaneState& st = st_;
     const LaneItem& it = s_.item(st.m);
     const int64_t t = st.t;
-    if (it.session_start) {
+    if (it.session_start) {  // Exchange::begin_session
       st.book_row = -1;
+      st.n_memory = 0;
       for (uint32_t k = 0; k < st.n_resting; ++k) st.live[st.resting[k]].rejoin = true;
     }
     st.mid = it.mid;
@@ -648,7 +778,7 @@ class LaneSim {
       LaneLiveOrder& o = st.live[st.resting[k]];
       if (!o.resting || o.rejoin) continue;
       if (trades_through(o.side, px, o.px)) {
-        fill(o, o.px, remaining(o), t);
+        fill(o, o.px, remaining(o), /*maker=*/true, t);
         continue;
       }
       if (!trade_hits_level(o.side, o.px, px, trade_side)) continue;
@@ -661,7 +791,7 @@ class LaneSim {
       const double q = min_of(remaining(o), beyond - used_px_volume);
       if (q > kQtyEps) {
         used_px_volume += q;
-        fill(o, o.px, q, t);
+        fill(o, o.px, q, /*maker=*/true, t);
       }
     }
     prune_resting();
@@ -669,6 +799,7 @@ class LaneSim {
   FXT_HD void on_book(int64_t row, int64_t t) {
     LaneState& st = st_;
     st.book_row = row;
+    if (st.n_memory > 0) refresh_memory();
     if (st.n_resting == 0) return;
     const bool crossed_book = (s_.flags_of(row) & (kFlagCrossed | kFlagLocked)) != 0;
     const int64_t best_bid = best_available(+1);
@@ -682,7 +813,7 @@ class LaneSim {
       o.l2.on_level(c_.queue, size, known);
       if (crossed_book) continue;
       const int64_t opp = o.side > 0 ? best_ask : best_bid;
-      if (touch_reaches(o.side, o.px, opp)) fill(o, o.px, remaining(o), t);
+      if (touch_reaches(o.side, o.px, opp)) fill(o, o.px, remaining(o), /*maker=*/true, t);
     }
     prune_resting();
   }
@@ -692,6 +823,24 @@ class LaneSim {
     LaneState& st = st_;
     const LaneItem& it = s_.item(st.d++);
     st.now = it.t + c_.feed_ns;
+    if (c_.strategy == kLaneStrategyExec) {
+      ExecEvent e;
+      e.seen_ns = st.now;
+      e.is_trade = it.kind == kLaneTrade;
+      e.trade_px = it.px;
+      e.trade_sz = it.sz;
+      if (it.book_row >= 0) {  // Snapshot::has_bid / has_ask of the book the strategy sees
+        e.bid_px = s_.px_row(+1, it.book_row)[0];
+        e.ask_px = s_.px_row(-1, it.book_row)[0];
+        e.has_bid = e.bid_px != kEmptyPx && s_.sz_row(+1, it.book_row)[0] > 0;
+        e.has_ask = e.ask_px != kEmptyPx && s_.sz_row(-1, it.book_row)[0] > 0;
+      } else {
+        e.bid_px = e.ask_px = kEmptyPx;
+      }
+      e.multiplier = c_.multiplier;
+      exec_on_event(c_.exec, s_.holdings + c_.holdings_offset, &st.exec, e, *this);
+      return;
+    }
     if (it.kind == kLaneTrade) {
       mm_on_trade(&st.mm);
       return;
@@ -727,11 +876,15 @@ class LaneSim {
     st.now = r.t;
     if (r.is_fill) {
       apply_fill(&st.seen, r.side, r.px, r.qty, r.fee, c_.multiplier);
+      for (uint32_t i = 0; i < st.n_open; ++i)
+        if (st.open[i].id == r.id) st.open[i].filled += r.qty;
     } else if (r.ack == kLaneModified) {
       for (uint32_t i = 0; i < st.n_open; ++i)
         if (st.open[i].id == r.id) st.open[i].qty = r.qty;
     }
     if (r.final) erase_open(r.id);
+    if (r.is_fill && c_.strategy == kLaneStrategyExec)
+      exec_on_fill(&st.exec, r.px, r.qty, r.fee, c_.multiplier);
   }
 
   const LaneStream& s_;

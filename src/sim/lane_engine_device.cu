@@ -80,6 +80,7 @@ DeviceLaneStream::DeviceLaneStream(const LaneStreamData& d) {
   view_.latency_ts = upload_block(d.latency_ts, &blocks_[8]);
   view_.latency_entry = upload_block(d.latency_entry, &blocks_[9]);
   view_.latency_response = upload_block(d.latency_response, &blocks_[10]);
+  view_.holdings = upload_block(d.holdings, &blocks_[11]);
   view_.n_sessions = static_cast<uint32_t>(d.session_start.size());
 }
 

@@ -21,6 +21,7 @@ struct LaneStreamData {
   std::vector<uint8_t> flags;
   std::vector<int64_t> session_start, session_end;
   std::vector<int64_t> latency_ts, latency_entry, latency_response;  // recorded curves
+  std::vector<double> holdings;  // twap/ac schedules (LaneConfig::holdings_offset)
 
   LaneStream view() const {
     LaneStream s;
@@ -37,13 +38,14 @@ struct LaneStreamData {
     s.latency_ts = latency_ts.data();
     s.latency_entry = latency_entry.data();
     s.latency_response = latency_response.data();
+    s.holdings = holdings.data();
     return s;
   }
   size_t bytes() const {
     return items.size() * sizeof(LaneItem) + flags.size() +
            (latency_ts.size() + latency_entry.size() + latency_response.size()) * sizeof(int64_t) +
            (bid_px.size() + ask_px.size()) * sizeof(int64_t) +
-           (bid_sz.size() + ask_sz.size()) * sizeof(double);
+           (bid_sz.size() + ask_sz.size() + holdings.size()) * sizeof(double);
   }
 };
 
@@ -91,7 +93,7 @@ class DeviceLaneStream {
 
  private:
   LaneStream view_;
-  void* blocks_[11] = {};
+  void* blocks_[12] = {};
 };
 
 // Free device memory now (bytes), for sizing batches.

@@ -60,6 +60,20 @@ std::vector<double> execution_holdings(const ExecutionConfig& config, bool almgr
   return almgren_chriss_holdings(config.qty, 1.0, config.slices, urgency);
 }
 
+ExecParams exec_params(const ExecutionConfig& config, int64_t window_start_ns,
+                       int64_t window_end_ns, int64_t tick_px) {
+  ExecParams p;
+  p.side = sign(config.side);
+  p.qty = config.qty;
+  p.start_ns = window_start_ns;
+  p.end_ns = std::max(window_start_ns, window_end_ns);
+  p.slices = config.slices;
+  p.limit = config.limit;
+  p.through_px = static_cast<int64_t>(std::llround(config.limit_ticks)) * tick_px;
+  p.lot = config.lot;
+  return p;
+}
+
 ExecutionStrategy::ExecutionStrategy(const ExecutionConfig& config, bool almgren_chriss,
                                      int64_t window_start_ns, int64_t window_end_ns)
     : config_(config),
@@ -68,10 +82,7 @@ ExecutionStrategy::ExecutionStrategy(const ExecutionConfig& config, bool almgren
       holdings_(execution_holdings(config, almgren_chriss, end_ns_ - start_ns_)) {}
 
 void ExecutionStrategy::on_fill(const Fill& fill, StrategyContext& ctx) {
-  executed_ += fill.qty;
-  fill_notional_ += static_cast<double>(fill.px) * kPxScale * fill.qty;
-  fees_ += fill.fee;
-  multiplier_ = ctx.instrument().multiplier;
+  exec_on_fill(&state_, fill.px, fill.qty, fill.fee, ctx.instrument().multiplier);
 }
 
 namespace {
@@ -83,24 +94,25 @@ nlohmann::json cost_bps(Side side, double price, double benchmark) {
 }  // namespace
 
 nlohmann::json ExecutionStrategy::report() const {
-  const double avg = executed_ > 0 ? fill_notional_ / executed_ : 0;
-  const double vwap = market_volume_ > 0 ? market_notional_ / market_volume_ : 0;
-  const double notional = fill_notional_ * multiplier_;
+  const ExecState& s = state_;
+  const double avg = s.executed > 0 ? s.fill_notional / s.executed : 0;
+  const double vwap = s.market_volume > 0 ? s.market_notional / s.market_volume : 0;
+  const double notional = s.fill_notional * s.multiplier;
   auto px_or_null = [](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(); };
   nlohmann::json j = {
       {"side", config_.side == Side::kBuy ? "buy" : "sell"},
       {"qty", config_.qty},
-      {"executed_qty", executed_},
-      {"unfilled_qty", std::max(0.0, config_.qty - executed_)},
+      {"executed_qty", s.executed},
+      {"unfilled_qty", std::max(0.0, config_.qty - s.executed)},
       {"lot", config_.lot},
       {"avg_fill_px", px_or_null(avg)},
-      {"arrival_px", px_or_null(arrival_mid_)},
+      {"arrival_px", px_or_null(s.arrival_mid)},
       {"market_vwap_px", px_or_null(vwap)},
-      {"market_volume", market_volume_},
-      {"shortfall_bps", cost_bps(config_.side, avg, arrival_mid_)},
+      {"market_volume", s.market_volume},
+      {"shortfall_bps", cost_bps(config_.side, avg, s.arrival_mid)},
       {"vwap_slippage_bps", cost_bps(config_.side, avg, vwap)},
-      {"fees", fees_},
-      {"fees_bps", notional > 0 ? nlohmann::json(fees_ / notional * 1e4) : nlohmann::json()},
+      {"fees", s.fees},
+      {"fees_bps", notional > 0 ? nlohmann::json(s.fees / notional * 1e4) : nlohmann::json()},
   };
   if (j["shortfall_bps"].is_number() && j["fees_bps"].is_number()) {
     j["shortfall_with_fees_bps"] = j["shortfall_bps"].get<double>() + j["fees_bps"].get<double>();
@@ -108,52 +120,49 @@ nlohmann::json ExecutionStrategy::report() const {
   return j;
 }
 
+namespace {
+
+// exec_rules.h's context over the engine's StrategyContext.
+class ExecContext {
+ public:
+  explicit ExecContext(StrategyContext& ctx) : ctx_(ctx) {}
+  double working() const {
+    double w = 0;
+    for (const OpenOrder& o : ctx_.open_orders()) w += o.qty - o.filled_qty;
+    return w;
+  }
+  uint64_t submit(int side, uint8_t type, int64_t px, double qty) {
+    OrderRequest r;
+    r.side = side > 0 ? Side::kBuy : Side::kSell;
+    r.type = static_cast<OrderType>(type);
+    r.px = px;
+    r.qty = qty;
+    return ctx_.submit(r);
+  }
+
+ private:
+  StrategyContext& ctx_;
+};
+
+}  // namespace
+
 void ExecutionStrategy::on_event(const MarketEvent& event, StrategyContext& ctx) {
-  const int64_t now = event.seen_ns;
-  if (now < start_ns_) return;
-  if (now <= end_ns_ && event.kind == EventKind::kTrade && event.trade != nullptr) {
-    market_notional_ += static_cast<double>(event.trade->px) * kPxScale * event.trade->sz;
-    market_volume_ += event.trade->sz;
-  }
-  if (arrival_mid_ == 0 && ctx.book().has_bid() && ctx.book().has_ask()) {
-    const Snapshot& b = ctx.book();
-    arrival_mid_ =
-        (static_cast<double>(b.bid_px[0]) + static_cast<double>(b.ask_px[0])) / 2 * kPxScale;
-    multiplier_ = ctx.instrument().multiplier;
-  }
-  if (next_slice_ >= config_.slices) return;
-  // The latest interval that has started: j = floor((now − start)·slices / window).
-  int latest = config_.slices - 1;
-  if (now < end_ns_) {
-    const long double frac =
-        static_cast<long double>(now - start_ns_) / static_cast<long double>(end_ns_ - start_ns_);
-    latest = std::min(config_.slices - 1, static_cast<int>(frac * config_.slices));
-  }
-  if (latest < next_slice_) return;
-  next_slice_ = latest + 1;
-
-  double working = 0;
-  for (const OpenOrder& o : ctx.open_orders()) working += o.qty - o.filled_qty;
-  const double due = config_.qty - holdings_[static_cast<size_t>(latest) + 1];
-  double child = due - executed_ - working;
-  if (config_.lot > 0) {  // whole lots, rounded down (a relative epsilon absorbs 0.999999...)
-    child = std::floor(child / config_.lot + 1e-9) * config_.lot;
-  }
-  if (child <= 1e-9 * config_.qty) return;
-
-  OrderRequest r;
-  r.side = config_.side;
-  r.qty = child;
-  r.type = OrderType::kMarket;
   const Snapshot& book = ctx.book();
-  const bool has_far = config_.side == Side::kBuy ? book.has_ask() : book.has_bid();
-  if (config_.limit && has_far) {
-    const int64_t through =
-        static_cast<int64_t>(std::llround(config_.limit_ticks)) * ctx.instrument().tick_px;
-    r.type = OrderType::kIoc;
-    r.px = config_.side == Side::kBuy ? book.ask_px[0] + through : book.bid_px[0] - through;
+  ExecEvent e;
+  e.seen_ns = event.seen_ns;
+  e.is_trade = event.kind == EventKind::kTrade && event.trade != nullptr;
+  if (e.is_trade) {
+    e.trade_px = event.trade->px;
+    e.trade_sz = event.trade->sz;
   }
-  ctx.submit(r);
+  e.has_bid = book.has_bid();
+  e.has_ask = book.has_ask();
+  e.bid_px = book.bid_px[0];
+  e.ask_px = book.ask_px[0];
+  e.multiplier = ctx.instrument().multiplier;
+  const ExecParams p = exec_params(config_, start_ns_, end_ns_, ctx.instrument().tick_px);
+  ExecContext c(ctx);
+  exec_on_event(p, holdings_.data(), &state_, e, c);
 }
 
 }  // namespace fxt::sim

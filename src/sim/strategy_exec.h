@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
+#include "sim/exec_rules.h"
 #include "sim/strategy.h"
 
 namespace fxt::sim {
@@ -49,6 +50,8 @@ struct ExecutionConfig {
 std::vector<double> execution_holdings(const ExecutionConfig& config, bool almgren_chriss,
                                        int64_t window_ns);
 
+// The decisions are sim/exec_rules.h's (shared with the GPU lanes); this class adapts them to
+// the engine's StrategyContext and writes the report.
 class ExecutionStrategy : public Strategy {
  public:
   // The window is [window_start_ns, window_end_ns] in exchange time (the strategy's clock).
@@ -60,19 +63,20 @@ class ExecutionStrategy : public Strategy {
   nlohmann::json report() const override;
 
   const std::vector<double>& holdings() const { return holdings_; }
-  double executed() const { return executed_; }
+  double executed() const { return state_.executed; }
+  // The state a run left (a GPU lane's, so that report() is that lane's report).
+  const ExecState& state() const { return state_; }
+  void set_state(const ExecState& state) { state_ = state; }
 
  private:
   ExecutionConfig config_;
   int64_t start_ns_ = 0, end_ns_ = 0;
   std::vector<double> holdings_;
-  int next_slice_ = 0;   // the next interval whose child order is still to send
-  double executed_ = 0;  // units filled so far (unsigned)
-  // Benchmarks and fills, prices in currency per unit.
-  double arrival_mid_ = 0;  // 0 until a two-sided book is seen in the window
-  double market_notional_ = 0, market_volume_ = 0;  // prints seen in the window
-  double fill_notional_ = 0, fees_ = 0;             // our fills (fees in currency)
-  double multiplier_ = 1;
+  ExecState state_;
 };
+
+// The config and window as exec_rules.h's parameters; through_px = llround(limit_ticks) · tick.
+ExecParams exec_params(const ExecutionConfig& config, int64_t window_start_ns,
+                       int64_t window_end_ns, int64_t tick_px);
 
 }  // namespace fxt::sim

@@ -1,6 +1,6 @@
 // The GPU lanes on the CUDA device (sim/lane_engine_device.cu) against the CPU replay engine:
-// many mm lanes of different parameters, queue models, latencies and fees over a random
-// two-session market with a signal, over the real ES MBO store (L2 estimates), lane batches,
+// many mm, twap and ac lanes of different parameters, queue models, latencies and fees over a
+// random two-session market with a signal, over the real ES MBO store (L2 estimates), lane batches,
 // and the sweep table of `fxt backtest --sweep` (sweep.csv identical on cuda and cpu). Every
 // fill, order, equity row, fee and stats figure must be identical. Skips without a GPU.
 #include <cstdlib>
@@ -60,6 +60,18 @@ TEST(LaneEngineGpu, EveryDeviceLaneEqualsTheCpuEngine) {
   std::ofstream(curve) << "ts_ns,entry_ns,response_ns\n0,100000,2000000\n"
                        << 7'200'000 * kLaneMs << ",5000000,300000\n";
   for (size_t i = 0; i < lanes.size(); i += 5) lanes[i].sim.latency.file = curve;  // recorded
+  const GpuLaneReport report =
+      test::expect_gpu_lanes_equal_cpu(market, lanes, device_lanes(), true, kRel);
+  EXPECT_EQ(report.cpu_fallback_lanes, 0u);
+}
+
+TEST(LaneEngineGpu, ExecutionLanesOnTheDeviceEqualTheCpuEngine) {
+  // twap/ac lanes (market and IOC children walking levels, the liquidity memory, lots) next to
+  // mm lanes in one batch.
+  FXT_SKIP_WITHOUT_GPU();
+  const LaneMarket market = two_sessions_with_signal();
+  std::vector<Lane> lanes = test::exec_lanes(48);
+  for (const Lane& l : test::mm_lanes(16)) lanes.push_back(l);
   const GpuLaneReport report =
       test::expect_gpu_lanes_equal_cpu(market, lanes, device_lanes(), true, kRel);
   EXPECT_EQ(report.cpu_fallback_lanes, 0u);

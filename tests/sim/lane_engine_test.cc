@@ -20,6 +20,7 @@ namespace fxt::sim {
 namespace {
 
 using test::book;
+using test::exec_lanes;
 using test::kLaneMs;
 using test::mm_lane;
 using test::mm_lanes;
@@ -46,11 +47,16 @@ GpuLaneOptions host_lanes() {
 // shared memory), state kept in between: the same rows as one pass.
 void expect_windows_change_nothing(const LaneMarket& market, const std::vector<Lane>& lanes,
                                    uint64_t rows) {
-  const LaneStreamData stream = build_lane_stream(market);
+  LaneStreamData stream = build_lane_stream(market);
+  std::vector<LaneConfig> configs;
+  for (const Lane& lane : lanes) {
+    auto config = gpu_lane_config(market, lane, &stream.holdings);
+    ASSERT_TRUE(config.ok()) << config.status().message();
+    configs.push_back(*config);
+  }
   const LaneStream view = stream.view();
   for (size_t i = 0; i < lanes.size(); ++i) {
-    auto config = gpu_lane_config(market, lanes[i]);
-    ASSERT_TRUE(config.ok()) << config.status().message();
+    const LaneConfig* config = &configs[i];
     std::vector<LaneFillRow> f1(4096), f2(4096);
     std::vector<LaneEquityRow> e1(8192), e2(8192);
     std::vector<LaneOrderRow> o1(4096), o2(4096);
@@ -200,13 +206,21 @@ TEST(GpuLanes, LanesThatOverflowRerunOnTheCpu) {
 
 TEST(GpuLanes, RefusesWhatIsNotOnTheGpuWithOneLine) {
   const LaneMarket market = open_market({write_store(random_market(50, 3))});
-  Lane twap = mm_lane({}, "log", 0, 0);
-  twap.strategy = "twap";
-  twap.params = {"qty=4"};
-  auto r = run_gpu_lanes(market, {mm_lane({}, "log", 0, 0), twap}, host_lanes());
+  Lane signal = mm_lane({}, "log", 0, 0);
+  signal.strategy = "signal";
+  auto r = run_gpu_lanes(market, {mm_lane({}, "log", 0, 0), signal}, host_lanes());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
-            "lane 1: --device cuda: strategy twap is not on the GPU yet (mm is); use --device cpu");
+            "lane 1: --device cuda: strategy signal is not on the GPU yet (mm, twap and ac are); "
+            "use --device cpu");
+  // A window whose slice index would overflow int64 (the CPU falls back to long double).
+  Lane wide = exec_lanes(1)[0];
+  wide.params = {"qty=4", "slices=2000000", "duration=1000000s"};
+  r = run_gpu_lanes(market, {wide}, host_lanes());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "lane 0: --device cuda: a 1000000000000000 ns window in 2000000 slices is beyond the "
+            "GPU lanes' int64 slice arithmetic; use --device cpu");
   Lane file = mm_lane({}, "log", 0, 0);
   file.sim.latency.file = fxt::test::scratch_dir() + "/missing.csv";
   r = run_gpu_lanes(market, {mm_lane({}, "log", 0, 0), file}, host_lanes());
@@ -237,6 +251,90 @@ TEST(GpuLanes, RefusesWhatIsNotOnTheGpuWithOneLine) {
   EXPECT_EQ(r.status().message(),
             "--device cuda: this build has no CUDA (configure with CUDA); use --device cpu");
 #endif
+}
+
+TEST(GpuLanes, HandComputedTwapWalksLevelsAndRemembersWhatItTook) {
+  // Asks 101 x 3, 102 x 5 until 40 ms. A buy of 8 in 2 slices over [10, 50) ms, no latency:
+  // slice 0 at the first book (10 ms) sends a market child of 4: 3 at 101 and 1 at 102, taker
+  // (fee 1 bps: 101·3·50·1e-4 = 1.515 and 102·1·50·1e-4 = 0.51). Slice 1 starts at 30 ms: a
+  // child of 4 finds 101 used up (the level has not refreshed) and takes 4 at 102. The book of
+  // 40 ms refreshes 101; nothing is left to do.
+  const std::string store = write_store({
+      S(book(10 * kLaneMs, {{100, 5}}, {{101, 3}, {102, 5}})),
+      S(book(20 * kLaneMs, {{100, 5}}, {{101, 3}, {102, 5}})),
+      S(book(30 * kLaneMs, {{100, 5}}, {{101, 3}, {102, 5}})),
+      S(book(40 * kLaneMs, {{100, 5}}, {{101, 4}, {102, 5}})),
+      S(book(50 * kLaneMs, {{100, 5}}, {{101, 4}, {102, 5}})),
+  });
+  const LaneMarket market = open_market({store});
+  Lane l = mm_lane({}, "risk-averse", 0, 0);
+  l.sim.latency = LatencyConfig();
+  l.sim.fees.taker_bps = 1;
+  l.strategy = "twap";
+  l.params = {"side=buy", "qty=8", "slices=2", "duration=40ms"};
+  BacktestResult got;
+  auto out =
+      run_gpu_lanes(market, {l}, host_lanes(), nullptr, [&](size_t, const BacktestResult& r) {
+        got = r;
+        return Status::Ok();
+      });
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ASSERT_EQ(got.fills.size(), 3u);
+  const int64_t ts[] = {10 * kLaneMs, 10 * kLaneMs, 30 * kLaneMs};
+  const int64_t px[] = {101, 102, 102};
+  const double qty[] = {3, 1, 4};
+  const uint64_t id[] = {1, 1, 2};
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(got.fills[k].ts_ns, ts[k]) << k;
+    EXPECT_EQ(got.fills[k].px, test::px(px[k])) << k;
+    EXPECT_EQ(got.fills[k].qty, qty[k]) << k;
+    EXPECT_EQ(got.fills[k].order_id, id[k]) << k;
+    EXPECT_FALSE(got.fills[k].maker) << k;
+    EXPECT_NEAR(got.fills[k].fee, static_cast<double>(px[k]) * qty[k] * 50 * 1e-4, 1e-9) << k;
+  }
+  ASSERT_EQ(got.orders.size(), 2u);
+  EXPECT_EQ(got.orders[1].type, OrderType::kMarket);
+  EXPECT_EQ(got.orders[1].state, OrderState::kFilled);
+  EXPECT_EQ((*out)[0].position, 8);
+  const nlohmann::json& report = (*out)[0].stats.at("execution");
+  EXPECT_EQ(report.at("executed_qty").get<double>(), 8);
+  EXPECT_NEAR(report.at("avg_fill_px").get<double>(), (3 * 101 + 5 * 102) / 8.0, 1e-12);
+  EXPECT_NEAR(report.at("arrival_px").get<double>(), 100.5, 1e-12);
+  test::expect_gpu_lanes_equal_cpu(market, {l}, host_lanes());
+}
+
+TEST(GpuLanes, ExecutionLanesEqualTheCpuEngine) {
+  // twap/ac with market and IOC children, lots, windows, over one market and over two
+  // sessions (the liquidity memory resets with the session); every lane must trade.
+  const LaneMarket one = open_market({write_store(random_market(1500, 8))});
+  GpuLaneReport report = test::expect_gpu_lanes_equal_cpu(one, exec_lanes(24), host_lanes());
+  EXPECT_EQ(report.cpu_fallback_lanes, 0u);
+  // The lanes exercise what they are for: children walking several levels, IOC remainders
+  // expiring, taker fees.
+  size_t walked = 0, expired = 0, taker = 0;
+  auto got = run_gpu_lanes(one, exec_lanes(24), host_lanes(), nullptr,
+                           [&](size_t, const BacktestResult& r) {
+                             for (size_t k = 1; k < r.fills.size(); ++k)
+                               walked += r.fills[k].order_id == r.fills[k - 1].order_id &&
+                                         r.fills[k].px != r.fills[k - 1].px;
+                             for (const OrderRecord& o : r.orders)
+                               expired += o.state == OrderState::kExpired;
+                             for (const Fill& f : r.fills) taker += !f.maker && f.fee > 0;
+                             return Status::Ok();
+                           });
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_GT(walked, 10u);
+  EXPECT_GT(expired, 3u);
+  EXPECT_GT(taker, 100u);
+  const std::string dir = fxt::test::scratch_dir();
+  const std::string a = write_store(random_market(500, 51), "a", "TEST", dir);
+  const std::string b = write_store(random_market(500, 52, 3'600'000 * kLaneMs), "b", "TEST", dir);
+  const LaneMarket two = open_market({a, b});
+  std::vector<Lane> mixed = exec_lanes(9);
+  for (const Lane& l : mm_lanes(5)) mixed.push_back(l);
+  report = test::expect_gpu_lanes_equal_cpu(two, mixed, host_lanes());
+  EXPECT_EQ(report.cpu_fallback_lanes, 0u);
+  expect_windows_change_nothing(two, exec_lanes(6), 29);
 }
 
 TEST(GpuLanes, RealEsMboStoreL2LanesEqualTheCpuEngine) {

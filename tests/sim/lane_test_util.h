@@ -91,6 +91,31 @@ inline std::vector<Lane> mm_lanes(size_t count) {
   return lanes;
 }
 
+// `count` twap and ac lanes: buys and sells, market children and IOC children through the
+// touch, whole lots, windows inside and across the market, taker and maker fees, latencies.
+// The random market's levels hold 1..12 units, so children of several units walk levels and
+// meet the liquidity memory.
+inline std::vector<Lane> exec_lanes(size_t count) {
+  const int64_t entries[] = {0, 2 * kLaneMs, 30 * kLaneMs};
+  std::vector<Lane> lanes;
+  for (size_t i = 0; i < count; ++i) {
+    Lane l = mm_lane({}, i % 2 == 0 ? "risk-averse" : "log", entries[i % 3], 0.1,
+                     i % 3 == 1 ? 0.02 : 0, i % 2 == 0 ? 400 * kLaneMs : 0);
+    l.sim.fees.taker_bps = i % 4 == 0 ? 1.5 : 0.4;
+    l.strategy = i % 3 == 2 ? "ac" : "twap";
+    l.params = {std::string("side=") + (i % 2 == 0 ? "buy" : "sell"),
+                "qty=" + std::to_string(20 + 7 * (i % 5)), "slices=" + std::to_string(3 + i % 9)};
+    if (i % 4 == 1) l.params.push_back("order=limit");
+    if (i % 8 == 5) l.params.push_back("limit_ticks=0");
+    if (i % 5 == 2) l.params.push_back("lot=2");
+    if (i % 6 == 0) l.params.push_back("start=2s");
+    if (i % 6 == 3) l.params.push_back("duration=9s");
+    if (l.strategy == "ac") l.params.push_back("urgency=" + std::to_string(1 + i % 4));
+    lanes.push_back(l);
+  }
+  return lanes;
+}
+
 // a == b when rel is 0; else within rel relative (to 1 at least). The device's power/log
 // queue estimates use CUDA's pow/log1p (within 1e-12 of glibc's: fill_rules_gpu_test), so
 // fractional fills there agree to rounding, not to the bit.

@@ -156,13 +156,16 @@ TEST(Sweep, CommandRejectsBadGridsWithOneLine) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_EQ(r.output, "fxt: error: --device must be cpu or cuda (got 'tpu')\n");
   // What the GPU lanes do not have is refused whether or not a GPU is present.
-  ASSERT_TRUE(write_file_atomic(dir + "/twap.toml", "[grid]\nqty = [2, 4]\n").ok());
+  ASSERT_TRUE(write_file_atomic(dir + "/twap.toml",
+                                "[grid]\nqty = [2, 4]\nslices = [2000000]\nduration = [\"1000000s\"]\n")
+                  .ok());
   r = fxt::test::run_fxt("backtest -q --store " + store + " --strategy twap --sweep " + dir +
                          "/twap.toml --device cuda --out " + dir + "/o");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_EQ(r.output, "fxt: error: " + dir +
-                          "/twap.toml:1: lane 0: --device cuda: strategy twap is not on the GPU "
-                          "yet (mm is); use --device cpu\n");
+                          "/twap.toml:1: lane 0: --device cuda: a 1000000000000000 ns window in "
+                          "2000000 slices is beyond the GPU lanes' int64 slice arithmetic; use "
+                          "--device cpu\n");
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "sim/latency.h"
 #include "sim/strategy_exec.h"
 #include "sim/strategy_mm.h"
+#include "sim/strategy_signal.h"
 
 #if defined(FXT_HAVE_CUDA)
 #include "gpu/runtime.h"
@@ -28,6 +29,11 @@ static_assert(static_cast<uint8_t>(OrderType::kMarket) == kExecMarket);
 static_assert(static_cast<uint8_t>(OrderType::kIoc) == kExecIoc);
 static_assert(static_cast<uint8_t>(OrderState::kExpired) == kLaneExpired);
 static_assert(static_cast<uint8_t>(AckKind::kDone) == kLaneAckDone);
+static_assert(static_cast<uint8_t>(OrderType::kMarket) == kSignalMarket);
+static_assert(static_cast<uint8_t>(OrderType::kPostOnly) == kSignalPostOnly);
+static_assert(static_cast<uint8_t>(AckKind::kRejected) == 1 &&
+              static_cast<uint8_t>(AckKind::kCanceled) == 2 &&
+              static_cast<uint8_t>(AckKind::kDone) == 4);  // signal_on_ack's codes
 static_assert(static_cast<uint8_t>(OrderState::kPending) == kLanePending);
 static_assert(static_cast<uint8_t>(OrderState::kOpen) == kLaneOpen);
 static_assert(static_cast<uint8_t>(OrderState::kFilled) == kLaneFilled);
@@ -102,11 +108,6 @@ LaneStreamData build_lane_stream(const LaneMarket& market) {
 Result<LaneConfig> gpu_lane_config(const LaneMarket& market, const Lane& lane,
                                    std::vector<double>* holdings) {
   const bool exec = lane.strategy == "twap" || lane.strategy == "ac";
-  if (lane.strategy != "mm" && !exec) {
-    return UsageError(
-        "--device cuda: strategy {} is not on the GPU yet (mm, twap and ac are); use --device cpu",
-        lane.strategy);
-  }
   if (lane.sim.use_l3) {
     for (const StoreReader& r : market.stores) {
       if (r.event_count() > 0) {
@@ -136,6 +137,26 @@ Result<LaneConfig> gpu_lane_config(const LaneMarket& market, const Lane& lane,
   c.tick_px = lane.sim.instrument.tick_px;
   if (c.tick_px == 1 && market.stores.front().tick_px() > 0)
     c.tick_px = market.stores.front().tick_px();
+  if (lane.strategy == "signal") {  // the factory's resolved config
+    const nlohmann::json& j = f.config;
+    SignalConfig sc;
+    for (auto [key, slot] : std::initializer_list<std::pair<const char*, double*>>{
+             {"long_small", &sc.long_small},   {"long_half", &sc.long_half},
+             {"long_full", &sc.long_full},     {"short_small", &sc.short_small},
+             {"short_half", &sc.short_half},   {"short_full", &sc.short_full},
+             {"flat_band", &sc.flat_band},     {"size_small", &sc.size_small},
+             {"size_half", &sc.size_half},     {"size_full", &sc.size_full},
+             {"kelly", &sc.kelly},             {"kelly_cap", &sc.kelly_cap},
+             {"max_position", &sc.max_position}, {"lot", &sc.lot}}) {
+      *slot = j.at(key).get<double>();
+    }
+    sc.passive = j.at("entry").get<std::string>() == "passive";
+    sc.max_hold_ns = j.at("max_hold_ns").get<int64_t>();
+    c.strategy = kLaneStrategySignal;
+    c.signal = signal_params(sc);
+    c.has_signal = true;
+    return c;
+  }
   if (!exec) {
     FXT_ASSIGN_OR_RETURN(MarketMakerConfig mm, MarketMakerConfig::from_json(f.config));
     c.strategy = kLaneStrategyMm;

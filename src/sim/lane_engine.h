@@ -9,8 +9,8 @@
 // (the level walk with the liquidity memory for marketable ones), cancels and modifies under
 // the L2 queue models, constant or recorded latencies, fees. Every decision comes from the
 // shared FXT_HD rules (sim/fill_rules.h: queues, fills, fees, account, latency ordering;
-// sim/mm_rules.h and sim/exec_rules.h: the `mm` and `twap`/`ac` strategies themselves), so the
-// CPU engine and the lanes cannot drift; tests/sim/lane_engine_test.cc checks each lane against
+// sim/mm_rules.h, sim/exec_rules.h and sim/signal_rules.h: the `mm`, `twap`/`ac` and `signal`
+// strategies themselves), so the CPU engine and the lanes cannot drift; tests/sim/lane_engine_test.cc checks each lane against
 // the CPU engine (fills, orders, equity rows, stats) and tests/gpu/lane_engine_gpu_test.cc the
 // device against the host.
 //
@@ -24,6 +24,7 @@
 #include "sim/exec_rules.h"
 #include "sim/fill_rules.h"
 #include "sim/mm_rules.h"
+#include "sim/signal_rules.h"
 
 namespace fxt::sim {
 
@@ -45,7 +46,7 @@ enum : uint8_t {
   kLaneAckDone
 };  // AckKind
 // The strategy a lane runs.
-enum : uint8_t { kLaneStrategyMm, kLaneStrategyExec };
+enum : uint8_t { kLaneStrategyMm, kLaneStrategyExec, kLaneStrategySignal };
 enum : uint8_t { kLaneSnapshot = 0, kLaneTrade = 1 };
 
 // One market row of the stream, in replay order.
@@ -178,6 +179,7 @@ struct LaneConfig {
   MmParams mm;
   bool has_signal = false;
   ExecParams exec;               // twap / ac
+  SignalParams signal;           // signal (the probabilities are LaneItem::p)
   uint32_t holdings_offset = 0;  // its schedule in LaneStream::holdings
   FeeSchedule fees;
   QueueModel queue;
@@ -258,9 +260,17 @@ struct LaneResponse {
   int8_t side = 1;
   uint8_t is_fill = 0, final = 0, ack = 0;
 };
-struct LaneOpen {  // an order the strategy knows to be open
+struct LaneOpen {  // an order the strategy knows to be open (sim/strategy.h OpenOrder)
   uint64_t id = 0;
+  int64_t px = 0;  // 0 for market orders; the price now after a modify
   double qty = 0, filled = 0;
+  int8_t side = 1;
+  uint8_t type = kLanePostOnly;
+};
+struct LaneRequested {  // signal: the price and total size last asked of a working order
+  uint64_t id = 0;
+  int64_t px = 0;
+  double qty = 0;
 };
 
 // Everything one lane accumulates. Device memory per lane: sizeof(LaneState) plus the capture.
@@ -290,6 +300,11 @@ struct LaneState {
   uint32_t n_open = 0;
   MmState mm;
   ExecState exec;
+  SignalState signal;
+  uint64_t cancel_sent[kLaneSlots];  // signal: orders asked to cancel
+  uint32_t n_cancel_sent = 0;
+  LaneRequested requested[kLaneSlots];
+  uint32_t n_requested = 0;
   // The last equity row.
   int64_t eq_ts = 0;
   double eq_position = 0, eq_cash = 0, eq_mid = 0;
@@ -401,18 +416,95 @@ class LaneSim {
       r.qty = qty;
     }
     push_arrival(arrive, 0, id, 0, 0);
-    st.open[st.n_open] = LaneOpen();
-    st.open[st.n_open].id = id;
-    st.open[st.n_open].qty = qty;
-    ++st.n_open;
+    LaneOpen& known = st.open[st.n_open++];  // the strategy's record of it
+    known = LaneOpen();
+    known.id = id;
+    known.px = px;
+    known.qty = qty;
+    known.side = o.side;
+    known.type = type;
     return id;
   }
   FXT_HD void cancel(uint64_t id) { push_arrival(arrival_time(), 1, id, 0, 0); }
+  // ---- signal_rules.h's order lists ----
+  FXT_HD int open_count() const { return static_cast<int>(st_.n_open); }
+  FXT_HD SignalOrder open_at(int k) const {
+    const LaneOpen& o = st_.open[k];
+    SignalOrder s;
+    s.id = o.id;
+    s.side = o.side;
+    s.type = o.type;
+    s.px = o.px;
+    s.qty = o.qty;
+    s.filled = o.filled;
+    return s;
+  }
+  FXT_HD bool cancel_sent(uint64_t id) const {
+    for (uint32_t k = 0; k < st_.n_cancel_sent; ++k)
+      if (st_.cancel_sent[k] == id) return true;
+    return false;
+  }
+  FXT_HD void mark_cancel_sent(uint64_t id) {
+    if (st_.n_cancel_sent >= kLaneSlots) {
+      overflow();
+      return;
+    }
+    st_.cancel_sent[st_.n_cancel_sent++] = id;
+  }
+  FXT_HD void requested(uint64_t id, int64_t* px, double* qty) const {
+    for (uint32_t k = 0; k < st_.n_requested; ++k) {
+      if (st_.requested[k].id == id) {
+        *px = st_.requested[k].px;
+        *qty = st_.requested[k].qty;
+      }
+    }
+  }
+  FXT_HD void set_requested(uint64_t id, int64_t px, double qty) {
+    uint32_t k = 0;
+    while (k < st_.n_requested && st_.requested[k].id != id) ++k;
+    if (k == st_.n_requested) {
+      if (k >= kLaneSlots) {
+        overflow();
+        return;
+      }
+      ++st_.n_requested;
+    }
+    st_.requested[k].id = id;
+    st_.requested[k].px = px;
+    st_.requested[k].qty = qty;
+  }
+  FXT_HD void forget_finished() {
+    LaneState& st = st_;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < st.n_cancel_sent; ++i)
+      if (is_open(st.cancel_sent[i])) st.cancel_sent[k++] = st.cancel_sent[i];
+    st.n_cancel_sent = k;
+    k = 0;
+    for (uint32_t i = 0; i < st.n_requested; ++i)
+      if (is_open(st.requested[i].id)) st.requested[k++] = st.requested[i];
+    st.n_requested = k;
+  }
+  FXT_HD void forget(uint64_t id) {
+    LaneState& st = st_;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < st.n_cancel_sent; ++i)
+      if (st.cancel_sent[i] != id) st.cancel_sent[k++] = st.cancel_sent[i];
+    st.n_cancel_sent = k;
+    k = 0;
+    for (uint32_t i = 0; i < st.n_requested; ++i)
+      if (st.requested[i].id != id) st.requested[k++] = st.requested[i];
+    st.n_requested = k;
+  }
   FXT_HD void modify(uint64_t id, int64_t px, double qty) {
     push_arrival(arrival_time(), 2, id, px, qty);
   }
 
  private:
+  FXT_HD bool is_open(uint64_t id) const {
+    for (uint32_t i = 0; i < st_.n_open; ++i)
+      if (st_.open[i].id == id) return true;
+    return false;
+  }
   FXT_HD uint64_t overflow() {
     st_.error = kLaneOverflow;
     return 0;
@@ -841,6 +933,16 @@ class LaneSim {
       exec_on_event(c_.exec, s_.holdings + c_.holdings_offset, &st.exec, e, *this);
       return;
     }
+    if (c_.strategy == kLaneStrategySignal) {
+      if (it.kind != kLaneSnapshot) return;  // decisions on book updates only
+      SignalTouch touch;  // Snapshot::has_bid / has_ask of the book the strategy sees
+      touch.bid_px = s_.px_row(+1, it.book_row)[0];
+      touch.ask_px = s_.px_row(-1, it.book_row)[0];
+      touch.has_bid = touch.bid_px != kEmptyPx && s_.sz_row(+1, it.book_row)[0] > 0;
+      touch.has_ask = touch.ask_px != kEmptyPx && s_.sz_row(-1, it.book_row)[0] > 0;
+      signal_on_snapshot(c_.signal, &st.signal, it.p, st.now, touch, *this);
+      return;
+    }
     if (it.kind == kLaneTrade) {
       mm_on_trade(&st.mm);
       return;
@@ -879,10 +981,15 @@ class LaneSim {
       for (uint32_t i = 0; i < st.n_open; ++i)
         if (st.open[i].id == r.id) st.open[i].filled += r.qty;
     } else if (r.ack == kLaneModified) {
-      for (uint32_t i = 0; i < st.n_open; ++i)
-        if (st.open[i].id == r.id) st.open[i].qty = r.qty;
+      for (uint32_t i = 0; i < st.n_open; ++i) {
+        if (st.open[i].id == r.id) {
+          st.open[i].px = r.px;
+          st.open[i].qty = r.qty;
+        }
+      }
     }
     if (r.final) erase_open(r.id);
+    if (!r.is_fill && c_.strategy == kLaneStrategySignal) signal_on_ack(r.ack, r.id, *this);
     if (r.is_fill && c_.strategy == kLaneStrategyExec)
       exec_on_fill(&st.exec, r.px, r.qty, r.fee, c_.multiplier);
   }

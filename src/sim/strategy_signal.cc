@@ -180,168 +180,131 @@ nlohmann::json SignalConfig::to_json() const {
           {"max_hold_ns", max_hold_ns}};
 }
 
+SignalParams signal_params(const SignalConfig& c) {
+  SignalParams p;
+  p.long_small = c.long_small;
+  p.long_half = c.long_half;
+  p.long_full = c.long_full;
+  p.short_small = c.short_small;
+  p.short_half = c.short_half;
+  p.short_full = c.short_full;
+  p.flat_band = c.flat_band;
+  p.size_small = c.size_small;
+  p.size_half = c.size_half;
+  p.size_full = c.size_full;
+  p.kelly = c.kelly;
+  p.kelly_cap = c.kelly_cap;
+  p.max_position = c.max_position;
+  p.lot = c.lot;
+  p.passive = c.passive;
+  p.max_hold_ns = c.max_hold_ns;
+  p.eps = 1e-9 * std::max(1.0, c.max_position);
+  return p;
+}
+
 Exposure classify_probability(const SignalConfig& c, double p) {
-  p = std::clamp(p, 0.0, 1.0);
-  if (p >= c.long_full) return Exposure::kLongFull;
-  if (p >= c.long_half) return Exposure::kLongHalf;
-  if (p >= c.long_small) return Exposure::kLongSmall;
-  if (p <= c.short_full) return Exposure::kShortFull;
-  if (p <= c.short_half) return Exposure::kShortHalf;
-  if (p <= c.short_small) return Exposure::kShortSmall;
-  if (std::fabs(p - 0.5) <= c.flat_band) return Exposure::kFlat;
-  return Exposure::kHold;
+  return static_cast<Exposure>(signal_level(signal_params(c), p));
 }
 
 double level_exposure(const SignalConfig& c, Exposure level, double p, double current) {
-  double size = 0;
-  switch (level) {
-    case Exposure::kHold:
-      return current;
-    case Exposure::kFlat:
-      return 0;
-    case Exposure::kShortFull:
-    case Exposure::kLongFull:
-      size = c.size_full;
-      break;
-    case Exposure::kShortHalf:
-    case Exposure::kLongHalf:
-      size = c.size_half;
-      break;
-    case Exposure::kShortSmall:
-    case Exposure::kLongSmall:
-      size = c.size_small;
-      break;
-  }
-  const bool is_long =
-      level == Exposure::kLongSmall || level == Exposure::kLongHalf || level == Exposure::kLongFull;
-  if (c.kelly > 0)
-    return std::clamp(c.kelly * (2 * std::clamp(p, 0.0, 1.0) - 1), -c.kelly_cap, c.kelly_cap);
-  return is_long ? size : -size;
+  return signal_level_exposure(signal_params(c), static_cast<int8_t>(level), p, current);
 }
 
 SignalStrategy::SignalStrategy(const SignalConfig& config,
                                std::shared_ptr<const SignalSeries> series)
-    : config_(config), series_(std::move(series)) {
-  eps_ = 1e-9 * std::max(1.0, config_.max_position);
-}
+    : params_(signal_params(config)), series_(std::move(series)) {}
 
-double SignalStrategy::round_to_lot(double qty) const {
-  if (config_.lot <= 0) return qty;
-  return std::trunc(qty / config_.lot + (qty >= 0 ? 1e-9 : -1e-9)) * config_.lot;
-}
+namespace {
+
+// signal_rules.h's context over the engine's StrategyContext and the strategy's order lists.
+class SignalContext {
+ public:
+  SignalContext(StrategyContext& ctx, std::vector<uint64_t>* cancel_sent,
+                std::vector<SignalRequested>* requested)
+      : ctx_(ctx), cancel_sent_(*cancel_sent), requested_(*requested) {}
+  double position() const { return ctx_.position(); }
+  int open_count() const { return static_cast<int>(ctx_.open_orders().size()); }
+  SignalOrder open_at(int k) const {
+    const OpenOrder& o = ctx_.open_orders()[static_cast<size_t>(k)];
+    SignalOrder s;
+    s.id = o.order_id;
+    s.side = sign(o.side);
+    s.type = static_cast<uint8_t>(o.type);
+    s.px = o.px;
+    s.qty = o.qty;
+    s.filled = o.filled_qty;
+    return s;
+  }
+  uint64_t submit(int side, uint8_t type, int64_t px, double qty) {
+    OrderRequest r;
+    r.side = side > 0 ? Side::kBuy : Side::kSell;
+    r.type = static_cast<OrderType>(type);
+    r.px = px;
+    r.qty = qty;
+    return ctx_.submit(r);
+  }
+  void cancel(uint64_t id) { ctx_.cancel(id); }
+  void modify(uint64_t id, int64_t px, double qty) { ctx_.modify(id, px, qty); }
+  bool cancel_sent(uint64_t id) const {
+    return std::find(cancel_sent_.begin(), cancel_sent_.end(), id) != cancel_sent_.end();
+  }
+  void mark_cancel_sent(uint64_t id) { cancel_sent_.push_back(id); }
+  void requested(uint64_t id, int64_t* px, double* qty) const {
+    for (const SignalRequested& r : requested_) {
+      if (r.order_id == id) {
+        *px = r.px;
+        *qty = r.qty;
+      }
+    }
+  }
+  void set_requested(uint64_t id, int64_t px, double qty) {
+    for (SignalRequested& r : requested_) {
+      if (r.order_id == id) {
+        r.px = px;
+        r.qty = qty;
+        return;
+      }
+    }
+    requested_.push_back({id, px, qty});
+  }
+  void forget_finished() {
+    const std::vector<OpenOrder>& open = ctx_.open_orders();
+    auto is_open = [&](uint64_t id) {
+      return std::any_of(open.begin(), open.end(),
+                         [&](const OpenOrder& o) { return o.order_id == id; });
+    };
+    std::erase_if(cancel_sent_, [&](uint64_t id) { return !is_open(id); });
+    std::erase_if(requested_, [&](const SignalRequested& r) { return !is_open(r.order_id); });
+  }
+  void forget(uint64_t id) {
+    std::erase(cancel_sent_, id);
+    std::erase_if(requested_, [&](const SignalRequested& r) { return r.order_id == id; });
+  }
+
+ private:
+  StrategyContext& ctx_;
+  std::vector<uint64_t>& cancel_sent_;
+  std::vector<SignalRequested>& requested_;
+};
+
+}  // namespace
 
 void SignalStrategy::on_event(const MarketEvent& event, StrategyContext& ctx) {
   if (event.kind != EventKind::kSnapshot) return;  // decisions on book updates only
   const double p = series_ ? series_->at(event.store, event.snapshot) : 0.5;
-  const Exposure level = classify_probability(config_, p);
-  const double position = ctx.position();
-  const int sign = position > eps_ ? 1 : (position < -eps_ ? -1 : 0);
-  if (sign != 0 && sign != held_sign_) held_since_ns_ = event.seen_ns;  // opened or flipped
-  held_sign_ = sign;
-
-  if (timer_block_ && level != blocked_level_) timer_block_ = false;
-  if (config_.max_hold_ns > 0 && sign != 0 && !timer_block_ &&
-      event.seen_ns - held_since_ns_ >= config_.max_hold_ns) {
-    timer_block_ = true;
-    blocked_level_ = level;
-  }
-  level_ = level;
-  if (timer_block_) {
-    exposure_ = 0;
-  } else {
-    exposure_ = level_exposure(config_, level, p, exposure_);
-  }
-  target_ = round_to_lot(exposure_ * config_.max_position);
-  trade_toward(ctx);
+  const Snapshot& book = ctx.book();
+  SignalTouch touch;
+  touch.has_bid = book.has_bid();
+  touch.has_ask = book.has_ask();
+  touch.bid_px = book.bid_px[0];
+  touch.ask_px = book.ask_px[0];
+  SignalContext c(ctx, &cancel_sent_, &requested_);
+  signal_on_snapshot(params_, &state_, p, event.seen_ns, touch, c);
 }
 
 void SignalStrategy::on_ack(const Ack& ack, StrategyContext& ctx) {
-  (void)ctx;
-  if (ack.kind == AckKind::kRejected || ack.kind == AckKind::kCanceled ||
-      ack.kind == AckKind::kDone) {
-    std::erase(cancel_sent_, ack.order_id);
-    std::erase_if(requested_, [&](const Requested& r) { return r.order_id == ack.order_id; });
-  }
-}
-
-void SignalStrategy::forget_finished(const std::vector<OpenOrder>& open) {
-  auto is_open = [&](uint64_t id) {
-    return std::any_of(open.begin(), open.end(),
-                       [&](const OpenOrder& o) { return o.order_id == id; });
-  };
-  std::erase_if(cancel_sent_, [&](uint64_t id) { return !is_open(id); });
-  std::erase_if(requested_, [&](const Requested& r) { return !is_open(r.order_id); });
-}
-
-void SignalStrategy::trade_toward(StrategyContext& ctx) {
-  const double position = ctx.position();
-  forget_finished(ctx.open_orders());
-  if (config_.passive) {
-    trade_passive(ctx, position);
-  } else {
-    trade_market(ctx, position);
-  }
-}
-
-void SignalStrategy::trade_market(StrategyContext& ctx, double position) {
-  double working = 0;  // signed quantity of our orders still to fill
-  for (const OpenOrder& o : ctx.open_orders()) {
-    working += sign(o.side) * (o.qty - o.filled_qty);
-  }
-  const double need = target_ - position - working;
-  if (std::fabs(need) <= eps_) return;
-  OrderRequest r;
-  r.side = need > 0 ? Side::kBuy : Side::kSell;
-  r.type = OrderType::kMarket;
-  r.qty = std::fabs(need);
-  ctx.submit(r);
-}
-
-void SignalStrategy::trade_passive(StrategyContext& ctx, double position) {
-  const double need = target_ - position;
-  const Side want = need > 0 ? Side::kBuy : Side::kSell;
-  const Snapshot& book = ctx.book();
-  const bool has_touch = want == Side::kBuy ? book.has_bid() : book.has_ask();
-  const int64_t touch = want == Side::kBuy ? book.bid_px[0] : book.ask_px[0];
-  const std::vector<OpenOrder> open = ctx.open_orders();  // copy: we act while iterating
-  const OpenOrder* keep = nullptr;
-  for (const OpenOrder& o : open) {
-    if (std::find(cancel_sent_.begin(), cancel_sent_.end(), o.order_id) != cancel_sent_.end()) {
-      continue;
-    }
-    if (std::fabs(need) <= eps_ || o.side != want || keep != nullptr ||
-        o.type == OrderType::kMarket) {
-      ctx.cancel(o.order_id);
-      cancel_sent_.push_back(o.order_id);
-      continue;
-    }
-    keep = &o;
-  }
-  if (std::fabs(need) <= eps_ || !has_touch) return;
-  if (keep == nullptr) {
-    OrderRequest r;
-    r.side = want;
-    r.type = OrderType::kPostOnly;
-    r.px = touch;
-    r.qty = std::fabs(need);
-    const uint64_t id = ctx.submit(r);
-    requested_.push_back({id, touch, r.qty});
-    return;
-  }
-  // Join the touch with the size still needed (total size = filled so far + needed).
-  const double total = keep->filled_qty + std::fabs(need);
-  auto it = std::find_if(requested_.begin(), requested_.end(),
-                         [&](const Requested& r) { return r.order_id == keep->order_id; });
-  const int64_t cur_px = it != requested_.end() ? it->px : keep->px;
-  const double cur_qty = it != requested_.end() ? it->qty : keep->qty;
-  if (cur_px == touch && std::fabs(cur_qty - total) <= eps_) return;
-  ctx.modify(keep->order_id, touch, total);
-  if (it != requested_.end()) {
-    it->px = touch;
-    it->qty = total;
-  } else {
-    requested_.push_back({keep->order_id, touch, total});
-  }
+  SignalContext c(ctx, &cancel_sent_, &requested_);
+  signal_on_ack(static_cast<uint8_t>(ack.kind), ack.order_id, c);
 }
 
 }  // namespace fxt::sim

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
+#include "sim/signal_rules.h"
 #include "sim/strategy.h"
 
 namespace fxt {
@@ -40,16 +41,17 @@ struct SignalSeries {
 Result<std::vector<float>> load_predictions(const std::string& csv_path, int horizon,
                                             const StoreReader& store, int* chosen = nullptr);
 
-// The eight exposure levels. kHold keeps the current target; kFlat closes it.
+// The eight exposure levels. kHold keeps the current target; kFlat closes it. Numbered as
+// sim/signal_rules.h's kSig* codes.
 enum class Exposure : int8_t {
-  kShortFull,
-  kShortHalf,
-  kShortSmall,
-  kHold,
-  kLongSmall,
-  kLongHalf,
-  kLongFull,
-  kFlat,
+  kShortFull = kSigShortFull,
+  kShortHalf = kSigShortHalf,
+  kShortSmall = kSigShortSmall,
+  kHold = kSigHold,
+  kLongSmall = kSigLongSmall,
+  kLongHalf = kSigLongHalf,
+  kLongFull = kSigLongFull,
+  kFlat = kSigFlat,
 };
 const char* exposure_name(Exposure e);  // "short_full", ..., "hold", ..., "flat"
 
@@ -77,12 +79,24 @@ struct SignalConfig {
   nlohmann::json to_json() const;
 };
 
+// The config as signal_rules.h's parameters (eps = 1e-9 · max(1, max_position)).
+SignalParams signal_params(const SignalConfig& c);
+
 // The exposure level of p (p outside [0, 1] is clamped).
 Exposure classify_probability(const SignalConfig& c, double p);
 // The target exposure in [-1, 1] of a long/short level at p (level size or capped Kelly);
 // 0 for kFlat; `current` for kHold.
 double level_exposure(const SignalConfig& c, Exposure level, double p, double current);
 
+// The price and total size last asked of a working order (passive entry).
+struct SignalRequested {
+  uint64_t order_id;
+  int64_t px;
+  double qty;
+};
+
+// The decisions are sim/signal_rules.h's (shared with the GPU lanes); this class adapts them
+// to the engine's StrategyContext and keeps the order lists.
 class SignalStrategy : public Strategy {
  public:
   SignalStrategy(const SignalConfig& config, std::shared_ptr<const SignalSeries> series);
@@ -90,35 +104,15 @@ class SignalStrategy : public Strategy {
   void on_event(const MarketEvent& event, StrategyContext& ctx) override;
   void on_ack(const Ack& ack, StrategyContext& ctx) override;
 
-  double target_position() const { return target_; }
-  Exposure last_level() const { return level_; }
+  double target_position() const { return state_.target; }
+  Exposure last_level() const { return static_cast<Exposure>(state_.level); }
 
  private:
-  // Sends, modifies or cancels orders so that position + working orders reach target_.
-  void trade_toward(StrategyContext& ctx);
-  void trade_market(StrategyContext& ctx, double position);
-  void trade_passive(StrategyContext& ctx, double position);
-  void forget_finished(const std::vector<OpenOrder>& open);
-  double round_to_lot(double qty) const;
-
-  struct Requested {  // the price and total size last asked of a working order
-    uint64_t order_id;
-    int64_t px;
-    double qty;
-  };
-
-  SignalConfig config_;
+  SignalParams params_;
   std::shared_ptr<const SignalSeries> series_;
-  double target_ = 0;    // units
-  double exposure_ = 0;  // target as a fraction of max_position
-  Exposure level_ = Exposure::kHold;
-  double eps_ = 1e-9;  // quantities below this are zero
-  int held_sign_ = 0;  // sign of the position at the last event
-  int64_t held_since_ns_ = 0;
-  bool timer_block_ = false;  // flattened by max_hold: stay flat until the level changes
-  Exposure blocked_level_ = Exposure::kHold;
-  std::vector<uint64_t> cancel_sent_;
-  std::vector<Requested> requested_;
+  SignalState state_;
+  std::vector<uint64_t> cancel_sent_;       // orders we asked to cancel
+  std::vector<SignalRequested> requested_;  // what we last asked of working orders
 };
 
 }  // namespace fxt::sim

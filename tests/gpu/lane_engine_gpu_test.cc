@@ -1,5 +1,5 @@
 // The GPU lanes on the CUDA device (sim/lane_engine_device.cu) against the CPU replay engine:
-// many mm, twap and ac lanes of different parameters, queue models, latencies and fees over a
+// many mm, twap, ac and signal lanes of different parameters, queue models, latencies and fees over a
 // random two-session market with a signal, over the real ES MBO store (L2 estimates), lane batches,
 // and the sweep table of `fxt backtest --sweep` (sweep.csv identical on cuda and cpu). Every
 // fill, order, equity row, fee and stats figure must be identical. Skips without a GPU.
@@ -65,12 +65,13 @@ TEST(LaneEngineGpu, EveryDeviceLaneEqualsTheCpuEngine) {
   EXPECT_EQ(report.cpu_fallback_lanes, 0u);
 }
 
-TEST(LaneEngineGpu, ExecutionLanesOnTheDeviceEqualTheCpuEngine) {
-  // twap/ac lanes (market and IOC children walking levels, the liquidity memory, lots) next to
-  // mm lanes in one batch.
+TEST(LaneEngineGpu, ExecutionAndSignalLanesOnTheDeviceEqualTheCpuEngine) {
+  // twap/ac lanes (market and IOC children walking levels, the liquidity memory, lots) and
+  // signal lanes (market and passive entry, Kelly, holding times) next to mm lanes in one batch.
   FXT_SKIP_WITHOUT_GPU();
   const LaneMarket market = two_sessions_with_signal();
-  std::vector<Lane> lanes = test::exec_lanes(48);
+  std::vector<Lane> lanes = test::exec_lanes(32);
+  for (const Lane& l : test::signal_lanes(32)) lanes.push_back(l);
   for (const Lane& l : test::mm_lanes(16)) lanes.push_back(l);
   const GpuLaneReport report =
       test::expect_gpu_lanes_equal_cpu(market, lanes, device_lanes(), true, kRel);

@@ -26,6 +26,7 @@ using test::mm_lane;
 using test::mm_lanes;
 using test::random_market;
 using test::S;
+using test::signal_lanes;
 using test::T;
 using test::trade;
 using test::write_store;
@@ -210,9 +211,7 @@ TEST(GpuLanes, RefusesWhatIsNotOnTheGpuWithOneLine) {
   signal.strategy = "signal";
   auto r = run_gpu_lanes(market, {mm_lane({}, "log", 0, 0), signal}, host_lanes());
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(),
-            "lane 1: --device cuda: strategy signal is not on the GPU yet (mm, twap and ac are); "
-            "use --device cpu");
+  EXPECT_EQ(r.status().message(), "lane 1: --strategy signal needs --predictions or --checkpoint");
   // A window whose slice index would overflow int64 (the CPU falls back to long double).
   Lane wide = exec_lanes(1)[0];
   wide.params = {"qty=4", "slices=2000000", "duration=1000000s"};
@@ -335,6 +334,46 @@ TEST(GpuLanes, ExecutionLanesEqualTheCpuEngine) {
   report = test::expect_gpu_lanes_equal_cpu(two, mixed, host_lanes());
   EXPECT_EQ(report.cpu_fallback_lanes, 0u);
   expect_windows_change_nothing(two, exec_lanes(6), 29);
+}
+
+TEST(GpuLanes, SignalLanesEqualTheCpuEngine) {
+  // A signal that swings through every exposure level (long, short, hold, flat) over two
+  // sessions; market and passive entry, Kelly, lots, holding-time exits; mm lanes beside.
+  const std::string dir = fxt::test::scratch_dir();
+  const std::string a = write_store(random_market(700, 61), "a", "TEST", dir);
+  const std::string b = write_store(random_market(700, 62, 3'600'000 * kLaneMs), "b", "TEST", dir);
+  LaneMarket market = open_market({a, b});
+  auto signal = std::make_shared<SignalSeries>();
+  signal->horizon = 10;
+  Rng rng(5);
+  for (const StoreReader& r : market.stores) {
+    std::vector<float> p(r.size());
+    double x = 0.5;
+    for (float& v : p) {  // a bounded random walk
+      x = std::clamp(x + (rng.unit() - 0.5) * 0.08, 0.2, 0.8);
+      v = static_cast<float>(x);
+    }
+    signal->per_store.push_back(std::move(p));
+  }
+  market.inputs.signal = signal;
+  std::vector<Lane> lanes = signal_lanes(18);
+  for (const Lane& l : mm_lanes(4)) lanes.push_back(l);
+  const GpuLaneReport report = test::expect_gpu_lanes_equal_cpu(market, lanes, host_lanes());
+  EXPECT_EQ(report.cpu_fallback_lanes, 0u);
+  // Both entries trade, and passive lanes cancel their orders.
+  size_t canceled = 0, market_orders = 0;
+  auto got = run_gpu_lanes(market, lanes, host_lanes(), nullptr,
+                           [&](size_t, const BacktestResult& r) {
+                             for (const OrderRecord& o : r.orders) {
+                               canceled += o.state == OrderState::kCanceled;
+                               market_orders += o.type == OrderType::kMarket;
+                             }
+                             return Status::Ok();
+                           });
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_GT(canceled, 5u);
+  EXPECT_GT(market_orders, 20u);
+  expect_windows_change_nothing(market, signal_lanes(6), 31);
 }
 
 TEST(GpuLanes, RealEsMboStoreL2LanesEqualTheCpuEngine) {

@@ -116,6 +116,27 @@ inline std::vector<Lane> exec_lanes(size_t count) {
   return lanes;
 }
 
+// `count` signal lanes (the market needs a signal): market and passive entry, level sizes and
+// Kelly, lots, maximum holding times, thresholds, latencies and fees.
+inline std::vector<Lane> signal_lanes(size_t count) {
+  const int64_t entries[] = {0, 3 * kLaneMs, 40 * kLaneMs};
+  std::vector<Lane> lanes;
+  for (size_t i = 0; i < count; ++i) {
+    Lane l = mm_lane({}, i % 3 == 0 ? "power:2" : "risk-averse", entries[i % 3], -0.1,
+                     i % 4 == 1 ? 0.02 : 0, i % 2 == 0 ? 300 * kLaneMs : 0);
+    l.sim.fees.taker_bps = 0.5;
+    l.strategy = "signal";
+    l.params = {"max_position=" + std::to_string(2 + i % 4)};
+    if (i % 2 == 1) l.params.push_back("entry=passive");
+    if (i % 3 == 1) l.params.push_back("kelly=1.5");
+    if (i % 5 == 2) l.params.push_back("lot=2");
+    if (i % 4 == 3) l.params.push_back("max_hold=900ms");
+    if (i % 6 == 4) l.params.push_back("long_small=0.53");
+    lanes.push_back(l);
+  }
+  return lanes;
+}
+
 // a == b when rel is 0; else within rel relative (to 1 at least). The device's power/log
 // queue estimates use CUDA's pow/log1p (within 1e-12 of glibc's: fill_rules_gpu_test), so
 // fractional fills there agree to rounding, not to the bit.

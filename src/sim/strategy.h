@@ -39,6 +39,17 @@ class StrategyContext {
   virtual const Instrument& instrument() const = 0;
 };
 
+// Sends an order of `type` (a sim/types.h OrderType code) through ctx: the adapters of the
+// shared strategy rules (sim/*_rules.h) submit through this. side +1 buy, -1 sell.
+inline uint64_t submit_order(StrategyContext& ctx, int side, uint8_t type, int64_t px, double qty) {
+  OrderRequest r;
+  r.side = side > 0 ? Side::kBuy : Side::kSell;
+  r.type = static_cast<OrderType>(type);
+  r.px = px;
+  r.qty = qty;
+  return ctx.submit(r);
+}
+
 class Strategy {
  public:
   virtual ~Strategy() = default;

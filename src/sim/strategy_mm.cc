@@ -112,12 +112,7 @@ class MmContext {
     return found;
   }
   uint64_t submit(int side, int64_t px, double qty) {
-    OrderRequest r;
-    r.side = side > 0 ? Side::kBuy : Side::kSell;
-    r.type = OrderType::kPostOnly;
-    r.px = px;
-    r.qty = qty;
-    return ctx_.submit(r);
+    return submit_order(ctx_, side, static_cast<uint8_t>(OrderType::kPostOnly), px, qty);
   }
   void cancel(uint64_t id) { ctx_.cancel(id); }
   void modify(uint64_t id, int64_t px, double qty) { ctx_.modify(id, px, qty); }

@@ -236,12 +236,7 @@ class SignalContext {
     return s;
   }
   uint64_t submit(int side, uint8_t type, int64_t px, double qty) {
-    OrderRequest r;
-    r.side = side > 0 ? Side::kBuy : Side::kSell;
-    r.type = static_cast<OrderType>(type);
-    r.px = px;
-    r.qty = qty;
-    return ctx_.submit(r);
+    return submit_order(ctx_, side, type, px, qty);
   }
   void cancel(uint64_t id) { ctx_.cancel(id); }
   void modify(uint64_t id, int64_t px, double qty) { ctx_.modify(id, px, qty); }

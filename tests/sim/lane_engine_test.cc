@@ -37,11 +37,42 @@ LaneMarket open_market(const std::vector<std::string>& stores) {
   return std::move(m).value();
 }
 
+// Two sessions an hour apart, n random-walk snapshots each (seeds seed and seed + 1).
+LaneMarket two_sessions(int n, uint64_t seed) {
+  const std::string dir = fxt::test::scratch_dir();
+  const std::string a = write_store(random_market(n, seed), "a", "TEST", dir);
+  const std::string b = write_store(random_market(n, seed + 1, 3'600'000 * kLaneMs), "b", "TEST", dir);
+  return open_market({a, b});
+}
+
+// Gives the market a signal: p(i) for snapshot i of every store.
+template <class P>
+void attach_signal(LaneMarket* market, P p) {
+  auto signal = std::make_shared<SignalSeries>();
+  signal->horizon = 10;
+  for (const StoreReader& r : market->stores) {
+    std::vector<float> v(r.size());
+    for (size_t i = 0; i < v.size(); ++i) v[i] = p(i);
+    signal->per_store.push_back(std::move(v));
+  }
+  market->inputs.signal = signal;
+}
+
 GpuLaneOptions host_lanes() {
   GpuLaneOptions o;
   o.on_device = false;
   o.threads = 2;
   return o;
+}
+
+// One lane on host threads; its rows into *result.
+Result<std::vector<LaneOutcome>> run_one_lane(const LaneMarket& market, const Lane& lane,
+                                              BacktestResult* result) {
+  return run_gpu_lanes(market, {lane}, host_lanes(), nullptr,
+                       [&](size_t, const BacktestResult& r) {
+                         *result = r;
+                         return Status::Ok();
+                       });
 }
 
 // The kernel's way of advancing: the stream in windows of `rows` rows staged in a buffer (its
@@ -104,11 +135,7 @@ TEST(GpuLanes, HandComputedQuoteAndFill) {
   Lane l = mm_lane({"warmup=0", "gamma=1"}, "risk-averse", 0, -0.2);
   l.sim.latency = LatencyConfig();
   BacktestResult got;
-  auto out =
-      run_gpu_lanes(market, {l}, host_lanes(), nullptr, [&](size_t, const BacktestResult& r) {
-        got = r;
-        return Status::Ok();
-      });
+  auto out = run_one_lane(market, l, &got);
   ASSERT_TRUE(out.ok()) << out.status().message();
   ASSERT_EQ(got.fills.size(), 1u);
   EXPECT_EQ(got.fills[0].ts_ns, 25 * kLaneMs);
@@ -134,19 +161,10 @@ TEST(GpuLanes, EveryLaneEqualsTheCpuEngineOnARandomMarket) {
 }
 
 TEST(GpuLanes, TwoSessionsAndASignalSkew) {
-  const std::string dir = fxt::test::scratch_dir();
-  const std::string a = write_store(random_market(400, 11), "a", "TEST", dir);
-  const std::string b = write_store(random_market(400, 12, 3'600'000 * kLaneMs), "b", "TEST", dir);
-  LaneMarket market = open_market({a, b});
-  auto signal = std::make_shared<SignalSeries>();
-  signal->horizon = 10;
-  for (const StoreReader& r : market.stores) {
-    std::vector<float> p(r.size());
-    for (size_t i = 0; i < p.size(); ++i)
-      p[i] = (i / 30) % 3 == 0 ? 0.85f : (i / 30) % 3 == 1 ? 0.2f : 0.5f;
-    signal->per_store.push_back(std::move(p));
-  }
-  market.inputs.signal = signal;
+  LaneMarket market = two_sessions(400, 11);
+  attach_signal(&market, [](size_t i) {
+    return (i / 30) % 3 == 0 ? 0.85f : (i / 30) % 3 == 1 ? 0.2f : 0.5f;
+  });
   test::expect_gpu_lanes_equal_cpu(market, mm_lanes(12), host_lanes());
 }
 
@@ -171,11 +189,7 @@ TEST(GpuLanes, BatchesAndChunksDoNotChangeResults) {
 }
 
 TEST(GpuLanes, WindowsAcrossSessionsChangeNothing) {
-  const std::string dir = fxt::test::scratch_dir();
-  const std::string a = write_store(random_market(300, 41), "a", "TEST", dir);
-  const std::string b = write_store(random_market(300, 42, 3'600'000 * kLaneMs), "b", "TEST", dir);
-  const LaneMarket market = open_market({a, b});
-  expect_windows_change_nothing(market, mm_lanes(5), 13);
+  expect_windows_change_nothing(two_sessions(300, 41), mm_lanes(5), 13);
 }
 
 TEST(GpuLanes, RecordedLatencyCurvesEqualTheCpuEngine) {
@@ -272,11 +286,7 @@ TEST(GpuLanes, HandComputedTwapWalksLevelsAndRemembersWhatItTook) {
   l.strategy = "twap";
   l.params = {"side=buy", "qty=8", "slices=2", "duration=40ms"};
   BacktestResult got;
-  auto out =
-      run_gpu_lanes(market, {l}, host_lanes(), nullptr, [&](size_t, const BacktestResult& r) {
-        got = r;
-        return Status::Ok();
-      });
+  auto out = run_one_lane(market, l, &got);
   ASSERT_TRUE(out.ok()) << out.status().message();
   ASSERT_EQ(got.fills.size(), 3u);
   const int64_t ts[] = {10 * kLaneMs, 10 * kLaneMs, 30 * kLaneMs};
@@ -325,10 +335,7 @@ TEST(GpuLanes, ExecutionLanesEqualTheCpuEngine) {
   EXPECT_GT(walked, 10u);
   EXPECT_GT(expired, 3u);
   EXPECT_GT(taker, 100u);
-  const std::string dir = fxt::test::scratch_dir();
-  const std::string a = write_store(random_market(500, 51), "a", "TEST", dir);
-  const std::string b = write_store(random_market(500, 52, 3'600'000 * kLaneMs), "b", "TEST", dir);
-  const LaneMarket two = open_market({a, b});
+  const LaneMarket two = two_sessions(500, 51);
   std::vector<Lane> mixed = exec_lanes(9);
   for (const Lane& l : mm_lanes(5)) mixed.push_back(l);
   report = test::expect_gpu_lanes_equal_cpu(two, mixed, host_lanes());
@@ -339,23 +346,13 @@ TEST(GpuLanes, ExecutionLanesEqualTheCpuEngine) {
 TEST(GpuLanes, SignalLanesEqualTheCpuEngine) {
   // A signal that swings through every exposure level (long, short, hold, flat) over two
   // sessions; market and passive entry, Kelly, lots, holding-time exits; mm lanes beside.
-  const std::string dir = fxt::test::scratch_dir();
-  const std::string a = write_store(random_market(700, 61), "a", "TEST", dir);
-  const std::string b = write_store(random_market(700, 62, 3'600'000 * kLaneMs), "b", "TEST", dir);
-  LaneMarket market = open_market({a, b});
-  auto signal = std::make_shared<SignalSeries>();
-  signal->horizon = 10;
+  LaneMarket market = two_sessions(700, 61);
   Rng rng(5);
-  for (const StoreReader& r : market.stores) {
-    std::vector<float> p(r.size());
-    double x = 0.5;
-    for (float& v : p) {  // a bounded random walk
-      x = std::clamp(x + (rng.unit() - 0.5) * 0.08, 0.2, 0.8);
-      v = static_cast<float>(x);
-    }
-    signal->per_store.push_back(std::move(p));
-  }
-  market.inputs.signal = signal;
+  double x = 0.5;  // a bounded random walk
+  attach_signal(&market, [&](size_t) {
+    x = std::clamp(x + (rng.unit() - 0.5) * 0.08, 0.2, 0.8);
+    return static_cast<float>(x);
+  });
   std::vector<Lane> lanes = signal_lanes(18);
   for (const Lane& l : mm_lanes(4)) lanes.push_back(l);
   const GpuLaneReport report = test::expect_gpu_lanes_equal_cpu(market, lanes, host_lanes());

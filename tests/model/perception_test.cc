@@ -541,6 +541,9 @@ double time_ms(const std::function<void()>& fn, int reps) {
 }
 
 TEST(Perception, Timing) {
+#ifdef FXT_SANITIZED
+  GTEST_SKIP() << "timings under the sanitizers measure the sanitizers; the Release run prints them";
+#endif
   const PerceptionConfig cfg;
   const PerceptionLayout l = perception_layout(cfg);
   std::vector<float> params(l.total), grads(l.total);

@@ -10,13 +10,14 @@
 #include "core/host_device.h"
 #include "core/random.h"
 #include "rl/env_lane.h"
+#include "sim/fill_rules.h"  // model_fill_draws: the model market's own fill check
 
 namespace fxt::rl {
 
 // MarketMakingParams reduced to what a step needs, with A·Δt, Δt and σ·sqrt(Δt) computed once on
 // the host (market_making_dynamics() in rl/market_making.h).
 struct MarketMakingDynamics {
-  double arrival_prob = 0;  // A·Δt, computed as sim::model_market_fills does
+  double arrival_prob = 0;  // A·Δt, computed as sim::model_market_fills does (model_fill_draws)
   double k = 0;             // fill-probability decay per currency unit of depth
   double dt = 0;            // T / steps
   double mid_sd = 0;        // σ·sqrt(Δt)
@@ -41,24 +42,6 @@ struct MarketMakingLane {
   Rng mid_rng{0};       // lane_seed(seed, lane, 0): sim::simulate_model_market's path streams
   Rng fill_rng{0};      // lane_seed(seed, lane, 1)
 };
-
-// The model market's fill check (sim::model_market_fills, the same draws in the same order):
-// each side fills with probability min(1, A·Δt·e^{−k·depth}), bid then ask; a side at infinite
-// depth never fills but still consumes its draw.
-struct MarketMakingFills {
-  bool bid = false, ask = false;
-};
-FXT_HD inline MarketMakingFills market_making_fills(const MarketMakingDynamics& d, double bid_depth,
-                                                    double ask_depth, Rng* fill_rng) {
-  const double bid_raw = d.arrival_prob * exp(-d.k * bid_depth);
-  const double ask_raw = d.arrival_prob * exp(-d.k * ask_depth);
-  const double bid_prob = bid_raw < 1.0 ? bid_raw : 1.0;  // std::min(1.0, raw)
-  const double ask_prob = ask_raw < 1.0 ? ask_raw : 1.0;
-  MarketMakingFills f;
-  f.bid = fill_rng->unit() < bid_prob;
-  f.ask = fill_rng->unit() < ask_prob;
-  return f;
-}
 
 // Seeds lane i of an env reset with `seed`: the streams of sim::simulate_model_market's path i.
 FXT_HD inline void market_making_seed(MarketMakingLane* lane, uint64_t seed, uint64_t i) {
@@ -86,7 +69,8 @@ FXT_HD inline LaneStep market_making_step(const MarketMakingDynamics& d, MarketM
                                           double bid_depth, double ask_depth) {
   const double db = lane->q >= d.max_inventory ? HUGE_VAL : bid_depth;
   const double da = lane->q <= -d.max_inventory ? HUGE_VAL : ask_depth;
-  const MarketMakingFills fills = market_making_fills(d, db, da, &lane->fill_rng);
+  const sim::ModelMarketFills fills = sim::model_fill_draws(d.arrival_prob, d.k, db, da,
+                                                            &lane->fill_rng);
   LaneStep r;
   if (fills.bid) lane->q += 1, r.reward += db;
   if (fills.ask) lane->q -= 1, r.reward += da;

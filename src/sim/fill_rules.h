@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "core/host_device.h"
+#include "core/random.h"
 #include "data/book.h"
 
 namespace fxt::sim {
@@ -263,6 +264,23 @@ FXT_HD inline int64_t interpolate_latency(const int64_t* ts, const int64_t* valu
 // t + lat, never before the previous message (`last`).
 FXT_HD inline int64_t in_order_arrival(int64_t last, int64_t t, int64_t lat) {
   return max_of(last, t + lat);
+}
+
+// The model market's fill check (sim/model_market.h; the RL market-making env rl/*_lane.h
+// runs it on the device too): each side fills with probability min(1, arrival_prob·e^{−k·depth})
+// (arrival_prob = A·Δt), drawn bid then ask from rng; a side quoted at infinite depth never
+// fills but still consumes its draw.
+struct ModelMarketFills {
+  bool bid = false, ask = false;
+};
+FXT_HD inline ModelMarketFills model_fill_draws(double arrival_prob, double k, double bid_depth,
+                                                double ask_depth, Rng* rng) {
+  const double bid_raw = arrival_prob * exp(-k * bid_depth);
+  const double ask_raw = arrival_prob * exp(-k * ask_depth);
+  ModelMarketFills f;
+  f.bid = rng->unit() < (bid_raw < 1.0 ? bid_raw : 1.0);  // std::min(1.0, raw)
+  f.ask = rng->unit() < (ask_raw < 1.0 ? ask_raw : 1.0);
+  return f;
 }
 
 }  // namespace fxt::sim

@@ -32,12 +32,7 @@ void mean_and_std(const std::vector<double>& values, double* mean, double* std_d
 ModelMarketFills model_market_fills(const ModelMarketParams& p, double bid_depth,
                                     double ask_depth, Rng& fill_rng) {
   const double arrival_prob = p.A * (p.horizon / static_cast<double>(p.steps));  // as A·Δt
-  const double bid_prob = std::min(1.0, arrival_prob * std::exp(-p.k * bid_depth));
-  const double ask_prob = std::min(1.0, arrival_prob * std::exp(-p.k * ask_depth));
-  ModelMarketFills f;
-  f.bid = fill_rng.unit() < bid_prob;
-  f.ask = fill_rng.unit() < ask_prob;
-  return f;
+  return model_fill_draws(arrival_prob, p.k, bid_depth, ask_depth, &fill_rng);
 }
 
 namespace {

@@ -17,6 +17,7 @@
 
 #include "core/random.h"
 #include "core/status.h"
+#include "sim/fill_rules.h"  // ModelMarketFills, model_fill_draws
 
 namespace fxt::sim {
 
@@ -66,9 +67,7 @@ Result<ModelMarketSummary> simulate_model_market(const ModelMarketParams& params
 // min(1, A·Δt·exp(−k·depth)), drawn bid then ask from fill_rng; a negative depth never occurs
 // in the AS agent and is clipped to probability 1 like any other. A side quoted at infinity
 // (std::numeric_limits<double>::infinity()) never fills but still consumes its draw.
-struct ModelMarketFills {
-  bool bid = false, ask = false;
-};
+// model_fill_draws with arrival_prob = A·Δt.
 ModelMarketFills model_market_fills(const ModelMarketParams& params, double bid_depth,
                                     double ask_depth, Rng& fill_rng);
 

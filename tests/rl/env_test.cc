@@ -216,7 +216,8 @@ TEST(EnvLanes, NormalDrawIsTheModelMarkets) {
 }
 
 TEST(EnvLanes, FillDrawIsTheModelMarkets) {
-  // market_making_fills (host and device) is sim::model_market_fills: same fills, same draws.
+  // The env's dynamics feed the shared fill check (sim::model_fill_draws, host and device) the
+  // model market's own A·Δt and k: the env's fills are sim::model_market_fills', draw for draw.
   MarketMakingParams p;
   const MarketMakingDynamics d = market_making_dynamics(p);
   Rng depths(9), a(21), b(21);
@@ -224,7 +225,7 @@ TEST(EnvLanes, FillDrawIsTheModelMarkets) {
   for (int i = 0; i < 20000; ++i) {
     const double db = i % 97 == 0 ? inf : depths.uniform_real(-1, 3);
     const double da = i % 89 == 0 ? inf : depths.uniform_real(-1, 3);
-    const MarketMakingFills f = market_making_fills(d, db, da, &a);
+    const sim::ModelMarketFills f = sim::model_fill_draws(d.arrival_prob, d.k, db, da, &a);
     const sim::ModelMarketFills g = sim::model_market_fills(p.market, db, da, b);
     ASSERT_EQ(f.bid, g.bid) << i;
     ASSERT_EQ(f.ask, g.ask) << i;

@@ -108,7 +108,10 @@ Status run_rl_train(RlTrainArgs a) {
   if (a.device != "cpu" && a.device != "cuda")
     return UsageError("--device '{}': expected cpu or cuda", a.device);
 #if FXT_HAVE_CUDA
-  if (a.device == "cuda") FXT_RETURN_IF_ERROR(rl::device_learner_supports(a.cfg));
+  if (a.device == "cuda") {
+    FXT_RETURN_IF_ERROR(rl::device_learner_supports(a.cfg));
+    if (!gpu::cuda_available()) return UsageError("--device cuda: no CUDA device is usable");
+  }
 #else
   if (a.device == "cuda") return UsageError("--device cuda: this build has no CUDA backend");
 #endif

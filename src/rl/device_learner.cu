@@ -301,9 +301,10 @@ __global__ void eval_remaining_kernel(const uint8_t* done, int n, int* remaining
   for (int i = threadIdx.x; i < n; i += blockDim.x) mine += done[i] ? 0 : 1;
   if (mine) atomicAdd(remaining, mine);
 }
+// rngs[i] = Rng(lane_seed(seed, i, stream)): grid-stride (grid_for), 256 threads.
 __global__ void seed_rngs_kernel(Rng* rngs, int n, uint64_t seed, uint64_t stream) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) rngs[i] = Rng(lane_seed(seed, static_cast<uint64_t>(i), stream));
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    rngs[i] = Rng(lane_seed(seed, static_cast<uint64_t>(i), stream));
 }
 
 unsigned grid_for(size_t n, int threads) {

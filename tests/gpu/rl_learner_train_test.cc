@@ -125,7 +125,9 @@ TEST(RlLearnerGpu, ActingQValuesMatchCpuAgent) {
     std::vector<float> q_cpu;
     agent.q_values(obs, cfg.num_envs, &q_cpu);
     const std::vector<float> q_gpu = learner.last_q();
-    gpu::testing::expect_close(q_gpu, q_cpu, 1e-5, "q");
+    // |Δq| / max(|q|, 1): q = Σ z_j p_j sums atoms up to |z| = 100 whose float roundings
+    // (Eigen's GEMM order vs the kernel's sequential dot products) do not scale with q itself.
+    gpu::testing::expect_close(q_gpu, q_cpu, 1e-4, "q", 1.0);
     const std::vector<int> act = learner.last_actions();
     for (int i = 0; i < cfg.num_envs; ++i) {
       const float* q = &q_cpu[static_cast<size_t>(i * A)];

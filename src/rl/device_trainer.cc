@@ -9,6 +9,7 @@
 #include "rl/evaluate.h"
 #include "rl/execution.h"
 #include "rl/market_making.h"
+#include "rl/train_schedule.h"
 #include "sim/model_market.h"  // mean_and_std
 #include "train/optimizer.h"
 
@@ -132,9 +133,7 @@ Result<TrainResult> train_dqn_device(const EnvSpec& spec, const TrainOptions& op
   learner.reset(lane_seed(cfg.seed, 3, 17));  // the CPU trainer's env seed
   TrainResult result;
   DeviceLearnerStats last{};
-  int64_t next_update = cfg.learning_starts, next_target = cfg.target_update;
-  int64_t next_log = opts.log_every, next_eval = opts.eval_every > 0 ? opts.eval_every : -1;
-  int64_t next_ckpt = opts.checkpoint_every > 0 ? opts.checkpoint_every : -1;
+  TrainSchedule sched(cfg, opts, !opts.out_dir.empty());
   int64_t updates = 0;
   const auto t0 = std::chrono::steady_clock::now();
   Progress progress("rl train (cuda)", static_cast<uint64_t>(cfg.total_steps), "steps");
@@ -170,54 +169,29 @@ Result<TrainResult> train_dqn_device(const EnvSpec& spec, const TrainOptions& op
     FXT_RETURN_IF_ERROR(copy_device_state(learner, agent));
     return write_agent_checkpoint(opts.out_dir + "/checkpoint.fxt", *agent, spec, step);
   };
-  // Whether anything but acting happens after the env step that ends at env step s (the CPU
-  // loop's order: updates, target update, evaluation, log line, checkpoint).
-  auto replay_size = [&](int64_t s) { return std::min<int64_t>(s, cfg.buffer_size); };
-  auto wants_update = [&](int64_t s, int64_t nu) { return s >= nu && replay_size(s) >= cfg.batch; };
-  auto quiet = [&](int64_t s) {
-    return !wants_update(s, next_update) && s < next_target && (next_eval <= 0 || s < next_eval) &&
-           s < next_log && (next_ckpt <= 0 || s < next_ckpt || opts.out_dir.empty());
-  };
   const int k = learner.chunk_steps();
   bool stop = false;
-  while (step < cfg.total_steps && !stop) {
-    // k env steps as one graph when nothing happens after the first k − 1 of them and the last
-    // one brings at most one update (and the run does not end inside the chunk).
-    bool chunked = false;
-    if (k > 1 && step + static_cast<int64_t>(k) * n <= cfg.total_steps) {
-      bool inner_quiet = true;
-      for (int i = 1; i < k && inner_quiet; ++i) inner_quiet = quiet(step + static_cast<int64_t>(i) * n);
-      const int64_t end = step + static_cast<int64_t>(k) * n;
-      if (inner_quiet) {
-        if (!wants_update(end, next_update)) {
-          learner.env_chunk();
-          chunked = true;
-        } else if (!wants_update(end, next_update + cfg.train_frequency)) {
-          learner.env_chunk_update();
-          next_update += cfg.train_frequency;
-          ++updates;
-          chunked = true;
-        }
-        if (chunked) step = end;
+  while (!sched.done() && !stop) {
+    // k env steps (and the one update after them) as one graph where the schedule allows.
+    const TrainSchedule::Next next = sched.plan(k);
+    if (next.iterations > 1) {
+      if (next.update) {
+        learner.env_chunk_update();
+      } else {
+        learner.env_chunk();
       }
-    }
-    if (!chunked) {
+    } else {
       learner.env_step();
-      step += n;
-      while (wants_update(step, next_update)) {
-        learner.update();
-        ++updates;
-        next_update += cfg.train_frequency;
-      }
     }
+    sched.advance(next.iterations);
+    step = sched.step();
+    const int due = sched.take_updates();  // includes the chunk's own update
+    for (int u = next.update ? 1 : 0; u < due; ++u) learner.update();
+    updates += due;
     progress.set(static_cast<uint64_t>(step));
-    while (step >= next_target) {
-      learner.update_target();
-      next_target += cfg.target_update;
-    }
+    for (int t = sched.take_targets(); t > 0; --t) learner.update_target();
     double eval_mean = std::numeric_limits<double>::quiet_NaN();
-    if (next_eval > 0 && step >= next_eval) {
-      next_eval += opts.eval_every;
+    if (sched.take_eval()) {
       eval_mean = evaluate();
       result.last_eval_mean = eval_mean;
       result.eval_curve.emplace_back(step, eval_mean);
@@ -226,14 +200,8 @@ Result<TrainResult> train_dqn_device(const EnvSpec& spec, const TrainOptions& op
         stop = true;
       }
     }
-    if (step >= next_log || !std::isnan(eval_mean)) {
-      FXT_RETURN_IF_ERROR(write_line(eval_mean));
-      while (next_log <= step) next_log += opts.log_every;
-    }
-    if (next_ckpt > 0 && step >= next_ckpt && !opts.out_dir.empty()) {
-      FXT_RETURN_IF_ERROR(write_checkpoint());
-      next_ckpt += opts.checkpoint_every;
-    }
+    if (sched.take_log(!std::isnan(eval_mean))) FXT_RETURN_IF_ERROR(write_line(eval_mean));
+    if (sched.take_checkpoint()) FXT_RETURN_IF_ERROR(write_checkpoint());
   }
   progress.finish();
   const bool evaluated_last_step = !result.eval_curve.empty() && result.eval_curve.back().first == step;

@@ -14,6 +14,7 @@ import argparse
 import json
 import math
 import random
+import sys
 import time
 
 import numpy as np
@@ -103,6 +104,9 @@ def main():
     p.add_argument("--eval-episodes", type=int, default=100)
     p.add_argument("--stop-return", type=float, default=475)
     p.add_argument("--out", default="")
+    p.add_argument("--progress-every", type=int, default=0,
+                   help="print {step, seconds} to stderr every N env steps (0: never), so a "
+                        "time-limited run still gives its rate")
     a = p.parse_args()
     random.seed(a.seed)
     np.random.seed(a.seed)
@@ -161,6 +165,9 @@ def main():
             opt.step()
         if step % a.target_network_frequency == 0:
             target.load_state_dict(q.state_dict())
+        if a.progress_every > 0 and (step + 1) % a.progress_every == 0:
+            print(json.dumps({"step": step + 1, "seconds": time.perf_counter() - t0}),
+                  file=sys.stderr, flush=True)
         if a.eval_every > 0 and (step + 1) % a.eval_every == 0:
             last_eval = evaluate(q, device, a.eval_episodes, 0x5EED)
             if last_eval >= a.stop_return:

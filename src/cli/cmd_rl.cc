@@ -15,6 +15,9 @@
 #include "core/log.h"
 #include "rl/evaluate.h"
 #include "rl/trainer.h"
+#if FXT_HAVE_CUDA
+#include "rl/device_trainer.h"
+#endif
 #include "train/run_record.h"
 
 namespace fxt::cli {
@@ -26,7 +29,7 @@ struct RlTrainArgs {
   rl::EnvSpec env;
   rl::DqnConfig cfg;
   rl::TrainOptions opts;
-  std::string algo = "c51", exploration = "egreedy", hidden = "120,84";
+  std::string algo = "c51", exploration = "egreedy", hidden = "120,84", device = "cpu";
   double v_min = kUnset, v_max = kUnset;
   bool no_double = false;
 };
@@ -102,12 +105,23 @@ Status run_rl_train(RlTrainArgs a) {
   if (a.opts.eval_every < 0 || a.opts.checkpoint_every < 0)
     return UsageError("--eval-every and --checkpoint-every must be >= 0");
   FXT_RETURN_IF_ERROR(check_learns(a.cfg));
+  if (a.device != "cpu" && a.device != "cuda")
+    return UsageError("--device '{}': expected cpu or cuda", a.device);
+#if FXT_HAVE_CUDA
+  if (a.device == "cuda") {
+    FXT_RETURN_IF_ERROR(rl::device_learner_supports(a.cfg));
+    if (!gpu::cuda_available()) return UsageError("--device cuda: no CUDA device is usable");
+  }
+#else
+  if (a.device == "cuda") return UsageError("--device cuda: this build has no CUDA backend");
+#endif
   RunRecord record("rl-train");
   FXT_RETURN_IF_ERROR(claim_new_run_dir(record, a.opts.out_dir));
   auto env = a.env.make(1);
   rl::DqnAgent agent(a.cfg, env->obs_dim(), env->num_actions());
   const nlohmann::json config = {{"agent", a.cfg.to_json()},
                                  {"env", a.env.to_json()},
+                                 {"device", a.device},
                                  {"eval_every", a.opts.eval_every},
                                  {"eval_episodes", a.opts.eval_episodes},
                                  {"eval_seed", a.opts.eval_seed},
@@ -115,7 +129,16 @@ Status run_rl_train(RlTrainArgs a) {
                                                      ? nlohmann::json()
                                                      : nlohmann::json(a.opts.stop_return)}};
   record.set_config(config);
-  FXT_ASSIGN_OR_RETURN(rl::TrainResult r, rl::train_dqn(a.env, a.opts, &agent));
+  rl::TrainResult r;
+#if FXT_HAVE_CUDA
+  if (a.device == "cuda") {
+    FXT_ASSIGN_OR_RETURN(r, rl::train_dqn_device(a.env, a.opts, &agent));
+  } else {
+    FXT_ASSIGN_OR_RETURN(r, rl::train_dqn(a.env, a.opts, &agent));
+  }
+#else
+  FXT_ASSIGN_OR_RETURN(r, rl::train_dqn(a.env, a.opts, &agent));
+#endif
   nlohmann::json curve = nlohmann::json::array();
   for (const auto& [s, v] : r.eval_curve) curve.push_back({s, v});
   record.set("eval_curve", curve);
@@ -134,9 +157,9 @@ Status run_rl_train(RlTrainArgs a) {
         "checkpoint is the untrained network",
         a.opts.out_dir);
   }
-  fmt::print("{}: {} {} on {}: {} env steps, {} updates, {} episodes, {:.1f} s, eval return {:.3f}"
+  fmt::print("{}: {} {} on {} ({}): {} env steps, {} updates, {} episodes, {:.1f} s, eval return {:.3f}"
              "{}\n",
-             a.opts.out_dir, a.algo, a.cfg.munchausen ? "(munchausen)" : "", a.env.name,
+             a.opts.out_dir, a.algo, a.cfg.munchausen ? "(munchausen)" : "", a.env.name, a.device,
              r.env_steps, r.updates, r.episodes, r.seconds, r.last_eval_mean,
              r.reached_stop_return_at >= 0
                  ? fmt::format(" (reached {} at {} steps)", a.opts.stop_return,
@@ -246,6 +269,9 @@ void register_rl(CLI::App& app) {
       ->capture_default_str();
   train->add_option("--steps", t->cfg.total_steps, "env steps (all lanes)")->capture_default_str();
   train->add_option("--envs", t->cfg.num_envs, "parallel env lanes")->capture_default_str();
+  train->add_option("--device", t->device,
+                    "cpu | cuda (the GPU learner: C51, 1-step, uniform replay, egreedy)")
+      ->capture_default_str();
   train->add_option("--seed", t->cfg.seed, "seed (same seed, same checkpoint bytes)")
       ->capture_default_str();
   train->add_option("--eval-every", t->opts.eval_every, "env steps between evaluations (0: end)")

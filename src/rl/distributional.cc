@@ -5,6 +5,8 @@
 #include <cmath>
 #include <vector>
 
+#include "rl/dqn_schedule.h"
+
 namespace fxt::rl {
 
 template <typename T>
@@ -17,15 +19,12 @@ void c51_project_add(const Support& s, T shift, T scale, std::span<const T> p, T
   for (int j = 0; j < K; ++j) {
     const T mass = weight * p[static_cast<size_t>(j)];
     if (mass == T(0)) continue;
-    const T tz = std::clamp(shift + scale * static_cast<T>(s.atom(j)), v_min, v_max);
-    const T b = std::clamp((tz - v_min) / dz, T(0), static_cast<T>(K - 1));
-    const T lf = std::floor(b), uf = std::ceil(b);
-    const auto l = static_cast<size_t>(lf), u = static_cast<size_t>(uf);
-    if (l == u) {
-      m[l] += mass;  // b on an atom: (u − b) = (b − l) = 0 would drop the mass
+    const C51Split<T> sp = c51_split<T>(shift, scale, static_cast<T>(s.atom(j)), v_min, v_max, dz, K);
+    if (sp.l == sp.u) {
+      m[static_cast<size_t>(sp.l)] += mass;  // b on an atom: the whole mass (c51_split)
     } else {
-      m[l] += mass * (uf - b);
-      m[u] += mass * (b - lf);
+      m[static_cast<size_t>(sp.l)] += mass * sp.wl;
+      m[static_cast<size_t>(sp.u)] += mass * sp.wu;
     }
   }
 }

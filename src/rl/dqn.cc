@@ -4,6 +4,8 @@
 #include <cassert>
 #include <cmath>
 
+#include "rl/dqn_schedule.h"
+
 namespace fxt::rl {
 
 const char* algo_name(Algo a) {
@@ -56,9 +58,7 @@ Status DqnConfig::validate() const {
 }
 
 double DqnConfig::epsilon_at(int64_t step) const {
-  const double span = exploration_fraction * static_cast<double>(total_steps);
-  const double f = std::min(1.0, static_cast<double>(step) / span);
-  return eps_start + f * (eps_end - eps_start);
+  return linear_epsilon(eps_start, eps_end, exploration_fraction, total_steps, step);
 }
 
 double DqnConfig::beta_at(int64_t step) const {

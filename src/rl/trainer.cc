@@ -9,6 +9,7 @@
 #include "core/file_util.h"
 #include "core/progress.h"
 #include "rl/evaluate.h"
+#include "rl/train_schedule.h"
 
 namespace fxt::rl {
 
@@ -74,9 +75,7 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
   StepResult out;
   TrainResult result;
   UpdateStats last;
-  int64_t next_update = cfg.learning_starts, next_target = cfg.target_update;
-  int64_t next_log = opts.log_every, next_eval = opts.eval_every > 0 ? opts.eval_every : -1;
-  int64_t next_ckpt = opts.checkpoint_every > 0 ? opts.checkpoint_every : -1;
+  TrainSchedule sched(cfg, opts, !opts.out_dir.empty());
   const auto t0 = std::chrono::steady_clock::now();
   Progress progress("rl train", static_cast<uint64_t>(cfg.total_steps), "steps");
   int64_t step = 0;
@@ -103,7 +102,7 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
     return Status::Ok();
   };
   bool stop = false;
-  while (step < cfg.total_steps && !stop) {
+  while (!sched.done() && !stop) {
     agent->act(obs, n, cfg.epsilon_at(step), act_rng, &actions);
     env->step(actions, &out);
     for (int i = 0; i < n; ++i) {
@@ -120,19 +119,14 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
       }
     }
     env->reset_finished(out, obs);
-    step += n;
+    sched.advance(1);
+    step = sched.step();
     progress.advance(static_cast<uint64_t>(n));
-    while (step >= next_update && replay.size() >= cfg.batch) {
+    for (int u = sched.take_updates(replay.size()); u > 0; --u)
       last = agent->update(&replay, cfg.beta_at(step), sample_rng);
-      next_update += cfg.train_frequency;
-    }
-    while (step >= next_target) {
-      agent->update_target();
-      next_target += cfg.target_update;
-    }
+    for (int t = sched.take_targets(); t > 0; --t) agent->update_target();
     double eval_mean = std::numeric_limits<double>::quiet_NaN();
-    if (next_eval > 0 && step >= next_eval) {
-      next_eval += opts.eval_every;
+    if (sched.take_eval()) {
       eval_mean = evaluate_agent(agent, spec, opts.eval_episodes, opts.eval_seed).mean;
       result.last_eval_mean = eval_mean;
       result.eval_curve.emplace_back(step, eval_mean);
@@ -141,15 +135,10 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
         stop = true;
       }
     }
-    if (step >= next_log || !std::isnan(eval_mean)) {
-      FXT_RETURN_IF_ERROR(write_line(eval_mean));
-      while (next_log <= step) next_log += opts.log_every;
-    }
-    if (next_ckpt > 0 && step >= next_ckpt && !opts.out_dir.empty()) {
+    if (sched.take_log(!std::isnan(eval_mean))) FXT_RETURN_IF_ERROR(write_line(eval_mean));
+    if (sched.take_checkpoint())
       FXT_RETURN_IF_ERROR(
           write_agent_checkpoint(opts.out_dir + "/checkpoint.fxt", *agent, spec, step));
-      next_ckpt += opts.checkpoint_every;
-    }
   }
   progress.finish();
   const bool evaluated_last_step = !result.eval_curve.empty() && result.eval_curve.back().first == step;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "rl/dqn_schedule.h"
+
 namespace fxt::rl {
 namespace {
 
@@ -41,6 +43,43 @@ TEST(C51Projection, TerminalPutsEverythingAtTheReward) {
   EXPECT_NEAR(m[2], 0.75, 1e-15);
   EXPECT_NEAR(m[3], 0.25, 1e-15);
   EXPECT_EQ(m[0] + m[1] + m[4], 0.0);
+}
+
+// c51_split is the one projection rule of the CPU agent and the GPU learner's kernel.
+TEST(C51Split, HandValuesOnTheFiveAtomSupport) {
+  // 0.5 + 1·2 = 2.5: half to atom 2, half to atom 3.
+  C51Split<float> s = c51_split<float>(0.5f, 1.0f, 2.0f, 0.0f, 4.0f, 1.0f, 5);
+  EXPECT_EQ(s.l, 2);
+  EXPECT_EQ(s.u, 3);
+  EXPECT_EQ(s.wl, 0.5f);
+  EXPECT_EQ(s.wu, 0.5f);
+  // 0.25 + 0.5·3 = 1.75: a quarter to atom 1, three quarters to atom 2.
+  s = c51_split<float>(0.25f, 0.5f, 3.0f, 0.0f, 4.0f, 1.0f, 5);
+  EXPECT_EQ(s.l, 1);
+  EXPECT_EQ(s.u, 2);
+  EXPECT_EQ(s.wl, 0.25f);
+  EXPECT_EQ(s.wu, 0.75f);
+  // On an atom (l = u): the whole mass stays there.
+  s = c51_split<float>(1.0f, 1.0f, 2.0f, 0.0f, 4.0f, 1.0f, 5);
+  EXPECT_EQ(s.l, 3);
+  EXPECT_EQ(s.u, 3);
+  EXPECT_EQ(s.wl, 1.0f);
+  EXPECT_EQ(s.wu, 0.0f);
+  // Clipped at both ends of the support.
+  s = c51_split<float>(9.0f, 1.0f, 2.0f, 0.0f, 4.0f, 1.0f, 5);
+  EXPECT_EQ(s.l, 4);
+  EXPECT_EQ(s.wl, 1.0f);
+  s = c51_split<float>(-9.0f, 1.0f, 2.0f, 0.0f, 4.0f, 1.0f, 5);
+  EXPECT_EQ(s.l, 0);
+  EXPECT_EQ(s.u, 0);
+}
+
+TEST(LinearEpsilon, CleanRlScheduleByHand) {
+  // 1 -> 0.05 over 0.5 · 500k = 250k steps, then flat.
+  EXPECT_EQ(linear_epsilon(1, 0.05, 0.5, 500000, 0), 1.0);
+  EXPECT_NEAR(linear_epsilon(1, 0.05, 0.5, 500000, 125000), 0.525, 1e-15);
+  EXPECT_NEAR(linear_epsilon(1, 0.05, 0.5, 500000, 250000), 0.05, 1e-15);
+  EXPECT_NEAR(linear_epsilon(1, 0.05, 0.5, 500000, 400000), 0.05, 1e-15);
 }
 
 TEST(C51Loss, GradientMatchesFiniteDifferences) {

@@ -3,12 +3,15 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "core/progress.h"
 #include "rl/evaluate.h"
+#include "rl/train_schedule.h"
 #include "rl/trainer.h"
 #include "test_util.h"
 
@@ -200,6 +203,85 @@ TEST(RlCli, TrainEvalAndBadInput) {
   EXPECT_EQ(test::run_fxt("rl train --env cartpole --algo dqn --out " + dir + "/x").exit_code, 2);
   auto missing = test::run_fxt("rl eval --checkpoint " + dir + "/none.fxt --out " + dir + "/e.json");
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
+}
+
+// The GPU trainer's schedule (rl/train_schedule.h): replaying k env steps (and at most one
+// update) as one graph where plan() allows must do exactly what stepping one at a time does:
+// the same updates, target updates, evaluations, log lines and checkpoints after the same steps.
+std::vector<std::string> schedule_events(const DqnConfig& cfg, const TrainOptions& opts, int k,
+                                         int* graphs) {
+  TrainSchedule s(cfg, opts, true);
+  std::vector<std::string> events;
+  *graphs = 0;
+  while (!s.done()) {
+    const TrainSchedule::Next next = s.plan(k);
+    ++*graphs;
+    s.advance(next.iterations);
+    const int u = s.take_updates();
+    if (next.update) {
+      EXPECT_EQ(u, 1) << "a chunk's update at step " << s.step();
+    }
+    const int t = s.take_targets();
+    const bool e = s.take_eval();
+    const bool l = s.take_log(e);
+    const bool c = s.take_checkpoint();
+    if (u || t || e || l || c)
+      events.push_back(std::to_string(s.step()) + ":u" + std::to_string(u) + "t" +
+                       std::to_string(t) + (e ? "e" : "") + (l ? "l" : "") + (c ? "c" : ""));
+  }
+  return events;
+}
+
+TEST(TrainSchedule, ChunkedGraphsKeepTheStepByStepSchedule) {
+  struct Case {
+    int envs, train_frequency, target_update, batch, buffer;
+    int64_t learning_starts, total, log_every, eval_every, ckpt_every;
+  };
+  const Case cases[] = {
+      {1, 10, 500, 128, 10000, 10000, 500000, 10000, 10000, 0},  // CleanRL's c51.py settings
+      {2, 4, 100, 32, 1000, 1000, 6000, 1000, 0, 0},
+      {1, 4, 7, 16, 50, 3, 5000, 333, 1250, 777},  // odd boundaries inside chunks
+      {3, 9, 50, 64, 200, 10, 3000, 100, 500, 1000},
+      {4, 10, 500, 8, 100, 0, 2000, 100, 0, 0},     // 4 ∤ 10: no chunks (k = 0)
+  };
+  for (const Case& c : cases) {
+    DqnConfig cfg;
+    cfg.num_envs = c.envs;
+    cfg.train_frequency = c.train_frequency;
+    cfg.target_update = c.target_update;
+    cfg.batch = c.batch;
+    cfg.buffer_size = c.buffer;
+    cfg.learning_starts = c.learning_starts;
+    cfg.total_steps = c.total;
+    TrainOptions opts;
+    opts.log_every = c.log_every;
+    opts.eval_every = c.eval_every;
+    opts.checkpoint_every = c.ckpt_every;
+    const int k = c.train_frequency % c.envs == 0 ? c.train_frequency / c.envs : 0;
+    int single = 0, chunked = 0;
+    const auto one = schedule_events(cfg, opts, 1, &single);
+    const auto many = schedule_events(cfg, opts, k, &chunked);
+    EXPECT_EQ(one, many) << "envs " << c.envs << ", train_frequency " << c.train_frequency;
+    EXPECT_EQ(single, (c.total + c.envs - 1) / c.envs);
+    if (c.total == 500000) {
+      EXPECT_LT(chunked, single / 5);  // CleanRL's settings: most steps run inside chunks
+    }
+  }
+  // CleanRL's settings by hand: 49,001 updates (steps 10,000, 10,010, …, 500,000) and 1,000
+  // target updates.
+  DqnConfig cfg;
+  cfg.learning_starts = 10000;
+  cfg.total_steps = 500000;
+  TrainOptions opts;
+  TrainSchedule s(cfg, opts, false);
+  int64_t updates = 0, targets = 0;
+  while (!s.done()) {
+    s.advance(s.plan(10).iterations);
+    updates += s.take_updates();
+    targets += s.take_targets();
+  }
+  EXPECT_EQ(updates, 49001);
+  EXPECT_EQ(targets, 1000);
 }
 
 }  // namespace

@@ -1,0 +1,662 @@
+#include "rl/device_learner.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+
+#include "core/random.h"
+#include "rl/dqn_schedule.h"
+#include "rl/env_lane.h"
+
+namespace fxt::rl {
+namespace {
+
+constexpr int kMaxLayers = 8;
+constexpr int kThreads = 128;
+constexpr int kEvalChunk = 32;  // env steps per evaluation graph replay
+
+// The network's layout, passed by value to the fused acting kernel.
+struct NetLayout {
+  DeviceLayer layer[kMaxLayers];
+  int count;
+};
+
+// The ε schedule's constants (linear_epsilon's arguments but the step).
+struct EpsSchedule {
+  double start, end, fraction;
+  long long total;
+};
+
+int max_width(const DeviceLearnerConfig& c) {
+  int w = c.obs_dim;
+  for (const DeviceLayer& l : c.layers) w = std::max(w, std::max(l.in, l.out));
+  return w;
+}
+
+// Expected value Σ_j z_j softmax(logits)_j of one row, summed in the CPU's order
+// (c51_expectation): the maximum, then e_j = exp(l_j − max) accumulated into Σ e and Σ e·z.
+__device__ float expectation_row(const float* logits, const float* atoms, int K) {
+  float mx = logits[0];
+  for (int j = 1; j < K; ++j) mx = fmaxf(mx, logits[j]);
+  float sum = 0, acc = 0;
+  for (int j = 0; j < K; ++j) {
+    const float e = expf(logits[j] - mx);
+    sum += e;
+    acc += e * atoms[j];
+  }
+  return acc / sum;
+}
+
+// ---- acting ------------------------------------------------------------------------------------
+// Launch: grid (N), block kThreads, dynamic shared memory 2·max_width + A floats. Block i is lane
+// i: the MLP forward of obs[i] through every layer (thread o computes outputs o, o + blockDim, …
+// of a layer, each a sequential dot product), then thread a the expected value of action a, then
+// thread 0 the greedy action (the first maximum) or, with probability ε, a uniform one from the
+// lane's Rng (CPU order: one unit() draw, then uniform(A) only when exploring; no draw at ε = 0).
+// kTrain: ε from the device step counter, and the lane's observation and action copied into its
+// replay slot (replay_next + i) mod capacity.
+template <bool kTrain>
+__global__ void act_kernel(const float* __restrict__ params, NetLayout net,
+                           const float* __restrict__ atoms, int K, int A,
+                           const float* __restrict__ obs, int d, Rng* rngs, EpsSchedule eps,
+                           const DeviceLearnerStats* stats, int* actions, float* q_out,
+                           float* r_obs, int* r_act, int cap) {
+  extern __shared__ float smem[];
+  int width = d;
+  for (int l = 0; l < net.count; ++l) width = max(width, net.layer[l].out);
+  float* x = smem;
+  float* y = smem + width;
+  float* q = smem + 2 * width;
+  const int lane = blockIdx.x, tid = threadIdx.x;
+  const float* o = obs + static_cast<size_t>(lane) * d;
+  for (int i = tid; i < d; i += blockDim.x) x[i] = o[i];
+  __syncthreads();
+  for (int l = 0; l < net.count; ++l) {
+    const DeviceLayer L = net.layer[l];
+    const float* w = params + L.w_offset;
+    const float* b = params + L.b_offset;
+    for (int u = tid; u < L.out; u += blockDim.x) {
+      const float* wr = w + static_cast<size_t>(u) * L.in;
+      float acc = 0;
+      for (int i = 0; i < L.in; ++i) acc += wr[i] * x[i];
+      acc += b[u];
+      y[u] = (l + 1 < net.count && !(acc > 0.0f)) ? 0.0f : acc;
+    }
+    __syncthreads();
+    float* t = x;
+    x = y;
+    y = t;
+  }
+  // x holds the logits [A, K].
+  for (int a = tid; a < A; a += blockDim.x) {
+    q[a] = expectation_row(x + a * K, atoms, K);
+    q_out[static_cast<size_t>(lane) * A + a] = q[a];
+  }
+  __syncthreads();
+  if (tid == 0) {
+    int best = 0;
+    for (int a = 1; a < A; ++a)
+      if (q[a] > q[best]) best = a;
+    if (kTrain) {
+      const double e = linear_epsilon(eps.start, eps.end, eps.fraction, eps.total, stats->env_steps);
+      Rng r = rngs[lane];
+      if (e > 0 && r.unit() < e) best = static_cast<int>(r.uniform(static_cast<uint64_t>(A)));
+      rngs[lane] = r;
+    }
+    actions[lane] = best;
+  }
+  if (kTrain) {
+    const size_t slot = static_cast<size_t>((stats->replay_next + lane) % cap);
+    for (int i = tid; i < d; i += blockDim.x) r_obs[slot * d + i] = o[i];
+    __syncthreads();
+    if (tid == 0) r_act[slot] = actions[lane];
+  }
+}
+
+// ---- store + advance ---------------------------------------------------------------------------
+// Launch: one block of min(N, 1024) threads. Thread i handles lanes i, i + blockDim, …: the lane's
+// next_obs, reward and discount into its replay slot and its running episode return. Then thread
+// 0 alone, in lane order (the CPU trainer's order), moves each finished lane's return into the
+// ring of the last 100, and advances the replay ring, its size and the step counter.
+__global__ void store_kernel(const float* __restrict__ next_obs, const float* __restrict__ reward,
+                             const uint8_t* __restrict__ terminated,
+                             const uint8_t* __restrict__ truncated, int n, int d, float gamma,
+                             DeviceLearnerStats* stats, double* lane_ret, double* recent,
+                             float* r_next, float* r_rew, float* r_disc, int cap) {
+  const int next = stats->replay_next;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const size_t slot = static_cast<size_t>((next + i) % cap);
+    for (int k = 0; k < d; ++k) r_next[slot * d + k] = next_obs[static_cast<size_t>(i) * d + k];
+    r_rew[slot] = reward[i];
+    r_disc[slot] = terminated[i] ? 0.0f : gamma;  // 1-step: γ^1; truncated still bootstraps
+    lane_ret[i] += static_cast<double>(reward[i]);
+  }
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  for (int i = 0; i < n; ++i) {
+    if (!(terminated[i] || truncated[i])) continue;
+    recent[stats->recent_next] = lane_ret[i];
+    stats->recent_next = (stats->recent_next + 1) % kRecentEpisodes;
+    stats->recent_count = min(stats->recent_count + 1, kRecentEpisodes);
+    lane_ret[i] = 0;
+    ++stats->episodes;
+  }
+  stats->replay_next = (next + n) % cap;
+  stats->replay_size = min(stats->replay_size + n, cap);
+  stats->env_steps += n;
+}
+
+// ---- sampling ----------------------------------------------------------------------------------
+// Launch: grid ceil(B / kThreads), block kThreads; thread b draws row b's index uniformly from
+// [0, replay_size) with its own Rng (draw) or reads idx[b] (tests), then gathers the transition.
+__global__ void sample_kernel(bool draw, Rng* rngs, int* idx, const DeviceLearnerStats* stats,
+                              int B, int d, const float* r_obs, const int* r_act,
+                              const float* r_rew, const float* r_next, const float* r_disc,
+                              float* b_obs, int* b_act, float* b_rew, float* b_next,
+                              float* b_disc) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= B) return;
+  int i;
+  if (draw) {
+    Rng r = rngs[b];
+    i = static_cast<int>(r.uniform(static_cast<uint64_t>(stats->replay_size)));
+    rngs[b] = r;
+    idx[b] = i;
+  } else {
+    i = idx[b];
+  }
+  const size_t s = static_cast<size_t>(i);
+  for (int k = 0; k < d; ++k) {
+    b_obs[static_cast<size_t>(b) * d + k] = r_obs[s * d + k];
+    b_next[static_cast<size_t>(b) * d + k] = r_next[s * d + k];
+  }
+  b_act[b] = r_act[s];
+  b_rew[b] = r_rew[s];
+  b_disc[b] = r_disc[s];
+}
+
+// ---- the C51 target, loss and gradient -----------------------------------------------------------
+// Launch: grid (B), block kThreads, dynamic shared memory 3K + A floats. Block b is sample b, in
+// DqnAgent::update's arithmetic: the bootstrap action a* = first argmax of the expected values at
+// s' (online net with double Q, else target), p = softmax of the target net's a* row (thread 0:
+// max and Σ exp in order; then p_j = exp(l_j − max)/Σ), the projection m of r + g·z_j onto the
+// support gathered per target atom i over j in order (the CPU scatters in the same j order, so
+// each m_i sees the same additions), the cross-entropy −Σ m ln softmax(pred) (thread 0, in order)
+// and d_out = weight·(softmax(pred) − m) on the taken action's row, 0 elsewhere.
+__global__ void c51_loss_kernel(const float* __restrict__ out, const float* __restrict__ next_t,
+                                const float* __restrict__ next_sel, const float* __restrict__ atoms,
+                                int K, int A, float v_min, float v_max, float dz,
+                                const int* b_act, const float* b_rew, const float* b_disc,
+                                float weight, float* d_out, float* loss_b, float* q_b) {
+  extern __shared__ float sm[];
+  float* p = sm;
+  float* m = sm + K;
+  float* stat = sm + 2 * K;  // [0] max, [1] log Σ / Σ, [2] a*
+  float* qs = sm + 2 * K + 4;
+  const int b = blockIdx.x, tid = threadIdx.x;
+  const size_t row = static_cast<size_t>(b) * A * K;
+  const int a = b_act[b];
+  const float r = b_rew[b], g = b_disc[b];
+  for (int j = tid; j < A; j += blockDim.x) qs[j] = expectation_row(next_sel + row + j * K, atoms, K);
+  __syncthreads();
+  if (tid == 0) {
+    int best = 0;
+    for (int j = 1; j < A; ++j)
+      if (qs[j] > qs[best]) best = j;
+    const float* l = next_t + row + best * K;
+    float mx = l[0];
+    for (int j = 1; j < K; ++j) mx = fmaxf(mx, l[j]);
+    float sum = 0;
+    for (int j = 0; j < K; ++j) sum += expf(l[j] - mx);
+    stat[0] = mx;
+    stat[1] = sum;
+    stat[2] = static_cast<float>(best);
+  }
+  __syncthreads();
+  const float* ln = next_t + row + static_cast<int>(stat[2]) * K;
+  for (int j = tid; j < K; j += blockDim.x) p[j] = expf(ln[j] - stat[0]) / stat[1];
+  __syncthreads();
+  for (int i = tid; i < K; i += blockDim.x) {
+    float acc = 0;
+    for (int j = 0; j < K; ++j) {
+      const float mass = 1.0f * p[j];
+      if (mass == 0.0f) continue;
+      const C51Split<float> s = c51_split<float>(r, g, atoms[j], v_min, v_max, dz, K);
+      if (s.l == i) acc += mass * s.wl;
+      else if (s.u == i) acc += mass * s.wu;
+    }
+    m[i] = acc;
+  }
+  __syncthreads();
+  const float* pred = out + row + static_cast<size_t>(a) * K;
+  if (tid == 0) {
+    float mx = pred[0];
+    for (int j = 1; j < K; ++j) mx = fmaxf(mx, pred[j]);
+    float sum = 0;
+    for (int j = 0; j < K; ++j) sum += expf(pred[j] - mx);
+    const float log_z = mx + logf(sum);
+    float loss = 0;
+    for (int j = 0; j < K; ++j) loss -= m[j] * (pred[j] - log_z);
+    stat[3] = log_z;
+    loss_b[b] = 1.0f * loss;
+    q_b[b] = expectation_row(pred, atoms, K);
+  }
+  __syncthreads();
+  const float log_z = stat[3];
+  for (int e = tid; e < A * K; e += blockDim.x) {
+    const int act = e / K, j = e % K;
+    d_out[row + e] = act == a ? weight * (expf(pred[j] - log_z) - m[j]) : 0.0f;
+  }
+}
+
+// One thread: the batch means in the CPU's order (Σ_b double(w·loss_b)·inv_b), the optimizer's
+// grad norm, and the update counter.
+__global__ void update_stats_kernel(const float* loss_b, const float* q_b, int B, float inv_b,
+                                    const gpu::AdamWStats* adam, DeviceLearnerStats* stats) {
+  double loss = 0, q = 0;
+  for (int b = 0; b < B; ++b) {
+    loss += static_cast<double>(loss_b[b]) * static_cast<double>(inv_b);
+    q += static_cast<double>(q_b[b]) * static_cast<double>(inv_b);
+  }
+  stats->loss = loss;
+  stats->mean_q = q;
+  stats->grad_norm = adam->grad_norm;
+  ++stats->updates;
+}
+
+// Grid-stride elementwise kernels (grid ceil(n / 256) capped at 1024 blocks, 256 threads).
+__global__ void relu_kernel(float* y, size_t n) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    if (!(y[i] > 0.0f)) y[i] = 0.0f;
+}
+// d[i] = 0 where the layer output y[i] was not positive (ReLU's backward, as the CPU's).
+__global__ void relu_mask_kernel(const float* y, float* d, size_t n) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    if (!(y[i] > 0.0f)) d[i] = 0.0f;
+}
+// target ← t·online + (1 − t)·target (DqnAgent::update_target's float arithmetic).
+__global__ void polyak_kernel(const float* online, float* target, float t, size_t n) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    target[i] = t * online[i] + (1 - t) * target[i];
+}
+// Evaluation bookkeeping, one thread per lane (grid ceil(n / 256), 256 threads): the reward
+// counts while the lane's first episode runs; *remaining (integer atomics: order-free) counts the
+// lanes still in it.
+__global__ void eval_accumulate_kernel(const float* reward, const uint8_t* terminated,
+                                       const uint8_t* truncated, int n, double* ret,
+                                       uint8_t* done) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n || done[i]) return;
+  ret[i] += static_cast<double>(reward[i]);
+  if (terminated[i] || truncated[i]) done[i] = 1;
+}
+__global__ void eval_remaining_kernel(const uint8_t* done, int n, int* remaining) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) *remaining = 0;
+  __syncthreads();
+  int mine = 0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) mine += done[i] ? 0 : 1;
+  if (mine) atomicAdd(remaining, mine);
+}
+// rngs[i] = Rng(lane_seed(seed, i, stream)): grid-stride (grid_for), 256 threads.
+__global__ void seed_rngs_kernel(Rng* rngs, int n, uint64_t seed, uint64_t stream) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    rngs[i] = Rng(lane_seed(seed, static_cast<uint64_t>(i), stream));
+}
+
+unsigned grid_for(size_t n, int threads) {
+  return static_cast<unsigned>(std::min<size_t>((n + threads - 1) / threads, 1024));
+}
+
+}  // namespace
+
+struct DeviceC51Learner::Impl {
+  gpu::DeviceBuffer<float> online, target, grads, atoms;
+  gpu::DeviceBuffer<Rng> act_rngs, sample_rngs;
+  gpu::DeviceBuffer<int> actions, r_act, idx, b_act;
+  gpu::DeviceBuffer<float> q_last, r_obs, r_next, r_rew, r_disc;
+  gpu::DeviceBuffer<double> lane_ret, recent, lr;
+  gpu::DeviceBuffer<DeviceLearnerStats> stats;
+  gpu::DeviceBuffer<float> b_obs, b_next, b_rew, b_disc;
+  std::vector<gpu::DeviceBuffer<float>> acts;  // online forward at s: each layer's output
+  gpu::DeviceBuffer<float> tmp0, tmp1, next_t, next_o, d_out, d_a, d_b, loss_b, q_b;
+  std::unique_ptr<gpu::AdamW> adam;
+  gpu::Graph g_env, g_chunk, g_chunk_update, g_update, g_target;
+  NetLayout net{};
+  size_t act_smem = 0, loss_smem = 0;
+};
+
+DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv* env,
+                                   const gpu::Context& ctx, const std::vector<float>& params)
+    : cfg_(cfg), env_(env), ctx_(ctx), impl_(std::make_unique<Impl>()) {
+  const int L = static_cast<int>(cfg.layers.size());
+  assert(L >= 1 && L <= kMaxLayers);
+  assert(params.size() == cfg.num_params);
+  assert(env->num_envs() == cfg.num_envs && env->obs_dim() == cfg.obs_dim &&
+         env->num_actions() == cfg.num_actions);
+  assert(cfg.layers.back().out == cfg.num_actions * cfg.atoms);
+  assert(static_cast<int>(cfg.atom_values.size()) == cfg.atoms);
+  assert(cfg.buffer_size >= cfg.num_envs);
+  Impl& m = *impl_;
+  const size_t P = cfg.num_params, N = static_cast<size_t>(cfg.num_envs);
+  const size_t B = static_cast<size_t>(cfg.batch), d = static_cast<size_t>(cfg.obs_dim);
+  const size_t cap = static_cast<size_t>(cfg.buffer_size);
+  const size_t AK = static_cast<size_t>(cfg.num_actions) * static_cast<size_t>(cfg.atoms);
+  const size_t W = static_cast<size_t>(max_width(cfg));
+  m.online.upload(params);
+  m.target.upload(params);
+  m.grads.resize(P);
+  m.grads.zero();
+  m.atoms.upload(cfg.atom_values);
+  m.act_rngs.resize(N);
+  m.sample_rngs.resize(B);
+  m.actions.resize(N);
+  m.q_last.resize(N * static_cast<size_t>(cfg.num_actions));
+  m.r_obs.resize(cap * d);
+  m.r_next.resize(cap * d);
+  m.r_act.resize(cap);
+  m.r_rew.resize(cap);
+  m.r_disc.resize(cap);
+  m.lane_ret.resize(N);
+  m.recent.resize(kRecentEpisodes);
+  m.stats.resize(1);
+  m.lr.upload(std::vector<double>{cfg.lr});
+  m.idx.resize(B);
+  m.b_act.resize(B);
+  m.b_obs.resize(B * d);
+  m.b_next.resize(B * d);
+  m.b_rew.resize(B);
+  m.b_disc.resize(B);
+  m.acts.resize(static_cast<size_t>(L));
+  for (int l = 0; l < L; ++l)
+    m.acts[static_cast<size_t>(l)].resize(B * static_cast<size_t>(cfg.layers[static_cast<size_t>(l)].out));
+  m.tmp0.resize(B * W);
+  m.tmp1.resize(B * W);
+  m.next_t.resize(B * AK);
+  m.next_o.resize(B * AK);
+  m.d_out.resize(B * AK);
+  m.d_a.resize(B * W);
+  m.d_b.resize(B * W);
+  m.loss_b.resize(B);
+  m.q_b.resize(B);
+  m.net.count = L;
+  for (int l = 0; l < L; ++l) m.net.layer[l] = cfg.layers[static_cast<size_t>(l)];
+  m.act_smem = (2 * W + static_cast<size_t>(cfg.num_actions)) * sizeof(float);
+  m.loss_smem = (2 * static_cast<size_t>(cfg.atoms) + 4 + static_cast<size_t>(cfg.num_actions)) *
+                sizeof(float);
+  FXT_CUDA_CHECK(cudaFuncSetAttribute(act_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(m.act_smem)));
+  FXT_CUDA_CHECK(cudaFuncSetAttribute(act_kernel<false>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(m.act_smem)));
+  FXT_CUDA_CHECK(cudaFuncSetAttribute(c51_loss_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(m.loss_smem)));
+  gpu::AdamWConfig ac;
+  ac.eps = cfg.adam_eps;
+  ac.weight_decay = 0;  // plain Adam, as DqnAgent
+  ac.max_grad_norm = cfg.max_grad_norm;
+  m.adam = std::make_unique<gpu::AdamW>(ac, gpu::LrSchedule{});
+  m.adam->add_buffer(ctx, m.online.data(), m.grads.data(), P, cfg.segments);
+  reset(0);
+  if (cfg.train_frequency % cfg.num_envs == 0) chunk_ = cfg.train_frequency / cfg.num_envs;
+  m.g_env.capture(ctx, [&] { enqueue_env_step(); });
+  m.g_update.capture(ctx, [&] { enqueue_update(true); });
+  m.g_target.capture(ctx, [&] { enqueue_target_update(); });
+  if (chunk_ > 0) {
+    m.g_chunk.capture(ctx, [&] {
+      for (int k = 0; k < chunk_; ++k) enqueue_env_step();
+    });
+    m.g_chunk_update.capture(ctx, [&] {
+      for (int k = 0; k < chunk_; ++k) enqueue_env_step();
+      enqueue_update(true);
+    });
+  }
+}
+
+DeviceC51Learner::~DeviceC51Learner() = default;
+
+void DeviceC51Learner::reset(uint64_t env_seed) {
+  Impl& m = *impl_;
+  const int N = cfg_.num_envs, B = cfg_.batch;
+  env_->reset(env_seed, ctx_.stream());
+  seed_rngs_kernel<<<grid_for(static_cast<size_t>(N), 256), 256, 0, ctx_.stream()>>>(
+      m.act_rngs.data(), N, cfg_.seed, 11);
+  seed_rngs_kernel<<<grid_for(static_cast<size_t>(B), 256), 256, 0, ctx_.stream()>>>(
+      m.sample_rngs.data(), B, cfg_.seed, 13);
+  FXT_CUDA_LAUNCH_CHECK();
+  ctx_.sync();
+  m.lane_ret.zero();
+  m.recent.zero();
+  m.stats.zero();
+  m.r_obs.zero();
+  m.r_next.zero();
+  m.r_act.zero();
+  m.r_rew.zero();
+  m.r_disc.zero();
+}
+
+void DeviceC51Learner::enqueue_env_step() {
+  Impl& m = *impl_;
+  const int N = cfg_.num_envs, d = cfg_.obs_dim;
+  const EpsSchedule eps{cfg_.eps_start, cfg_.eps_end, cfg_.exploration_fraction,
+                        static_cast<long long>(cfg_.total_steps)};
+  act_kernel<true><<<static_cast<unsigned>(N), kThreads, m.act_smem, ctx_.stream()>>>(
+      m.online.data(), m.net, m.atoms.data(), cfg_.atoms, cfg_.num_actions, env_->obs(), d,
+      m.act_rngs.data(), eps, m.stats.data(), m.actions.data(), m.q_last.data(), m.r_obs.data(),
+      m.r_act.data(), cfg_.buffer_size);
+  FXT_CUDA_LAUNCH_CHECK();
+  env_->step(m.actions.data(), ctx_.stream());
+  store_kernel<<<1, static_cast<unsigned>(std::min(N, 1024)), 0, ctx_.stream()>>>(
+      env_->next_obs(), env_->reward(), env_->terminated(), env_->truncated(), N, d,
+      static_cast<float>(cfg_.gamma), m.stats.data(), m.lane_ret.data(), m.recent.data(),
+      m.r_next.data(), m.r_rew.data(), m.r_disc.data(), cfg_.buffer_size);
+  FXT_CUDA_LAUNCH_CHECK();
+}
+
+void DeviceC51Learner::forward(const float* params, const float* x, int rows, float* out,
+                               bool keep) {
+  Impl& m = *impl_;
+  const int L = static_cast<int>(cfg_.layers.size());
+  const float* in = x;
+  for (int l = 0; l < L; ++l) {
+    const DeviceLayer& layer = cfg_.layers[static_cast<size_t>(l)];
+    float* y = l + 1 == L ? out
+               : keep     ? m.acts[static_cast<size_t>(l)].data()
+                          : (l % 2 == 0 ? m.tmp0.data() : m.tmp1.data());
+    gpu::linear_forward(ctx_, in, params + layer.w_offset, params + layer.b_offset, y, rows,
+                        layer.in, layer.out);
+    if (l + 1 < L) {
+      const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(layer.out);
+      relu_kernel<<<grid_for(n, 256), 256, 0, ctx_.stream()>>>(y, n);
+      FXT_CUDA_LAUNCH_CHECK();
+    }
+    in = y;
+  }
+}
+
+void DeviceC51Learner::enqueue_update(bool sample) {
+  Impl& m = *impl_;
+  const int B = cfg_.batch, d = cfg_.obs_dim, L = static_cast<int>(cfg_.layers.size());
+  cudaStream_t s = ctx_.stream();
+  sample_kernel<<<static_cast<unsigned>((B + kThreads - 1) / kThreads), kThreads, 0, s>>>(
+      sample, m.sample_rngs.data(), m.idx.data(), m.stats.data(), B, d, m.r_obs.data(),
+      m.r_act.data(), m.r_rew.data(), m.r_next.data(), m.r_disc.data(), m.b_obs.data(),
+      m.b_act.data(), m.b_rew.data(), m.b_next.data(), m.b_disc.data());
+  FXT_CUDA_LAUNCH_CHECK();
+  forward(m.target.data(), m.b_next.data(), B, m.next_t.data(), false);
+  if (cfg_.double_q) forward(m.online.data(), m.b_next.data(), B, m.next_o.data(), false);
+  float* out = m.acts.back().data();
+  forward(m.online.data(), m.b_obs.data(), B, out, true);
+  const float inv_b = 1.0f / static_cast<float>(B);
+  c51_loss_kernel<<<static_cast<unsigned>(B), kThreads, m.loss_smem, s>>>(
+      out, m.next_t.data(), cfg_.double_q ? m.next_o.data() : m.next_t.data(), m.atoms.data(),
+      cfg_.atoms, cfg_.num_actions, static_cast<float>(cfg_.v_min),
+      static_cast<float>(cfg_.v_max),
+      static_cast<float>((cfg_.v_max - cfg_.v_min) / (cfg_.atoms - 1)), m.b_act.data(),
+      m.b_rew.data(), m.b_disc.data(), 1.0f * inv_b, m.d_out.data(), m.loss_b.data(),
+      m.q_b.data());
+  FXT_CUDA_LAUNCH_CHECK();
+  // Backward: grads = 0, then layer by layer from the head (linear_backward adds into dx, dw, db).
+  gpu::fill(ctx_, m.grads.data(), 0.0f, cfg_.num_params);
+  const float* dy = m.d_out.data();
+  float* dx_buf = m.d_a.data();
+  float* other = m.d_b.data();
+  for (int l = L - 1; l >= 0; --l) {
+    const DeviceLayer& layer = cfg_.layers[static_cast<size_t>(l)];
+    const float* x = l == 0 ? m.b_obs.data() : m.acts[static_cast<size_t>(l - 1)].data();
+    float* dx = l > 0 ? dx_buf : nullptr;
+    const size_t nx = static_cast<size_t>(B) * static_cast<size_t>(layer.in);
+    if (dx) gpu::fill(ctx_, dx, 0.0f, nx);
+    gpu::linear_backward(ctx_, x, m.online.data() + layer.w_offset, dy, dx,
+                         m.grads.data() + layer.w_offset, m.grads.data() + layer.b_offset, B,
+                         layer.in, layer.out);
+    if (dx) {
+      relu_mask_kernel<<<grid_for(nx, 256), 256, 0, s>>>(x, dx, nx);
+      FXT_CUDA_LAUNCH_CHECK();
+      dy = dx;
+      std::swap(dx_buf, other);
+    }
+  }
+  m.adam->step(ctx_, m.lr.data());
+  update_stats_kernel<<<1, 1, 0, s>>>(m.loss_b.data(), m.q_b.data(), B, inv_b, m.adam->stats(),
+                                      m.stats.data());
+  FXT_CUDA_LAUNCH_CHECK();
+}
+
+void DeviceC51Learner::enqueue_target_update() {
+  Impl& m = *impl_;
+  if (cfg_.polyak >= 1) {
+    gpu::copy(ctx_, m.online.data(), m.target.data(), cfg_.num_params);
+    return;
+  }
+  polyak_kernel<<<grid_for(cfg_.num_params, 256), 256, 0, ctx_.stream()>>>(
+      m.online.data(), m.target.data(), static_cast<float>(cfg_.polyak), cfg_.num_params);
+  FXT_CUDA_LAUNCH_CHECK();
+}
+
+void DeviceC51Learner::env_step() { impl_->g_env.launch(ctx_); }
+void DeviceC51Learner::env_chunk() {
+  assert(chunk_ > 0);
+  impl_->g_chunk.launch(ctx_);
+}
+void DeviceC51Learner::env_chunk_update() {
+  assert(chunk_ > 0);
+  impl_->g_chunk_update.launch(ctx_);
+}
+void DeviceC51Learner::update() { impl_->g_update.launch(ctx_); }
+void DeviceC51Learner::update_target() { impl_->g_target.launch(ctx_); }
+
+DeviceLearnerStats DeviceC51Learner::stats() const {
+  ctx_.sync();
+  return impl_->stats.download()[0];
+}
+
+double DeviceC51Learner::recent_return_mean() const {
+  const DeviceLearnerStats st = stats();
+  if (st.recent_count == 0) return std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> ring = impl_->recent.download();
+  // Oldest first, as the CPU trainer's deque: Σ r / count in insertion order.
+  double mean = 0;
+  for (int k = 0; k < st.recent_count; ++k) {
+    const int at = (st.recent_next - st.recent_count + k + kRecentEpisodes) % kRecentEpisodes;
+    mean += ring[static_cast<size_t>(at)] / static_cast<double>(st.recent_count);
+  }
+  return mean;
+}
+
+std::vector<float> DeviceC51Learner::online() const {
+  ctx_.sync();
+  return impl_->online.download();
+}
+std::vector<float> DeviceC51Learner::target() const {
+  ctx_.sync();
+  return impl_->target.download();
+}
+gpu::AdamWHostState DeviceC51Learner::adam_state() const {
+  return impl_->adam->download_state(ctx_);
+}
+std::vector<int> DeviceC51Learner::last_actions() const {
+  ctx_.sync();
+  return impl_->actions.download();
+}
+std::vector<float> DeviceC51Learner::last_q() const {
+  ctx_.sync();
+  return impl_->q_last.download();
+}
+std::vector<int> DeviceC51Learner::last_indices() const {
+  ctx_.sync();
+  return impl_->idx.download();
+}
+
+std::vector<double> DeviceC51Learner::evaluate(DeviceVecEnv* eval_env, uint64_t seed) {
+  Impl& m = *impl_;
+  const int n = eval_env->num_envs(), A = cfg_.num_actions;
+  assert(eval_env->obs_dim() == cfg_.obs_dim && eval_env->num_actions() == A);
+  gpu::DeviceBuffer<double> ret(static_cast<size_t>(n));
+  gpu::DeviceBuffer<uint8_t> done(static_cast<size_t>(n));
+  gpu::DeviceBuffer<int> actions(static_cast<size_t>(n)), remaining(1);
+  gpu::DeviceBuffer<float> q(static_cast<size_t>(n) * static_cast<size_t>(A));
+  ret.zero();
+  done.zero();
+  ctx_.sync();
+  eval_env->reset(seed, ctx_.stream());
+  const EpsSchedule none{0, 0, 1, 1};
+  cudaStream_t s = ctx_.stream();
+  gpu::Graph g;
+  g.capture(ctx_, [&] {
+    for (int k = 0; k < kEvalChunk; ++k) {
+      act_kernel<false><<<static_cast<unsigned>(n), kThreads, m.act_smem, s>>>(
+          m.online.data(), m.net, m.atoms.data(), cfg_.atoms, A, eval_env->obs(), cfg_.obs_dim,
+          nullptr, none, nullptr, actions.data(), q.data(), nullptr, nullptr, 1);
+      FXT_CUDA_LAUNCH_CHECK();
+      eval_env->step(actions.data(), s);
+      eval_accumulate_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(
+          eval_env->reward(), eval_env->terminated(), eval_env->truncated(), n, ret.data(),
+          done.data());
+      FXT_CUDA_LAUNCH_CHECK();
+    }
+    eval_remaining_kernel<<<1, 256, 0, s>>>(done.data(), n, remaining.data());
+    FXT_CUDA_LAUNCH_CHECK();
+  });
+  for (;;) {
+    g.launch(ctx_);
+    ctx_.sync();
+    if (remaining.download()[0] == 0) break;
+  }
+  return ret.download();
+}
+
+void DeviceC51Learner::load_replay(const std::vector<float>& obs, const std::vector<int>& action,
+                                   const std::vector<float>& reward,
+                                   const std::vector<float>& next_obs,
+                                   const std::vector<float>& discount) {
+  Impl& m = *impl_;
+  const size_t n = action.size(), d = static_cast<size_t>(cfg_.obs_dim);
+  assert(n >= 1 && n <= static_cast<size_t>(cfg_.buffer_size));
+  assert(obs.size() == n * d && next_obs.size() == n * d && reward.size() == n &&
+         discount.size() == n);
+  ctx_.sync();
+  m.r_obs.upload(obs.data(), obs.size());
+  m.r_next.upload(next_obs.data(), next_obs.size());
+  m.r_act.upload(action.data(), n);
+  m.r_rew.upload(reward.data(), n);
+  m.r_disc.upload(discount.data(), n);
+  std::vector<DeviceLearnerStats> st = m.stats.download();
+  st[0].replay_size = static_cast<int>(n);
+  st[0].replay_next = static_cast<int>(n % static_cast<size_t>(cfg_.buffer_size));
+  m.stats.upload(st.data(), 1);
+}
+
+void DeviceC51Learner::update_on(const std::vector<int>& indices) {
+  Impl& m = *impl_;
+  assert(indices.size() == static_cast<size_t>(cfg_.batch));
+  ctx_.sync();
+  m.idx.upload(indices.data(), indices.size());
+  enqueue_update(false);
+  ctx_.sync();
+}
+
+}  // namespace fxt::rl

@@ -1,0 +1,146 @@
+// The GPU learner of the C51 DQN agent (DESIGN §8, docs/RL.md "GPU learner"): the online and
+// target networks, the replay buffer, acting, the env and every update live in device memory,
+// so training needs no host round trip except the reads of the metrics at a log interval.
+//
+// What it is: DqnAgent's C51 path (rl/dqn.h) on the device, with the QNetwork layout (the same
+// flat parameter buffer and ParamSpecs, so a checkpoint has the CPU agent's bytes format):
+//   - acting: one fused kernel per env step, one block per lane, computes the lane's MLP forward
+//     from the online parameters, each action's expected value Σ z_j softmax_j, the greedy action
+//     and ε-greedy exploration from the lane's device Rng (ε = linear_epsilon at the device step
+//     counter); it also copies the lane's observation into its replay slot;
+//   - the env: DeviceVecEnv::step on the action buffer (rl/device_env.h);
+//   - store: next_obs, reward and discount (0 at a terminal, γ otherwise: 1-step returns; a
+//     truncated episode still bootstraps) into the lane's replay slot; then one block advances
+//     the ring position, the replay size, the step counter and the last-100 episode returns;
+//   - update: uniform sampling with per-row device Rngs, the online forward at s and (double Q)
+//     s', the target forward at s', one block per sample for the C51 target (projection,
+//     c51_split of rl/dqn_schedule.h), cross-entropy and its gradient, the backward, the project's
+//     GPU AdamW (gpu/adamw.h: global-norm clipping, the CPU AdamW's formula) at lr from device
+//     memory; target ← polyak·online + (1 − polyak)·target as a separate step.
+// Each of "one env step", "one update", "k env steps" and "k env steps + one update" is captured
+// once as a CUDA graph and replayed (k = train_frequency / num_envs when that divides).
+//
+// Not on the GPU: n-step returns, prioritised replay, Munchausen, QR-DQN/IQN heads, dueling and
+// Thompson exploration (device_learner_supports() names the first one asked for).
+//
+// Deterministic: no floating-point atomics; every reduction has a fixed order; cuBLAS GEMMs are
+// deterministic for a fixed handle, shape and stream; every draw from seeded device Rngs. The
+// same config gives the same bytes on the same GPU. Thread-compatible: one owner drives it.
+// C++17-clean (included by .cu files); defined only in CUDA builds (library fxt_rl_gpu).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "gpu/adamw.h"
+#include "gpu/runtime.h"
+#include "rl/device_env.h"
+
+namespace fxt::rl {
+
+// One dense layer of the network in the flat parameter buffer: weight [out, in] at w_offset,
+// bias [out] at b_offset (QNetwork's spec order: torso layers then the head).
+struct DeviceLayer {
+  size_t w_offset = 0, b_offset = 0;
+  int in = 0, out = 0;
+};
+
+// DqnConfig's fields that the GPU learner reads (built from a validated DqnConfig by
+// device_learner_config() in rl/device_trainer.h), plus the network's layout.
+struct DeviceLearnerConfig {
+  int obs_dim = 4, num_actions = 2;
+  int atoms = 51;
+  double v_min = -100, v_max = 100;
+  std::vector<float> atom_values;  // float(Support::atom(j)), j < atoms: the CPU's atom values
+  std::vector<DeviceLayer> layers;  // torso ... head; ReLU after every layer but the last
+  size_t num_params = 0;
+  std::vector<gpu::AdamSegment> segments;  // AdamW segments (one per ParamSpec)
+  bool double_q = true;
+  double gamma = 0.99;
+  double lr = 2.5e-4, adam_eps = 0.01 / 128, max_grad_norm = 10;
+  int batch = 128, buffer_size = 10000;
+  double polyak = 1.0;
+  double eps_start = 1, eps_end = 0.05, exploration_fraction = 0.5;
+  int64_t total_steps = 500000;
+  int num_envs = 1;
+  int train_frequency = 10;
+  uint64_t seed = 1;
+};
+
+// The counters and the last update's statistics, in device memory; read back on demand.
+struct DeviceLearnerStats {
+  long long env_steps;      // env steps over all lanes
+  long long episodes;       // finished training episodes
+  long long updates;        // gradient steps
+  int replay_size, replay_next;
+  int recent_count, recent_next;  // ring of the last 100 episode returns
+  double loss, mean_q, grad_norm;  // the last update's (IS weight 1: mean over the batch)
+};
+constexpr int kRecentEpisodes = 100;
+
+class DeviceC51Learner {
+ public:
+  // env: the training env (num_envs lanes, the config's obs_dim/num_actions), owned by the caller
+  // and outliving the learner. params: the initial online parameters (host, num_params); the
+  // target starts equal. Allocates everything and captures the graphs; asserts sizes.
+  DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv* env, const gpu::Context& ctx,
+                   const std::vector<float>& params);
+  ~DeviceC51Learner();
+  DeviceC51Learner(const DeviceC51Learner&) = delete;
+  DeviceC51Learner& operator=(const DeviceC51Learner&) = delete;
+
+  const DeviceLearnerConfig& config() const { return cfg_; }
+
+  // Seeds the env (env_seed), the acting and sampling Rngs (from the config's seed) and clears the
+  // replay buffer and counters. Synchronous.
+  void reset(uint64_t env_seed);
+
+  // Enqueue (graph replays on ctx's stream): one env step of every lane (act, env step, store);
+  // k = chunk_steps() env steps; k env steps then one update; one update; one target update.
+  void env_step();
+  void env_chunk();
+  void env_chunk_update();
+  void update();
+  void update_target();
+  int chunk_steps() const { return chunk_; }  // 0: no chunk graphs (num_envs ∤ train_frequency)
+
+  // Synchronous host copies.
+  DeviceLearnerStats stats() const;
+  double recent_return_mean() const;  // mean of the last ≤ 100 training episodes (NaN if none)
+  std::vector<float> online() const;
+  std::vector<float> target() const;
+  gpu::AdamWHostState adam_state() const;
+  // The actions and expected values q [N, A] the last env step acted on.
+  std::vector<int> last_actions() const;
+  std::vector<float> last_q() const;
+
+  // Greedy evaluation on the device: `episodes` lanes of eval_env (episodes lanes, reset with
+  // seed), one episode each, as evaluate_agent does on the CPU; returns per-episode returns
+  // (summed in double). Synchronous.
+  std::vector<double> evaluate(DeviceVecEnv* eval_env, uint64_t seed);
+
+  // Tests: replaces the replay content with `size` host transitions (obs/next_obs [size, d]) and
+  // runs one update on the given batch rows (no sampling). Synchronous.
+  void load_replay(const std::vector<float>& obs, const std::vector<int>& action,
+                   const std::vector<float>& reward, const std::vector<float>& next_obs,
+                   const std::vector<float>& discount);
+  void update_on(const std::vector<int>& indices);
+  // Tests: the replay indices the last update sampled.
+  std::vector<int> last_indices() const;
+
+ private:
+  struct Impl;
+  void enqueue_env_step();
+  void enqueue_update(bool sample);
+  void enqueue_target_update();
+  void forward(const float* params, const float* x, int rows, float* out, bool keep);
+  DeviceLearnerConfig cfg_;
+  DeviceVecEnv* env_;
+  const gpu::Context& ctx_;
+  int chunk_ = 0;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fxt::rl

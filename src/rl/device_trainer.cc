@@ -1,0 +1,229 @@
+#include "rl/device_trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "core/progress.h"
+#include "rl/evaluate.h"
+#include "rl/execution.h"
+#include "rl/market_making.h"
+#include "rl/train_schedule.h"
+#include "sim/model_market.h"  // mean_and_std
+#include "train/optimizer.h"
+
+namespace fxt::rl {
+
+Status device_learner_supports(const DqnConfig& cfg) {
+  auto no = [](const char* what) {
+    return UsageError("--device cuda: the GPU learner has no {} (use --device cpu)", what);
+  };
+  if (cfg.algo != Algo::kC51) return no("QR-DQN or IQN head (--algo c51 only)");
+  if (cfg.dueling) return no("dueling head (--dueling)");
+  if (cfg.n_step != 1) return no("n-step returns (--n-step 1 only)");
+  if (cfg.per_alpha > 0) return no("prioritised replay (--per-alpha 0 only)");
+  if (cfg.munchausen) return no("Munchausen target (--munchausen)");
+  if (cfg.exploration != Exploration::kEpsilonGreedy) return no("Thompson exploration");
+  if (cfg.hidden.size() > 7) return no("torso deeper than 7 layers (--hidden)");
+  if (cfg.num_envs > cfg.buffer_size)
+    return UsageError("--device cuda: --envs {} exceeds --buffer-size {} (one replay slot per lane "
+                      "and step)",
+                      cfg.num_envs, cfg.buffer_size);
+  return Status::Ok();
+}
+
+DeviceLearnerConfig device_learner_config(const DqnConfig& cfg, int obs_dim, int num_actions) {
+  QNetworkConfig nc;
+  nc.obs_dim = obs_dim;
+  nc.num_actions = num_actions;
+  nc.num_outputs = cfg.num_outputs();
+  nc.hidden = cfg.hidden;
+  const QNetwork<float> net(nc);
+  DeviceLearnerConfig d;
+  d.obs_dim = obs_dim;
+  d.num_actions = num_actions;
+  d.atoms = cfg.support.atoms;
+  d.v_min = cfg.support.v_min;
+  d.v_max = cfg.support.v_max;
+  for (int j = 0; j < d.atoms; ++j) d.atom_values.push_back(static_cast<float>(cfg.support.atom(j)));
+  const auto& specs = net.specs();  // (weight, bias) per layer, torso then head
+  for (size_t i = 0; i + 1 < specs.size(); i += 2)
+    d.layers.push_back({specs[i].offset, specs[i + 1].offset, specs[i].shape[1], specs[i].shape[0]});
+  d.num_params = net.num_params();
+  d.segments = gpu::segments_from_specs(specs);
+  d.double_q = cfg.double_q;
+  d.gamma = cfg.gamma;
+  d.lr = cfg.lr;
+  d.adam_eps = cfg.adam_eps;
+  d.max_grad_norm = cfg.max_grad_norm;
+  d.batch = cfg.batch;
+  d.buffer_size = cfg.buffer_size;
+  d.polyak = cfg.polyak;
+  d.eps_start = cfg.eps_start;
+  d.eps_end = cfg.eps_end;
+  d.exploration_fraction = cfg.exploration_fraction;
+  d.total_steps = cfg.total_steps;
+  d.num_envs = cfg.num_envs;
+  d.train_frequency = cfg.train_frequency;
+  d.seed = cfg.seed;
+  return d;
+}
+
+std::unique_ptr<DeviceVecEnv> make_device_env(const EnvSpec& spec, int n) {
+  if (spec.name == "execution")
+    return std::make_unique<DeviceExecutionEnv>(execution_dynamics(spec.execution), n);
+  if (spec.name == "mm")
+    return std::make_unique<DeviceMarketMakingEnv>(market_making_dynamics(spec.mm), n);
+  return std::make_unique<DeviceCartPoleEnv>(CartPoleDynamics{}, n);
+}
+
+Status copy_device_state(const DeviceC51Learner& learner, DqnAgent* agent) {
+  const DqnConfig& cfg = agent->config();
+  const DeviceLearnerConfig& dc = learner.config();
+  QNetworkConfig nc;
+  nc.obs_dim = dc.obs_dim;
+  nc.num_actions = dc.num_actions;
+  nc.num_outputs = cfg.num_outputs();
+  nc.hidden = cfg.hidden;
+  const QNetwork<float> net(nc);
+  std::vector<float> online = learner.online(), target = learner.target();
+  std::vector<float> grads(online.size(), 0.0f);
+  Checkpoint ckpt;
+  for (const auto& s : net.specs()) {
+    std::vector<int64_t> shape(s.shape.begin(), s.shape.end());
+    ckpt.set_f32(s.name, shape, std::span<const float>(online.data() + s.offset, s.size));
+    ckpt.set_f32("target/" + s.name, shape, std::span<const float>(target.data() + s.offset, s.size));
+  }
+  // The optimizer state through the CPU AdamW's own checkpoint writer (its tensor names).
+  AdamWConfig ac;
+  ac.eps = cfg.adam_eps;
+  ac.weight_decay = 0;
+  ac.max_grad_norm = cfg.max_grad_norm;
+  AdamW adam(ac);
+  FXT_RETURN_IF_ERROR(adam.add_params(online, grads, net.specs()));
+  const gpu::AdamWHostState st = learner.adam_state();
+  FXT_RETURN_IF_ERROR(adam.import_state(st.step, st.m, st.v));
+  adam.save_state(&ckpt);
+  return agent->load(ckpt);
+}
+
+Result<TrainResult> train_dqn_device(const EnvSpec& spec, const TrainOptions& opts,
+                                     DqnAgent* agent) {
+  const DqnConfig& cfg = agent->config();
+  FXT_RETURN_IF_ERROR(device_learner_supports(cfg));
+  if (!gpu::cuda_available()) return UsageError("--device cuda: no CUDA device is usable");
+  const int n = cfg.num_envs;
+  std::ofstream metrics;
+  std::string metrics_path;
+  if (!opts.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(opts.out_dir, ec);
+    if (ec) return IoError("{}: cannot create the run directory: {}", opts.out_dir, ec.message());
+    metrics_path = opts.out_dir + "/metrics.jsonl";
+    metrics.open(metrics_path, std::ios::trunc);
+    if (!metrics) return IoError("{}: cannot open for writing", metrics_path);
+  }
+  gpu::Context ctx(0);
+  auto env = make_device_env(spec, n);
+  auto eval_env = make_device_env(spec, opts.eval_episodes);
+  const std::vector<float> init(agent->params().begin(), agent->params().end());
+  DeviceC51Learner learner(device_learner_config(cfg, env->obs_dim(), env->num_actions()),
+                           env.get(), ctx, init);
+  learner.reset(lane_seed(cfg.seed, 3, 17));  // the CPU trainer's env seed
+  TrainResult result;
+  DeviceLearnerStats last{};
+  TrainSchedule sched(cfg, opts, !opts.out_dir.empty());
+  int64_t updates = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  Progress progress("rl train (cuda)", static_cast<uint64_t>(cfg.total_steps), "steps");
+  int64_t step = 0;
+  auto write_line = [&](double eval_mean) -> Status {
+    last = learner.stats();
+    if (!metrics.is_open()) return Status::Ok();
+    const double recent = learner.recent_return_mean();
+    nlohmann::json j = {{"step", step},
+                        {"episodes", last.episodes},
+                        {"updates", last.updates},
+                        {"episodic_return", std::isnan(recent) ? nlohmann::json() : nlohmann::json(recent)},
+                        {"loss", last.loss},
+                        {"q", last.mean_q},
+                        {"grad_norm", last.grad_norm},
+                        {"epsilon", cfg.epsilon_at(step)},
+                        {"seconds", std::chrono::duration<double>(
+                                        std::chrono::steady_clock::now() - t0)
+                                        .count()}};
+    if (!std::isnan(eval_mean)) j["eval_return"] = eval_mean;
+    metrics << j.dump() << '\n';
+    metrics.flush();
+    if (!metrics) return IoError("{}: write failed", metrics_path);
+    return Status::Ok();
+  };
+  auto evaluate = [&]() {
+    EvalResult ev;
+    ev.returns = learner.evaluate(eval_env.get(), opts.eval_seed);
+    sim::mean_and_std(ev.returns, &ev.mean, &ev.std);
+    return ev.mean;
+  };
+  auto write_checkpoint = [&]() -> Status {
+    FXT_RETURN_IF_ERROR(copy_device_state(learner, agent));
+    return write_agent_checkpoint(opts.out_dir + "/checkpoint.fxt", *agent, spec, step);
+  };
+  const int k = learner.chunk_steps();
+  bool stop = false;
+  while (!sched.done() && !stop) {
+    // k env steps (and the one update after them) as one graph where the schedule allows.
+    const TrainSchedule::Next next = sched.plan(k);
+    if (next.iterations > 1) {
+      if (next.update) {
+        learner.env_chunk_update();
+      } else {
+        learner.env_chunk();
+      }
+    } else {
+      learner.env_step();
+    }
+    sched.advance(next.iterations);
+    step = sched.step();
+    const int due = sched.take_updates();  // includes the chunk's own update
+    for (int u = next.update ? 1 : 0; u < due; ++u) learner.update();
+    updates += due;
+    progress.set(static_cast<uint64_t>(step));
+    for (int t = sched.take_targets(); t > 0; --t) learner.update_target();
+    double eval_mean = std::numeric_limits<double>::quiet_NaN();
+    if (sched.take_eval()) {
+      eval_mean = evaluate();
+      result.last_eval_mean = eval_mean;
+      result.eval_curve.emplace_back(step, eval_mean);
+      if (!std::isnan(opts.stop_return) && eval_mean >= opts.stop_return) {
+        result.reached_stop_return_at = step;
+        stop = true;
+      }
+    }
+    if (sched.take_log(!std::isnan(eval_mean))) FXT_RETURN_IF_ERROR(write_line(eval_mean));
+    if (sched.take_checkpoint()) FXT_RETURN_IF_ERROR(write_checkpoint());
+  }
+  progress.finish();
+  const bool evaluated_last_step = !result.eval_curve.empty() && result.eval_curve.back().first == step;
+  if (result.reached_stop_return_at < 0 && !evaluated_last_step) {
+    const double ev = evaluate();
+    result.last_eval_mean = ev;
+    result.eval_curve.emplace_back(step, ev);
+    FXT_RETURN_IF_ERROR(write_line(ev));
+  }
+  last = learner.stats();
+  result.env_steps = step;
+  result.updates = last.updates;
+  result.episodes = last.episodes;
+  const double recent = learner.recent_return_mean();
+  result.mean_recent_return = std::isnan(recent) ? 0.0 : recent;
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  FXT_RETURN_IF_ERROR(copy_device_state(learner, agent));
+  if (updates != last.updates)
+    return InternalError("GPU learner: {} updates scheduled, {} ran", updates, last.updates);
+  if (!opts.out_dir.empty())
+    FXT_RETURN_IF_ERROR(write_agent_checkpoint(opts.out_dir + "/checkpoint.fxt", *agent, spec, step));
+  return result;
+}
+
+}  // namespace fxt::rl

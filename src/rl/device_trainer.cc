@@ -114,16 +114,8 @@ Result<TrainResult> train_dqn_device(const EnvSpec& spec, const TrainOptions& op
   FXT_RETURN_IF_ERROR(device_learner_supports(cfg));
   if (!gpu::cuda_available()) return UsageError("--device cuda: no CUDA device is usable");
   const int n = cfg.num_envs;
-  std::ofstream metrics;
-  std::string metrics_path;
-  if (!opts.out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(opts.out_dir, ec);
-    if (ec) return IoError("{}: cannot create the run directory: {}", opts.out_dir, ec.message());
-    metrics_path = opts.out_dir + "/metrics.jsonl";
-    metrics.open(metrics_path, std::ios::trunc);
-    if (!metrics) return IoError("{}: cannot open for writing", metrics_path);
-  }
+  RunLog log;
+  FXT_RETURN_IF_ERROR(log.open(opts.out_dir));
   gpu::Context ctx(0);
   auto env = make_device_env(spec, n);
   auto eval_env = make_device_env(spec, opts.eval_episodes);
@@ -135,29 +127,21 @@ Result<TrainResult> train_dqn_device(const EnvSpec& spec, const TrainOptions& op
   DeviceLearnerStats last{};
   TrainSchedule sched(cfg, opts, !opts.out_dir.empty());
   int64_t updates = 0;
-  const auto t0 = std::chrono::steady_clock::now();
   Progress progress("rl train (cuda)", static_cast<uint64_t>(cfg.total_steps), "steps");
   int64_t step = 0;
   auto write_line = [&](double eval_mean) -> Status {
     last = learner.stats();
-    if (!metrics.is_open()) return Status::Ok();
-    const double recent = learner.recent_return_mean();
-    nlohmann::json j = {{"step", step},
-                        {"episodes", last.episodes},
-                        {"updates", last.updates},
-                        {"episodic_return", std::isnan(recent) ? nlohmann::json() : nlohmann::json(recent)},
-                        {"loss", last.loss},
-                        {"q", last.mean_q},
-                        {"grad_norm", last.grad_norm},
-                        {"epsilon", cfg.epsilon_at(step)},
-                        {"seconds", std::chrono::duration<double>(
-                                        std::chrono::steady_clock::now() - t0)
-                                        .count()}};
-    if (!std::isnan(eval_mean)) j["eval_return"] = eval_mean;
-    metrics << j.dump() << '\n';
-    metrics.flush();
-    if (!metrics) return IoError("{}: write failed", metrics_path);
-    return Status::Ok();
+    MetricsLine l;
+    l.step = step;
+    l.episodes = last.episodes;
+    l.updates = last.updates;
+    l.episodic_return = learner.recent_return_mean();  // NaN before the first episode
+    l.loss = last.loss;
+    l.q = last.mean_q;
+    l.grad_norm = last.grad_norm;
+    l.epsilon = cfg.epsilon_at(step);
+    l.eval_return = eval_mean;
+    return log.write(l);
   };
   auto evaluate = [&]() {
     EvalResult ev;
@@ -193,12 +177,7 @@ Result<TrainResult> train_dqn_device(const EnvSpec& spec, const TrainOptions& op
     double eval_mean = std::numeric_limits<double>::quiet_NaN();
     if (sched.take_eval()) {
       eval_mean = evaluate();
-      result.last_eval_mean = eval_mean;
-      result.eval_curve.emplace_back(step, eval_mean);
-      if (!std::isnan(opts.stop_return) && eval_mean >= opts.stop_return) {
-        result.reached_stop_return_at = step;
-        stop = true;
-      }
+      stop = log.record_eval(opts, step, eval_mean, &result);
     }
     if (sched.take_log(!std::isnan(eval_mean))) FXT_RETURN_IF_ERROR(write_line(eval_mean));
     if (sched.take_checkpoint()) FXT_RETURN_IF_ERROR(write_checkpoint());
@@ -207,8 +186,7 @@ Result<TrainResult> train_dqn_device(const EnvSpec& spec, const TrainOptions& op
   const bool evaluated_last_step = !result.eval_curve.empty() && result.eval_curve.back().first == step;
   if (result.reached_stop_return_at < 0 && !evaluated_last_step) {
     const double ev = evaluate();
-    result.last_eval_mean = ev;
-    result.eval_curve.emplace_back(step, ev);
+    RunLog::final_eval(step, ev, &result);
     FXT_RETURN_IF_ERROR(write_line(ev));
   }
   last = learner.stats();
@@ -217,7 +195,7 @@ Result<TrainResult> train_dqn_device(const EnvSpec& spec, const TrainOptions& op
   result.episodes = last.episodes;
   const double recent = learner.recent_return_mean();
   result.mean_recent_return = std::isnan(recent) ? 0.0 : recent;
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.seconds = log.seconds();
   FXT_RETURN_IF_ERROR(copy_device_state(learner, agent));
   if (updates != last.updates)
     return InternalError("GPU learner: {} updates scheduled, {} ran", updates, last.updates);

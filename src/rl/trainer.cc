@@ -13,6 +13,55 @@
 
 namespace fxt::rl {
 
+Status RunLog::open(const std::string& out_dir) {
+  if (out_dir.empty()) return Status::Ok();
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) return IoError("{}: cannot create the run directory: {}", out_dir, ec.message());
+  path_ = out_dir + "/metrics.jsonl";
+  metrics_.open(path_, std::ios::trunc);
+  if (!metrics_) return IoError("{}: cannot open for writing", path_);
+  return Status::Ok();
+}
+
+double RunLog::seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+Status RunLog::write(const MetricsLine& l) {
+  if (!metrics_.is_open()) return Status::Ok();
+  nlohmann::json j = {
+      {"step", l.step},
+      {"episodes", l.episodes},
+      {"updates", l.updates},
+      {"episodic_return",
+       std::isnan(l.episodic_return) ? nlohmann::json() : nlohmann::json(l.episodic_return)},
+      {"loss", l.loss},
+      {"q", l.q},
+      {"grad_norm", l.grad_norm},
+      {"epsilon", l.epsilon},
+      {"seconds", seconds()}};
+  if (!std::isnan(l.beta)) j["beta"] = l.beta;
+  if (!std::isnan(l.eval_return)) j["eval_return"] = l.eval_return;
+  metrics_ << j.dump() << '\n';
+  metrics_.flush();
+  if (!metrics_) return IoError("{}: write failed", path_);
+  return Status::Ok();
+}
+
+void RunLog::final_eval(int64_t step, double mean, TrainResult* result) {
+  result->last_eval_mean = mean;
+  result->eval_curve.emplace_back(step, mean);
+}
+
+bool RunLog::record_eval(const TrainOptions& opts, int64_t step, double mean,
+                         TrainResult* result) const {
+  final_eval(step, mean, result);
+  if (std::isnan(opts.stop_return) || !(mean >= opts.stop_return)) return false;
+  result->reached_stop_return_at = step;
+  return true;
+}
+
 Status write_agent_checkpoint(const std::string& path, const DqnAgent& agent, const EnvSpec& spec,
                               int64_t env_steps) {
   Checkpoint ckpt;
@@ -54,16 +103,8 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
   const DqnConfig& cfg = agent->config();
   auto env = spec.make(cfg.num_envs);
   const int n = cfg.num_envs, d = env->obs_dim();
-  std::ofstream metrics;
-  std::string metrics_path;
-  if (!opts.out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(opts.out_dir, ec);
-    if (ec) return IoError("{}: cannot create the run directory: {}", opts.out_dir, ec.message());
-    metrics_path = opts.out_dir + "/metrics.jsonl";
-    metrics.open(metrics_path, std::ios::trunc);
-    if (!metrics) return IoError("{}: cannot open for writing", metrics_path);
-  }
+  RunLog log;
+  FXT_RETURN_IF_ERROR(log.open(opts.out_dir));
   ReplayBuffer replay(cfg.buffer_size, d, cfg.per_alpha);
   NStepAccumulator nstep(n, d, cfg.n_step, cfg.gamma);
   Rng act_rng(lane_seed(cfg.seed, 1, 11)), sample_rng(lane_seed(cfg.seed, 2, 13));
@@ -76,30 +117,25 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
   TrainResult result;
   UpdateStats last;
   TrainSchedule sched(cfg, opts, !opts.out_dir.empty());
-  const auto t0 = std::chrono::steady_clock::now();
   Progress progress("rl train", static_cast<uint64_t>(cfg.total_steps), "steps");
   int64_t step = 0;
   auto write_line = [&](double eval_mean) -> Status {
-    if (!metrics.is_open()) return Status::Ok();
-    double mean_ret = 0;
-    for (double r : recent) mean_ret += r / static_cast<double>(recent.size());
-    nlohmann::json j = {{"step", step},
-                        {"episodes", result.episodes},
-                        {"updates", agent->updates()},
-                        {"episodic_return", recent.empty() ? nlohmann::json() : nlohmann::json(mean_ret)},
-                        {"loss", last.loss},
-                        {"q", last.mean_q},
-                        {"grad_norm", last.grad_norm},
-                        {"epsilon", cfg.epsilon_at(step)},
-                        {"seconds", std::chrono::duration<double>(
-                                        std::chrono::steady_clock::now() - t0)
-                                        .count()}};
-    if (cfg.per_alpha > 0) j["beta"] = cfg.beta_at(step);
-    if (!std::isnan(eval_mean)) j["eval_return"] = eval_mean;
-    metrics << j.dump() << '\n';
-    metrics.flush();
-    if (!metrics) return IoError("{}: write failed", metrics_path);
-    return Status::Ok();
+    MetricsLine l;
+    l.step = step;
+    l.episodes = result.episodes;
+    l.updates = agent->updates();
+    if (!recent.empty()) {
+      double mean_ret = 0;
+      for (double r : recent) mean_ret += r / static_cast<double>(recent.size());
+      l.episodic_return = mean_ret;
+    }
+    l.loss = last.loss;
+    l.q = last.mean_q;
+    l.grad_norm = last.grad_norm;
+    l.epsilon = cfg.epsilon_at(step);
+    if (cfg.per_alpha > 0) l.beta = cfg.beta_at(step);
+    l.eval_return = eval_mean;
+    return log.write(l);
   };
   bool stop = false;
   while (!sched.done() && !stop) {
@@ -128,12 +164,7 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
     double eval_mean = std::numeric_limits<double>::quiet_NaN();
     if (sched.take_eval()) {
       eval_mean = evaluate_agent(agent, spec, opts.eval_episodes, opts.eval_seed).mean;
-      result.last_eval_mean = eval_mean;
-      result.eval_curve.emplace_back(step, eval_mean);
-      if (!std::isnan(opts.stop_return) && eval_mean >= opts.stop_return) {
-        result.reached_stop_return_at = step;
-        stop = true;
-      }
+      stop = log.record_eval(opts, step, eval_mean, &result);
     }
     if (sched.take_log(!std::isnan(eval_mean))) FXT_RETURN_IF_ERROR(write_line(eval_mean));
     if (sched.take_checkpoint())
@@ -144,14 +175,13 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
   const bool evaluated_last_step = !result.eval_curve.empty() && result.eval_curve.back().first == step;
   if (result.reached_stop_return_at < 0 && !evaluated_last_step) {
     const EvalResult ev = evaluate_agent(agent, spec, opts.eval_episodes, opts.eval_seed);
-    result.last_eval_mean = ev.mean;
-    result.eval_curve.emplace_back(step, ev.mean);
+    RunLog::final_eval(step, ev.mean, &result);
     FXT_RETURN_IF_ERROR(write_line(ev.mean));
   }
   result.env_steps = step;
   result.updates = agent->updates();
   for (double r : recent) result.mean_recent_return += r / static_cast<double>(recent.size());
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.seconds = log.seconds();
   if (!opts.out_dir.empty())
     FXT_RETURN_IF_ERROR(
         write_agent_checkpoint(opts.out_dir + "/checkpoint.fxt", *agent, spec, step));

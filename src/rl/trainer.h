@@ -4,7 +4,9 @@
 // (atomic) in the run directory. Deterministic in the config's seed.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -34,6 +36,35 @@ struct TrainResult {
   int64_t reached_stop_return_at = -1;  // env steps at the first eval >= stop_return
   double mean_recent_return = 0;        // last 100 training episodes
   std::vector<std::pair<int64_t, double>> eval_curve;  // (env steps, eval mean)
+};
+
+// One metrics.jsonl line (docs/RL.md "Commands"); NaN fields are written as null or left out.
+struct MetricsLine {
+  int64_t step = 0, episodes = 0, updates = 0;
+  double episodic_return = std::numeric_limits<double>::quiet_NaN();  // NaN: no episode yet
+  double loss = 0, q = 0, grad_norm = 0, epsilon = 0;
+  double beta = std::numeric_limits<double>::quiet_NaN();  // prioritised replay only
+  double eval_return = std::numeric_limits<double>::quiet_NaN();
+};
+
+// What the CPU and GPU trainers share about a run: metrics.jsonl in the run directory, the
+// clock, and the evaluation curve with the stop-return rule.
+class RunLog {
+ public:
+  // Opens RUN_DIR/metrics.jsonl (creating the directory); out_dir "" writes nothing.
+  Status open(const std::string& out_dir);
+  // Appends the line (with "seconds" since construction); an IoError when the write fails.
+  Status write(const MetricsLine& line);
+  // Records an evaluation during training at `step` in result; true (stop) when it reaches
+  // opts.stop_return. The evaluation after the last step is recorded with final_eval.
+  bool record_eval(const TrainOptions& opts, int64_t step, double mean, TrainResult* result) const;
+  static void final_eval(int64_t step, double mean, TrainResult* result);
+  double seconds() const;
+
+ private:
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  std::ofstream metrics_;
+  std::string path_;
 };
 
 // Trains `agent` (built from cfg with the env's dimensions) on spec's env.

@@ -64,8 +64,7 @@ class ExecutionStrategy : public Strategy {
 
   const std::vector<double>& holdings() const { return holdings_; }
   double executed() const { return state_.executed; }
-  // The state a run left (a GPU lane's, so that report() is that lane's report).
-  const ExecState& state() const { return state_; }
+  // Takes the state a GPU lane left, so that report() is that lane's report.
   void set_state(const ExecState& state) { state_ = state; }
 
  private:

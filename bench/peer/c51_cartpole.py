@@ -63,7 +63,7 @@ class QNetwork(nn.Module):
         q_values = (pmfs * self.atoms).sum(2)
         if action is None:
             action = torch.argmax(q_values, 1)
-        return action, pmfs[torch.arange(len(x)), action]
+        return action, pmfs[torch.arange(len(x), device=x.device), action]
 
 
 def evaluate(q, device, episodes, seed):
@@ -80,6 +80,115 @@ def evaluate(q, device, episodes, seed):
             done = term or trunc
         total.append(ret)
     return float(np.mean(total))
+
+def project(next_pmfs, rw, dn, atoms, a, vector):
+    """C51's projection of r + gamma * z onto the support (the l = u case kept)."""
+    next_atoms = rw.unsqueeze(1) + a.gamma * atoms * (1 - dn.unsqueeze(1))
+    delta_z = atoms[1] - atoms[0]
+    tz = next_atoms.clamp(a.v_min, a.v_max)
+    b = (tz - a.v_min) / delta_z
+    l, u = b.floor().clamp(0, a.n_atoms - 1), b.ceil().clamp(0, a.n_atoms - 1)
+    d_m_l = (u + (l == u).float() - b) * next_pmfs
+    d_m_u = (b - l) * next_pmfs
+    target_pmfs = torch.zeros_like(next_pmfs)
+    if vector:
+        offset = (torch.arange(next_pmfs.size(0), device=next_pmfs.device) * a.n_atoms).unsqueeze(1)
+        flat = target_pmfs.view(-1)
+        flat.index_add_(0, (l.long() + offset).view(-1), d_m_l.reshape(-1))
+        flat.index_add_(0, (u.long() + offset).view(-1), d_m_u.reshape(-1))
+    else:
+        for i in range(target_pmfs.size(0)):
+            target_pmfs[i].index_add_(0, l[i].long(), d_m_l[i])
+            target_pmfs[i].index_add_(0, u[i].long(), d_m_u[i])
+    return target_pmfs
+
+
+class Updater:
+    """One C51 update and the acting forward, in the mode asked for (--mode)."""
+
+    def __init__(self, q, target, opt, a, device):
+        self.q, self.target, self.opt, self.a, self.device = q, target, opt, a, device
+        self.vector = a.projection == "vector"
+        self.graph = self.act_graph = None
+        self.updates = 0
+        opt_step = opt.step
+        if a.mode in ("compile", "compile-graph"):
+            kw = {"mode": "reduce-overhead"} if a.mode == "compile-graph" else {}
+            self.loss_fn = torch.compile(self.loss, **kw)
+            opt_step = torch.compile(opt.step, **kw)
+        else:
+            self.loss_fn = self.loss
+        self.opt_step = opt_step
+        if a.mode == "graph":
+            B = a.batch_size
+            self.s_o = torch.zeros(B, 4, device=device)
+            self.s_n = torch.zeros(B, 4, device=device)
+            self.s_ac = torch.zeros(B, dtype=torch.int64, device=device)
+            self.s_rw = torch.zeros(B, device=device)
+            self.s_dn = torch.zeros(B, device=device)
+            self.s_obs = torch.zeros(1, 4, device=device)
+
+    def loss(self, o, n, ac, rw, dn):
+        with torch.no_grad():
+            _, next_pmfs = self.target.get_action(n)
+            target_pmfs = project(next_pmfs, rw, dn, self.target.atoms, self.a, self.vector)
+        _, old_pmfs = self.q.get_action(o, ac)
+        return (-(target_pmfs * old_pmfs.clamp(1e-5, 1 - 1e-5).log()).sum(-1)).mean()
+
+    def step(self, o, n, ac, rw, dn, zero_grad=True):
+        if zero_grad:
+            self.opt.zero_grad(set_to_none=True)
+        loss = self.loss_fn(o, n, ac, rw, dn)
+        loss.backward()
+        self.opt_step()
+        return loss
+
+    def update(self, o, n, ac, rw, dn):
+        dev = self.device
+        if self.a.mode == "compile-graph":  # the compiled graphs' outputs are reused per step
+            torch.compiler.cudagraph_mark_step_begin()
+        if self.a.mode != "graph":
+            self.step(torch.tensor(o, device=dev), torch.tensor(n, device=dev),
+                      torch.tensor(ac, device=dev), torch.tensor(rw, device=dev),
+                      torch.tensor(dn, device=dev))
+            return
+        for s, v in ((self.s_o, o), (self.s_n, n), (self.s_ac, ac), (self.s_rw, rw), (self.s_dn, dn)):
+            s.copy_(torch.from_numpy(v), non_blocking=False)
+        self.updates += 1
+        if self.graph is not None:
+            self.graph.replay()
+            return
+        if self.updates <= 3:  # warm-up updates (real ones) on a side stream, as the docs ask
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                self.step(self.s_o, self.s_n, self.s_ac, self.s_rw, self.s_dn)
+            torch.cuda.current_stream().wait_stream(side)
+            return
+        # Captured as in PyTorch's "whole network capture": gradients set to None before the
+        # capture, so the captured backward writes them (no zeroing inside the graph).
+        self.graph = torch.cuda.CUDAGraph()
+        self.opt.zero_grad(set_to_none=True)
+        with torch.cuda.graph(self.graph):
+            self.step(self.s_o, self.s_n, self.s_ac, self.s_rw, self.s_dn, zero_grad=False)
+        self.graph.replay()
+
+    def act(self, obs):
+        with torch.no_grad():
+            if self.a.mode != "graph":
+                return int(self.q.get_action(torch.tensor(obs, device=self.device).unsqueeze(0))[0].item())
+            self.s_obs.copy_(torch.from_numpy(obs).unsqueeze(0))
+            if self.act_graph is None:
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    self.q.get_action(self.s_obs)
+                torch.cuda.current_stream().wait_stream(side)
+                self.act_graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(self.act_graph):
+                    self.s_act, _ = self.q.get_action(self.s_obs)
+            self.act_graph.replay()
+            return int(self.s_act.item())
 
 
 def main():
@@ -107,13 +216,25 @@ def main():
     p.add_argument("--progress-every", type=int, default=0,
                    help="print {step, seconds} to stderr every N env steps (0: never), so a "
                         "time-limited run still gives its rate")
+    p.add_argument("--mode", default="eager", choices=["eager", "compile", "compile-graph", "graph"],
+                   help="eager: CleanRL's code; compile: torch.compile of the loss and of the "
+                        "optimizer step; compile-graph: the same with mode='reduce-overhead' "
+                        "(CUDA graphs); graph: the whole update and the acting forward captured "
+                        "as CUDA graphs by hand")
+    p.add_argument("--projection", default="vector", choices=["vector", "loop"],
+                   help="vector: one index_add_ over the flattened batch; loop: CleanRL's "
+                        "per-row loop (two index_add_ calls per row)")
     a = p.parse_args()
     random.seed(a.seed)
     np.random.seed(a.seed)
     torch.manual_seed(a.seed)
     device = torch.device(a.device)
     q = QNetwork(2, a.n_atoms, a.v_min, a.v_max).to(device)
-    opt = optim.Adam(q.parameters(), lr=a.learning_rate, eps=0.01 / a.batch_size)
+    graphed = a.mode == "graph"
+    if graphed and device.type != "cuda":
+        sys.exit("c51_cartpole.py: --mode graph needs --device cuda")
+    opt = optim.Adam(q.parameters(), lr=a.learning_rate, eps=0.01 / a.batch_size,
+                     capturable=graphed)
     target = QNetwork(2, a.n_atoms, a.v_min, a.v_max).to(device)
     target.load_state_dict(q.state_dict())
     obs_b = np.zeros((a.buffer_size, 4), np.float32)
@@ -126,43 +247,21 @@ def main():
     obs = env.reset()
     t0 = time.perf_counter()
     reached, last_eval = -1, float("nan")
+    updater = Updater(q, target, opt, a, device)
     for step in range(a.total_timesteps):
         eps = max(a.end_e, a.start_e + (a.end_e - a.start_e) * step /
                   (a.exploration_fraction * a.total_timesteps))
         if random.random() < eps:
             action = random.randrange(2)
         else:
-            with torch.no_grad():
-                action = int(q.get_action(torch.tensor(obs, device=device).unsqueeze(0))[0].item())
+            action = updater.act(obs)
         nxt, r, term, trunc = env.step(action)
         obs_b[pos], next_b[pos], act_b[pos], rew_b[pos], done_b[pos] = obs, nxt, action, r, term
         pos, size = (pos + 1) % a.buffer_size, min(size + 1, a.buffer_size)
         obs = env.reset() if term or trunc else nxt
         if step > a.learning_starts and step % a.train_frequency == 0:
             idx = np.random.randint(0, size, a.batch_size)
-            o = torch.tensor(obs_b[idx], device=device)
-            n = torch.tensor(next_b[idx], device=device)
-            ac = torch.tensor(act_b[idx], device=device)
-            rw = torch.tensor(rew_b[idx], device=device)
-            dn = torch.tensor(done_b[idx], device=device)
-            with torch.no_grad():
-                _, next_pmfs = target.get_action(n)
-                next_atoms = rw.unsqueeze(1) + a.gamma * target.atoms * (1 - dn.unsqueeze(1))
-                delta_z = target.atoms[1] - target.atoms[0]
-                tz = next_atoms.clamp(a.v_min, a.v_max)
-                b = (tz - a.v_min) / delta_z
-                l, u = b.floor().clamp(0, a.n_atoms - 1), b.ceil().clamp(0, a.n_atoms - 1)
-                d_m_l = (u + (l == u).float() - b) * next_pmfs
-                d_m_u = (b - l) * next_pmfs
-                target_pmfs = torch.zeros_like(next_pmfs)
-                for i in range(target_pmfs.size(0)):
-                    target_pmfs[i].index_add_(0, l[i].long(), d_m_l[i])
-                    target_pmfs[i].index_add_(0, u[i].long(), d_m_u[i])
-            _, old_pmfs = q.get_action(o, ac)
-            loss = (-(target_pmfs * old_pmfs.clamp(1e-5, 1 - 1e-5).log()).sum(-1)).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            updater.update(obs_b[idx], next_b[idx], act_b[idx], rew_b[idx], done_b[idx])
         if step % a.target_network_frequency == 0:
             target.load_state_dict(q.state_dict())
         if a.progress_every > 0 and (step + 1) % a.progress_every == 0:
@@ -175,6 +274,7 @@ def main():
                 break
     wall = time.perf_counter() - t0
     res = {"peer": "cleanrl-style c51 (pytorch)", "device": str(device), "seed": a.seed,
+           "mode": a.mode, "projection": a.projection,
            "torch": torch.__version__, "wall_seconds": wall, "env_steps": step + 1,
            "reached_stop_return_at": reached, "eval_return": last_eval}
     print(json.dumps(res))

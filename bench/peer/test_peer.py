@@ -158,6 +158,26 @@ def test_overfits_constant_signal():
     assert last < 0.25 * first and last < 0.1
 
 
+def test_c51_vector_projection_equals_cleanrl_loop():
+    """The C51 peer's vectorised projection (bench/peer/c51_cartpole.py) equals CleanRL's
+    per-row loop, the l = u case (targets landing on an atom) included, and keeps mass 1."""
+    import types
+    from c51_cartpole import project
+    a = types.SimpleNamespace(gamma=0.99, v_min=-100.0, v_max=100.0, n_atoms=101)
+    atoms = torch.linspace(a.v_min, a.v_max, a.n_atoms)
+    g = torch.Generator().manual_seed(3)
+    pmfs = torch.softmax(torch.randn(64, a.n_atoms, generator=g), dim=1)
+    rw = torch.randint(-3, 4, (64,), generator=g).float() * 2.0  # often exactly on an atom
+    dn = (torch.rand(64, generator=g) < 0.5).float()
+    vec = project(pmfs, rw, dn, atoms, a, vector=True)
+    loop = project(pmfs, rw, dn, atoms, a, vector=False)
+    assert torch.allclose(vec, loop, atol=1e-6)
+    assert torch.allclose(vec.sum(1), torch.ones(64), atol=1e-5)
+    # A done row with reward 2 puts all its mass on the atom at 2 (index 51).
+    k = int(torch.nonzero(dn * (rw == 2.0))[0])
+    assert abs(float(vec[k, 51]) - 1.0) < 1e-6
+
+
 if __name__ == '__main__':
     torch.set_num_threads(os.cpu_count())
     print('parameters:', count_parameters(PerceptionModel()))

@@ -9,6 +9,7 @@
 
 #include "core/progress.h"
 #include "sim/engine.h"
+#include "sim/lane_l3.h"
 #include "sim/latency.h"
 #include "sim/strategy_exec.h"
 #include "sim/strategy_mm.h"
@@ -44,8 +45,10 @@ static_assert(static_cast<uint8_t>(AckKind::kRejected) == kLaneAckRejected);
 static_assert(static_cast<uint8_t>(AckKind::kCanceled) == kLaneAckCanceled);
 static_assert(static_cast<uint8_t>(AckKind::kModified) == kLaneModified);
 
-LaneStreamData build_lane_stream(const LaneMarket& market) {
+LaneStreamData build_lane_stream(const LaneMarket& market, bool l3, Status* status) {
   LaneStreamData d;
+  LaneL3Annotator annotator;
+  bool any_l3 = false;
   size_t rows = 0;
   for (const StoreReader& r : market.stores) rows += r.size();
   d.items.reserve(market.events);
@@ -72,14 +75,25 @@ LaneStreamData build_lane_stream(const LaneMarket& market) {
     }
     int64_t last_book = -1;
     bool first = true;
-    walk_market_rows(r, /*l3=*/false, [&](MarketRowKind kind, uint64_t i, int64_t ts) {
+    // The replay engine's rule (Replay::next_store): L3 where the store has order events.
+    const bool store_l3 = l3 && r.event_count() > 0;
+    if (store_l3) {
+      annotator.begin_session(d.items.size());
+      any_l3 = true;
+    }
+    walk_market_rows(r, store_l3, [&](MarketRowKind kind, uint64_t i, int64_t ts) {
       LaneItem it;
       t = std::max(ts, t);
       it.t = t;
       it.store = k;
-      it.session_start = first ? 1 : 0;
+      it.session_start = !first ? 0 : store_l3 ? kLaneSessionL3 : kLaneSessionL2;
       first = false;
-      if (kind == MarketRowKind::kTrade) {
+      if (kind == MarketRowKind::kOrderEvent) {
+        it.book_row = last_book;
+        Status s = annotator.apply(r.order_event(i), d.items.size(), &it);
+        if (!s.ok() && status != nullptr && status->ok())
+          *status = UsageError("store {} ({}): {}", k, r.dir(), s.message());
+      } else if (kind == MarketRowKind::kTrade) {
         it.kind = kLaneTrade;
         it.px = r.trade_px[i];
         it.sz = r.trade_sz[i];
@@ -102,21 +116,13 @@ LaneStreamData build_lane_stream(const LaneMarket& market) {
     });
     offset += r.size();
   }
+  if (any_l3) annotator.finish(&d.l3_levels, &d.l3_rows, &d.l3_sizes);
   return d;
 }
 
 Result<LaneConfig> gpu_lane_config(const LaneMarket& market, const Lane& lane,
                                    std::vector<double>* holdings) {
   const bool exec = lane.strategy == "twap" || lane.strategy == "ac";
-  if (lane.sim.use_l3) {
-    for (const StoreReader& r : market.stores) {
-      if (r.event_count() > 0) {
-        return UsageError(
-            "--device cuda: L3 FIFO queues of MBO stores are not on the GPU yet; set l2 = true "
-            "(L2 queue estimates) or use --device cpu");
-      }
-    }
-  }
   if (lane.sim.instrument.multiplier <= 0)
     return UsageError("instrument multiplier must be > 0, got {}", lane.sim.instrument.multiplier);
   if (lane.sim.equity_interval_ns < 0)
@@ -245,6 +251,7 @@ uint64_t market_equity_rows(const LaneStreamData& d, int64_t interval) {
   uint64_t rows = 0;
   int64_t last = 0;
   for (const LaneItem& it : d.items) {
+    if (it.kind >= kLaneOrderEvent) continue;  // order events sample no equity
     if (rows == 0 || it.t - last >= interval) {
       ++rows;
       last = it.t;
@@ -327,10 +334,9 @@ Result<std::vector<LaneOutcome>> run_gpu_lanes(const LaneMarket& market,
   if (options.on_device && !gpu_lanes_available())
     return UsageError("--device cuda: no CUDA device found; use --device cpu");
   GpuLaneReport rep;
-  LaneStreamData stream = build_lane_stream(market);
-  if (max_events > 0 && max_events < stream.items.size()) stream.items.resize(max_events);
-  stream.holdings = std::move(holdings);
   // Recorded latency curves, one copy per file, shared by the lanes that name it.
+  LaneStreamData shared;  // the latency curves and schedules every stream carries
+  shared.holdings = std::move(holdings);
   std::map<std::string, std::pair<uint32_t, uint32_t>> curves;  // file -> offset, samples
   for (size_t i = 0; i < lanes.size(); ++i) {
     const std::string& file = lanes[i].sim.latency.file;
@@ -338,13 +344,13 @@ Result<std::vector<LaneOutcome>> run_gpu_lanes(const LaneMarket& market,
     auto it = curves.find(file);
     if (it == curves.end()) {
       FXT_ASSIGN_OR_RETURN(LatencyModel model, LatencyModel::create(lanes[i].sim.latency));
-      const auto offset = static_cast<uint32_t>(stream.latency_ts.size());
+      const auto offset = static_cast<uint32_t>(shared.latency_ts.size());
       const auto samples = static_cast<uint32_t>(model.samples());
-      stream.latency_ts.insert(stream.latency_ts.end(), model.sample_ts().begin(),
+      shared.latency_ts.insert(shared.latency_ts.end(), model.sample_ts().begin(),
                                model.sample_ts().end());
-      stream.latency_entry.insert(stream.latency_entry.end(), model.entry_samples().begin(),
+      shared.latency_entry.insert(shared.latency_entry.end(), model.entry_samples().begin(),
                                   model.entry_samples().end());
-      stream.latency_response.insert(stream.latency_response.end(),
+      shared.latency_response.insert(shared.latency_response.end(),
                                      model.response_samples().begin(),
                                      model.response_samples().end());
       it = curves.emplace(file, std::make_pair(offset, samples)).first;
@@ -352,79 +358,113 @@ Result<std::vector<LaneOutcome>> run_gpu_lanes(const LaneMarket& market,
     configs[i].latency_offset = it->second.first;
     configs[i].latency_samples = it->second.second;
   }
-  rep.stream_bytes = stream.bytes();
-
-  LaneBatch shape;
-  if (options.capture) {
-    int64_t min_interval = INT64_MAX;
-    for (const LaneConfig& c : configs) min_interval = std::min(min_interval, c.equity_interval_ns);
-    const uint64_t base = configs.empty() ? 1 : market_equity_rows(stream, min_interval);
-    shape.fill_cap = options.row_capacity > 0 ? options.row_capacity : 1u << 14;
-    shape.order_cap = shape.fill_cap;
-    shape.equity_cap =
-        static_cast<uint32_t>(std::min<uint64_t>(base + 2 * shape.fill_cap + 2, UINT32_MAX));
-  }
-  rep.bytes_per_lane = shape.bytes_per_lane();
-  size_t budget = options.memory_budget;
-#if defined(FXT_HAVE_CUDA)
-  std::unique_ptr<DeviceLaneStream> device_stream;
-  if (options.on_device) {
-    device_stream = std::make_unique<DeviceLaneStream>(stream);
-    if (budget == 0) {
-      // A batch's rows come back to host memory too: at most 8 GiB of them at once.
-      budget = std::min(lane_device_free_bytes() / 10 * 6, size_t{8} << 30);
-    }
-  }
-#endif
-  if (budget == 0) budget = size_t{1} << 30;
-  size_t batch = options.batch;
-  if (batch == 0) batch = std::max<size_t>(1, budget / rep.bytes_per_lane);
-  batch = std::min(batch, std::max<size_t>(lanes.size(), 1));
-  rep.batch_lanes = batch;
+  // Lanes with L3 FIFO queues (use_l3 on MBO stores) replay the order events too: their stream
+  // differs (order-event rows, exchange times), so they run apart from the L2 lanes, whose
+  // stream stays without order events.
+  const bool mbo = std::any_of(market.stores.begin(), market.stores.end(),
+                               [](const StoreReader& r) { return r.event_count() > 0; });
+  std::vector<size_t> group[2];  // [0]: L2 stream, [1]: L3 stream
+  for (size_t i = 0; i < lanes.size(); ++i) group[mbo && lanes[i].sim.use_l3 ? 1 : 0].push_back(i);
 
   std::vector<LaneOutcome> outcomes(lanes.size());
   std::vector<size_t> fallback;
-  const LaneChunkCallback progress = [&](uint64_t lane_events) {
-    if (options.progress != nullptr) options.progress->advance(lane_events);
-  };
-  const auto start = std::chrono::steady_clock::now();
-  for (size_t begin = 0; begin < lanes.size(); begin += batch) {
-    const size_t end = std::min(lanes.size(), begin + batch);
-    LaneBatch b = shape;
-    b.configs.assign(configs.begin() + static_cast<std::ptrdiff_t>(begin),
-                     configs.begin() + static_cast<std::ptrdiff_t>(end));
-#if defined(FXT_HAVE_CUDA)
-    if (options.on_device)
-      run_lane_batch_device(*device_stream, &b, progress);
-    else
-#endif
-      run_lane_batch_host(stream, &b, options.threads, progress);
-    ++rep.batches;
-    for (size_t i = begin; i < end; ++i) {
-      const LaneState& st = b.states[i - begin];
-      if (st.error != kLaneOk || !st.finished) {
-        fallback.push_back(i);
-        continue;
-      }
-      if (!options.capture) {
-        LaneOutcome& o = outcomes[i];
-        o.position = st.account.position;
-        o.cash = st.account.cash;
-        o.fees = st.account.fees;
-        o.fills = st.fills;
-        o.orders = st.orders;
-        o.events = st.events;
-        continue;
-      }
-      const BacktestResult r = lane_result(b, i - begin);
-      const std::unique_ptr<Strategy> strategy = factories[i].make();
-      if (auto* e = dynamic_cast<ExecutionStrategy*>(strategy.get())) e->set_state(st.exec);
-      outcomes[i] = lane_outcome(r, lanes[i].sim, *strategy);
-      if (sink) FXT_RETURN_IF_ERROR(sink(i, r));
+  double seconds = 0;
+  for (int l3 : {1, 0}) {  // L3 first: a store the L3 lanes cannot follow is refused up front
+    const std::vector<size_t>& ids = group[l3];
+    if (ids.empty()) continue;
+    Status exact = Status::Ok();
+    LaneStreamData stream = build_lane_stream(market, l3 == 1, &exact);
+    if (!exact.ok()) {
+      return UsageError("lane {}: --device cuda: {}; set l2 = true or use --device cpu", ids[0],
+                        exact.message());
     }
+    if (max_events > 0 && max_events < stream.items.size()) stream.items.resize(max_events);
+    stream.holdings = shared.holdings;
+    stream.latency_ts = shared.latency_ts;
+    stream.latency_entry = shared.latency_entry;
+    stream.latency_response = shared.latency_response;
+    rep.stream_bytes += stream.bytes();
+    // Progress counts market events (snapshots and trades): an L3 stream's order-event rows
+    // are scaled away.
+    const uint64_t rows = stream.items.size();
+    const LaneChunkCallback progress = [&options, &market, rows](uint64_t lane_events) {
+      if (options.progress == nullptr) return;
+      options.progress->advance(
+          rows > market.events
+              ? static_cast<uint64_t>(static_cast<double>(lane_events) *
+                                      static_cast<double>(market.events) /
+                                      static_cast<double>(rows))
+              : lane_events);
+    };
+
+    LaneBatch shape;
+    if (options.capture) {
+      int64_t min_interval = INT64_MAX;
+      for (size_t i : ids) min_interval = std::min(min_interval, configs[i].equity_interval_ns);
+      const uint64_t base = market_equity_rows(stream, min_interval);
+      shape.fill_cap = options.row_capacity > 0 ? options.row_capacity : 1u << 14;
+      shape.order_cap = shape.fill_cap;
+      shape.equity_cap =
+          static_cast<uint32_t>(std::min<uint64_t>(base + 2 * shape.fill_cap + 2, UINT32_MAX));
+    }
+    rep.bytes_per_lane = std::max(rep.bytes_per_lane, shape.bytes_per_lane());
+    size_t budget = options.memory_budget;
+#if defined(FXT_HAVE_CUDA)
+    std::unique_ptr<DeviceLaneStream> device_stream;
+    if (options.on_device) {
+      device_stream = std::make_unique<DeviceLaneStream>(stream);
+      if (budget == 0) {
+        // A batch's rows come back to host memory too: at most 8 GiB of them at once.
+        budget = std::min(lane_device_free_bytes() / 10 * 6, size_t{8} << 30);
+      }
+    }
+#endif
+    if (budget == 0) budget = size_t{1} << 30;
+    size_t batch = options.batch;
+    if (batch == 0) batch = std::max<size_t>(1, budget / shape.bytes_per_lane());
+    batch = std::min(batch, std::max<size_t>(ids.size(), 1));
+    rep.batch_lanes = std::max(rep.batch_lanes, batch);
+
+    const auto start = std::chrono::steady_clock::now();
+    for (size_t begin = 0; begin < ids.size(); begin += batch) {
+      const size_t end = std::min(ids.size(), begin + batch);
+      LaneBatch b = shape;
+      for (size_t k = begin; k < end; ++k) b.configs.push_back(configs[ids[k]]);
+#if defined(FXT_HAVE_CUDA)
+      if (options.on_device)
+        run_lane_batch_device(*device_stream, &b, progress);
+      else
+#endif
+        run_lane_batch_host(stream, &b, options.threads, progress);
+      ++rep.batches;
+      for (size_t k = begin; k < end; ++k) {
+        const size_t i = ids[k];
+        const LaneState& st = b.states[k - begin];
+        if (st.error != kLaneOk || !st.finished) {
+          fallback.push_back(i);
+          continue;
+        }
+        if (!options.capture) {
+          LaneOutcome& o = outcomes[i];
+          o.position = st.account.position;
+          o.cash = st.account.cash;
+          o.fees = st.account.fees;
+          o.fills = st.fills;
+          o.orders = st.orders;
+          o.events = st.events;
+          continue;
+        }
+        const BacktestResult r = lane_result(b, k - begin);
+        const std::unique_ptr<Strategy> strategy = factories[i].make();
+        if (auto* e = dynamic_cast<ExecutionStrategy*>(strategy.get())) e->set_state(st.exec);
+        outcomes[i] = lane_outcome(r, lanes[i].sim, *strategy);
+        if (sink) FXT_RETURN_IF_ERROR(sink(i, r));
+      }
+    }
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  rep.kernel_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::sort(fallback.begin(), fallback.end());
+  rep.kernel_seconds = seconds;
   rep.cpu_fallback_lanes = fallback.size();
   if (!fallback.empty() &&
       max_events == 0) {  // rerun on the CPU engine: the reference, so never a wrong row

@@ -16,11 +16,14 @@
 
 namespace fxt::sim {
 
-// The stream of the market's stores in the replay engine's order (L2: no order events).
-LaneStreamData build_lane_stream(const LaneMarket& market);
+// The stream of the market's stores in the replay engine's order. l3 = false: no order events
+// (L2 queues everywhere). l3 = true: the order events of every store that has them (MBO), annotated
+// for L3 FIFO queues (sim/lane_l3.h), and those stores' sessions marked L3; *status (may be
+// null) gets the first event the lanes cannot follow exactly.
+LaneStreamData build_lane_stream(const LaneMarket& market, bool l3 = false,
+                                 Status* status = nullptr);
 
-// The lane as a GPU lane (mm, twap, ac, signal), or why it cannot be one (L3 FIFO queues on
-// MBO stores, a twap/ac window beyond int64 slice arithmetic, the strategy's own errors). A recorded latency file is attached by run_gpu_lanes (one copy per file). A twap/ac
+// The lane as a GPU lane (mm, twap, ac, signal), or why it cannot be one (a twap/ac window beyond int64 slice arithmetic, the strategy's own errors). A recorded latency file is attached by run_gpu_lanes (one copy per file). A twap/ac
 // lane's schedule is appended to *holdings (the stream's LaneStreamData::holdings) and its
 // offset set; holdings = nullptr: the lane is only checked.
 Result<LaneConfig> gpu_lane_config(const LaneMarket& market, const Lane& lane,

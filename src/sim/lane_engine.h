@@ -7,7 +7,8 @@
 // This is the replay engine of sim/engine.cc (Replay::run) and the exchange of sim/exchange.cc
 // restated over fixed-size state for device code: market, limit, post-only, IOC and FOK orders
 // (the level walk with the liquidity memory for marketable ones), cancels and modifies under
-// the L2 queue models, constant or recorded latencies, fees. Every decision comes from the
+// the L2 queue models or exact L3 FIFO queues on MBO sessions (the order events in the stream,
+// annotated once on the host: sim/lane_l3.h), constant or recorded latencies, fees. Every decision comes from the
 // shared FXT_HD rules (sim/fill_rules.h: queues, fills, fees, account, latency ordering;
 // sim/mm_rules.h, sim/exec_rules.h and sim/signal_rules.h: the `mm`, `twap`/`ac` and `signal`
 // strategies themselves), so the CPU engine and the lanes cannot drift; tests/sim/lane_engine_test.cc checks each lane against
@@ -47,9 +48,18 @@ enum : uint8_t {
 };  // AckKind
 // The strategy a lane runs.
 enum : uint8_t { kLaneStrategyMm, kLaneStrategyExec, kLaneStrategySignal };
-enum : uint8_t { kLaneSnapshot = 0, kLaneTrade = 1 };
+// Row kinds. Order events (L3 sessions only, sim/lane_l3.h) are exchange rows the strategy
+// never sees: kLaneOrderEvent reduces the size ahead of the orders that track it,
+// kLaneOrderClear (an MBO 'R') clears every L3 queue.
+enum : uint8_t { kLaneSnapshot = 0, kLaneTrade = 1, kLaneOrderEvent = 2, kLaneOrderClear = 3 };
+enum : uint8_t { kLaneSessionL2 = 1, kLaneSessionL3 = 2 };  // LaneItem::session_start
+constexpr uint64_t kLaneNoSeq = UINT64_MAX;  // an order event no queue tracks
 
-// One market row of the stream, in replay order.
+// One market row of the stream, in replay order. Order-event rows (sim/lane_l3.h) reuse the
+// fields: px and side are the price and side of the level the event's order rested at before
+// the event (side 0: no queue tracks it), sz the amount an order tracking it loses from its
+// size ahead (L3Queue::on_event's arithmetic), snapshot the order's priority sequence (the
+// stream row at which it got its place in the level; kLaneNoSeq: none).
 struct LaneItem {
   int64_t t = 0;          // exchange time, monotone over the stream (max of row time, before)
   int64_t px = 0;         // trade price (1e-9)
@@ -57,11 +67,20 @@ struct LaneItem {
   double mid = 0;         // the exchange's last two-sided mid after this row (currency/unit)
   double p = 0.5;         // snapshots: the signal at (store, snapshot) when one is given
   int64_t book_row = -1;  // global snapshot row the strategy sees with this row; -1: none
-  uint64_t snapshot = 0;  // MarketEvent::snapshot (store-local)
+  uint64_t snapshot = 0;  // MarketEvent::snapshot (store-local); order events: see above
   uint32_t store = 0;
   uint8_t kind = kLaneSnapshot;
   int8_t side = 0;            // trade aggressor
-  uint8_t session_start = 0;  // first row of its store: the exchange begins a session
+  uint8_t session_start = 0;  // first row of its store: kLaneSessionL2 / kLaneSessionL3 begins
+};
+
+// L3 sessions: one price level's history of total resting size (sim/lane_l3.h). Entries
+// [begin, end) of LaneStream::l3_rows / l3_sizes: after stream row l3_rows[k] the level holds
+// l3_sizes[k]. Sorted by (side, px).
+struct LaneL3Level {
+  int64_t px = 0;
+  uint64_t begin = 0, end = 0;
+  int8_t side = 0;
 };
 
 // The shared market, as pointers into host or device memory.
@@ -84,6 +103,11 @@ struct LaneStream {
   // Execution schedules (remaining holdings, slices + 1 each) of every twap/ac lane,
   // concatenated (LaneConfig::holdings_offset says where).
   const double* holdings = nullptr;
+  // L3 sessions: every level's history of total resting size (LaneL3Level).
+  const LaneL3Level* l3_levels = nullptr;
+  uint64_t n_l3_levels = 0;
+  const uint64_t* l3_rows = nullptr;
+  const double* l3_sizes = nullptr;
 
   // A window of the stream staged in fast memory (the device: the block's shared memory):
   // items [w_begin, w_end) and book rows [w_row_begin, w_row_end). Reads outside it go to
@@ -119,6 +143,29 @@ struct LaneStream {
   FXT_HD uint8_t flags_of(int64_t row) const {
     return in_window(row) ? w_flags[row - w_row_begin] : flags[row];
   }
+  // L3: the total size resting at (side, px) once the stream rows before `row` are applied
+  // (Exchange::start_queue's sum over MboBook::level_orders; exact: integer sizes).
+  FXT_HD double l3_level_size(int side, int64_t px, uint64_t row) const {
+    uint64_t lo = 0, hi = n_l3_levels;
+    while (lo < hi) {  // first level not below (side, px)
+      const uint64_t mid = lo + (hi - lo) / 2;
+      const LaneL3Level& l = l3_levels[mid];
+      if (l.side < side || (l.side == side && l.px < px))
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo == n_l3_levels || l3_levels[lo].side != side || l3_levels[lo].px != px) return 0;
+    uint64_t a = l3_levels[lo].begin, b = l3_levels[lo].end;
+    while (a < b) {  // first entry at or after `row`
+      const uint64_t mid = a + (b - a) / 2;
+      if (l3_rows[mid] < row)
+        a = mid + 1;
+      else
+        b = mid;
+    }
+    return a == l3_levels[lo].begin ? 0 : l3_sizes[a - 1];
+  }
 };
 
 // Bytes of a window of `items` stream rows (lane_stage_window): the rows and up to items + 1
@@ -139,9 +186,10 @@ FXT_HD inline void lane_stage_window(const LaneStream& s, uint64_t begin, uint64
                                      LaneStream* view) {
   *view = s;
   if (end <= begin) return;
-  int64_t row_begin = -1;
+  int64_t row_begin = -1, last = -1;
   for (uint64_t i = begin; i < end && row_begin < 0; ++i) row_begin = s.items[i].book_row;
-  const int64_t last = s.items[end - 1].book_row;
+  // The last row with a book (a store's first rows, before its first snapshot, have none).
+  for (uint64_t i = end; i > begin && last < 0; --i) last = s.items[i - 1].book_row;
   const int64_t rows = row_begin < 0 ? 0 : last - row_begin + 1;
   const uint64_t n = end - begin;
   const size_t levels = static_cast<size_t>(n + 1) * kBookLevels;
@@ -234,10 +282,15 @@ struct LaneLiveOrder {
   uint64_t id = 0;  // 0: free slot
   int64_t px = 0;
   double qty = 0, filled = 0, notional = 0;
+  // The queue. L2: the estimate. L3 (l3 set): exact FIFO with l2.ahead the size of the
+  // orders ahead (L3Queue::ahead_size), l2.traded the volume traded against them not yet
+  // followed by their cancels (L3Queue::pending_traded); the orders ahead are those that
+  // rested at our level at stream row l3_join (priority sequence < l3_join).
   L2Queue l2;
+  uint64_t l3_join = 0;
   int8_t side = 1;
   uint8_t type = kLanePostOnly;
-  bool resting = false, rejoin = false;
+  bool resting = false, rejoin = false, l3 = false;
 };
 struct LaneTaken {  // Exchange::Taken: displayed size we took at one level
   int64_t px = 0;
@@ -310,6 +363,7 @@ struct LaneState {
   double eq_position = 0, eq_cash = 0, eq_mid = 0;
   uint32_t error = kLaneOk;
   uint8_t started = 0, finished = 0;
+  uint8_t l3_session = 0;  // the session's queues are L3 FIFO (MBO order events in the stream)
 };
 
 // One lane's run over the stream; advance() may be called repeatedly with growing `until`.
@@ -330,6 +384,7 @@ class LaneSim {
       if (st.m >= s_.n && st.end == kLaneNever)
         st.end = st.t == kLaneMinTime ? st.now : st.t + c_.feed_ns;
       const int64_t ta = st.arr_n > 0 ? max_of(st.arrivals[st.arr_head].t, st.t) : kLaneNever;
+      while (st.d < st.m && s_.item(st.d).kind >= kLaneOrderEvent) ++st.d;  // exchange only
       const int64_t td = st.d < st.m ? s_.item(st.d).t + c_.feed_ns : kLaneNever;
       const int64_t tr = st.resp_n > 0 ? st.responses[st.resp_head].t : kLaneNever;
       int64_t t = tm;
@@ -670,6 +725,13 @@ class LaneSim {
   FXT_HD void start_queue(LaneLiveOrder& o) {
     o.resting = true;
     o.rejoin = false;
+    o.l3 = st_.l3_session != 0;
+    if (o.l3) {  // behind every order resting at our price now (L3Queue::join)
+      o.l3_join = st_.m;
+      o.l2.ahead = s_.l3_level_size(o.side, o.px, st_.m);
+      o.l2.traded = 0;
+      return;
+    }
     bool known = false;
     const double displayed = size_at(o.side, o.px, &known);
     o.l2.join(displayed, known && st_.book_row >= 0);
@@ -849,9 +911,18 @@ class LaneSim {
     if (it.session_start) {  // Exchange::begin_session
       st.book_row = -1;
       st.n_memory = 0;
-      for (uint32_t k = 0; k < st.n_resting; ++k) st.live[st.resting[k]].rejoin = true;
+      st.l3_session = it.session_start == kLaneSessionL3 ? 1 : 0;
+      for (uint32_t k = 0; k < st.n_resting; ++k) {
+        st.live[st.resting[k]].rejoin = true;
+        st.live[st.resting[k]].l3 = false;
+      }
     }
     st.mid = it.mid;
+    if (it.kind >= kLaneOrderEvent) {  // Exchange::on_order_event: no event, no equity row
+      on_order_event(it);
+      ++st.m;
+      return;
+    }
     if (it.kind == kLaneTrade)
       on_trade(it.px, it.sz, it.side, t);
     else
@@ -874,7 +945,7 @@ class LaneSim {
         continue;
       }
       if (!trade_hits_level(o.side, o.px, px, trade_side)) continue;
-      const double beyond = o.l2.on_trade(sz);
+      const double beyond = o.l3 ? fifo_on_trade(o.l2.ahead, &o.l2.traded, sz) : o.l2.on_trade(sz);
       if (used_px != o.px || used_side != o.side) {
         used_px = o.px;
         used_side = o.side;
@@ -900,14 +971,35 @@ class LaneSim {
       LaneLiveOrder& o = st.live[st.resting[k]];
       if (!o.resting) continue;
       if (o.rejoin) start_queue(o);  // first book of a new session: back of the level
-      bool known = false;
-      const double size = size_at(o.side, o.px, &known);
-      o.l2.on_level(c_.queue, size, known);
+      if (o.l3) {
+        o.l2.traded = 0;  // the event is complete: its fills' cancels have arrived
+      } else {
+        bool known = false;
+        const double size = size_at(o.side, o.px, &known);
+        o.l2.on_level(c_.queue, size, known);
+      }
       if (crossed_book) continue;
       const int64_t opp = o.side > 0 ? best_ask : best_bid;
       if (touch_reaches(o.side, o.px, opp)) fill(o, o.px, remaining(o), /*maker=*/true, t);
     }
     prune_resting();
+  }
+
+  // An order event of an L3 session (Exchange::on_order_event, L3Queue::on_event / reduce):
+  // an order tracks it when the event's order rested at its level before it joined.
+  FXT_HD void on_order_event(const LaneItem& it) {
+    LaneState& st = st_;
+    for (uint32_t k = 0; k < st.n_resting; ++k) {
+      LaneLiveOrder& o = st.live[st.resting[k]];
+      if (!o.resting || !o.l3) continue;
+      if (it.kind == kLaneOrderClear) {  // the book was cleared: nobody is ahead any more
+        o.l2.ahead = 0;
+        o.l2.traded = 0;
+      } else if (it.side == o.side && it.px == o.px && it.snapshot < o.l3_join) {
+        o.l2.ahead = max_of(0.0, o.l2.ahead - it.sz);
+        o.l2.traded = max_of(0.0, o.l2.traded - it.sz);
+      }
+    }
   }
 
   // ---- deliveries to the strategy (Replay::deliver_market, deliver_response) ----

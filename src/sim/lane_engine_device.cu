@@ -3,6 +3,9 @@
 // stays in device memory in between, so chunking does not change results).
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "gpu/runtime.h"
 #include "sim/lane_runner.h"
 
@@ -11,6 +14,16 @@ namespace {
 
 constexpr unsigned kLanesPerBlock = 64;
 constexpr uint64_t kWindowRows = 96;  // stream rows staged per step: ~37 KB of shared memory
+
+// Launch-shape overrides for measuring (docs/SWEEP.md "Launch shape"): FXT_LANES_PER_BLOCK
+// (threads per block) and FXT_LANE_WINDOW_ROWS (0: no staging, every read through L1/L2).
+uint64_t env_or(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == 0) return fallback;
+  char* end = nullptr;
+  const unsigned long long x = std::strtoull(v, &end, 10);
+  return end != nullptr && *end == 0 ? x : fallback;
+}
 
 // Launch: 1-D grid of kLanesPerBlock-thread blocks, one thread per lane. The block walks the
 // rows [begin, until) in windows of kWindowRows: its threads stage the window (the rows and
@@ -22,7 +35,7 @@ __global__ void advance_lanes_kernel(LaneStream stream, const LaneConfig* config
                                      LaneState* states, LaneFillRow* fills, LaneEquityRow* equity,
                                      LaneOrderRow* orders, uint32_t fill_cap, uint32_t equity_cap,
                                      uint32_t order_cap, size_t n_lanes, uint64_t begin,
-                                     uint64_t until) {
+                                     uint64_t until, uint64_t window_rows) {
   extern __shared__ uint64_t window[];  // lane_window_bytes(kWindowRows), 8-byte aligned
   const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const bool active = i < n_lanes;
@@ -42,8 +55,11 @@ __global__ void advance_lanes_kernel(LaneStream stream, const LaneConfig* config
     }
   }
   LaneStream view = stream;
-  for (uint64_t w = begin; w < until; w += kWindowRows) {
-    const uint64_t w_end = until - w < kWindowRows ? until : w + kWindowRows;
+  if (window_rows == 0) {  // no staging: every read goes through the caches
+    if (active && !st.finished) LaneSim(view, config, &st, cap).advance(until);
+  }
+  for (uint64_t w = begin; window_rows > 0 && w < until; w += window_rows) {
+    const uint64_t w_end = until - w < window_rows ? until : w + window_rows;
     __syncthreads();  // every lane is done with the previous window
     lane_stage_window(stream, w, w_end, window, threadIdx.x, blockDim.x, &view);
     __syncthreads();
@@ -81,6 +97,10 @@ DeviceLaneStream::DeviceLaneStream(const LaneStreamData& d) {
   view_.latency_entry = upload_block(d.latency_entry, &blocks_[9]);
   view_.latency_response = upload_block(d.latency_response, &blocks_[10]);
   view_.holdings = upload_block(d.holdings, &blocks_[11]);
+  view_.l3_levels = upload_block(d.l3_levels, &blocks_[12]);
+  view_.n_l3_levels = d.l3_levels.size();
+  view_.l3_rows = upload_block(d.l3_rows, &blocks_[13]);
+  view_.l3_sizes = upload_block(d.l3_sizes, &blocks_[14]);
   view_.n_sessions = static_cast<uint32_t>(d.session_start.size());
 }
 
@@ -110,15 +130,26 @@ void run_lane_batch_device(const DeviceLaneStream& stream, LaneBatch* b,
   gpu::DeviceBuffer<LaneOrderRow> orders(capture ? n * b->order_cap : 0);
   const uint64_t total = stream.view().n;
   const uint64_t chunk = lane_chunk_events(total);
-  const unsigned blocks = static_cast<unsigned>((n + kLanesPerBlock - 1) / kLanesPerBlock);
-  const size_t shared = lane_window_bytes(kWindowRows);
+  const unsigned lanes_per_block =
+      static_cast<unsigned>(std::max<uint64_t>(1, env_or("FXT_LANES_PER_BLOCK", kLanesPerBlock)));
+  const uint64_t window_rows = env_or("FXT_LANE_WINDOW_ROWS", kWindowRows);
+  const unsigned blocks = static_cast<unsigned>((n + lanes_per_block - 1) / lanes_per_block);
+  const size_t shared = window_rows == 0 ? 0 : lane_window_bytes(window_rows);
+  if (shared > 48 * 1024)
+    FXT_CUDA_CHECK(cudaFuncSetAttribute(advance_lanes_kernel,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(shared)));
+  // Without staging, the shared-memory carveout goes to L1 (lane state and stream reads).
+  FXT_CUDA_CHECK(cudaFuncSetAttribute(advance_lanes_kernel,
+                                      cudaFuncAttributePreferredSharedMemoryCarveout,
+                                      window_rows == 0 ? 0 : -1));
   uint64_t until = 0;
   do {  // the last launch (until == total) runs every lane to its end
     const uint64_t next = total - until <= chunk ? total : until + chunk;
-    advance_lanes_kernel<<<blocks, kLanesPerBlock, shared>>>(
+    advance_lanes_kernel<<<blocks, lanes_per_block, shared>>>(
         stream.view(), configs.data(), states.data(), capture ? fills.data() : nullptr,
         capture ? equity.data() : nullptr, capture ? orders.data() : nullptr, b->fill_cap,
-        b->equity_cap, b->order_cap, n, until, next);
+        b->equity_cap, b->order_cap, n, until, next, window_rows);
     FXT_CUDA_LAUNCH_CHECK();
     FXT_CUDA_CHECK(cudaDeviceSynchronize());
     if (on_chunk) on_chunk((next - until) * n);

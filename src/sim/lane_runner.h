@@ -22,6 +22,10 @@ struct LaneStreamData {
   std::vector<int64_t> session_start, session_end;
   std::vector<int64_t> latency_ts, latency_entry, latency_response;  // recorded curves
   std::vector<double> holdings;  // twap/ac schedules (LaneConfig::holdings_offset)
+  // L3 sessions: the levels' size histories (LaneL3Level; empty without L3 sessions).
+  std::vector<LaneL3Level> l3_levels;
+  std::vector<uint64_t> l3_rows;
+  std::vector<double> l3_sizes;
 
   LaneStream view() const {
     LaneStream s;
@@ -39,13 +43,19 @@ struct LaneStreamData {
     s.latency_entry = latency_entry.data();
     s.latency_response = latency_response.data();
     s.holdings = holdings.data();
+    s.l3_levels = l3_levels.data();
+    s.n_l3_levels = l3_levels.size();
+    s.l3_rows = l3_rows.data();
+    s.l3_sizes = l3_sizes.data();
     return s;
   }
   size_t bytes() const {
     return items.size() * sizeof(LaneItem) + flags.size() +
            (latency_ts.size() + latency_entry.size() + latency_response.size()) * sizeof(int64_t) +
            (bid_px.size() + ask_px.size()) * sizeof(int64_t) +
-           (bid_sz.size() + ask_sz.size() + holdings.size()) * sizeof(double);
+           (bid_sz.size() + ask_sz.size() + holdings.size()) * sizeof(double) +
+           l3_levels.size() * sizeof(LaneL3Level) +
+           l3_rows.size() * (sizeof(uint64_t) + sizeof(double));
   }
 };
 
@@ -93,7 +103,7 @@ class DeviceLaneStream {
 
  private:
   LaneStream view_;
-  void* blocks_[12] = {};
+  void* blocks_[15] = {};
 };
 
 // Free device memory now (bytes), for sizing batches.

@@ -1,6 +1,7 @@
 // The GPU lanes on the CUDA device (sim/lane_engine_device.cu) against the CPU replay engine:
 // many mm, twap, ac and signal lanes of different parameters, queue models, latencies and fees over a
-// random two-session market with a signal, over the real ES MBO store (L2 estimates), lane batches,
+// random two-session market with a signal, over random MBO sessions and the real ES MBO store (L3
+// FIFO queues and L2 estimates), lane batches,
 // and the sweep table of `fxt backtest --sweep` (sweep.csv identical on cuda and cpu). Every
 // fill, order, equity row, fee and stats figure must be identical. Skips without a GPU.
 #include <cstdlib>
@@ -173,6 +174,57 @@ TEST(LaneEngineGpu, RealEsMboStoreL2LanesEqualTheCpuEngine) {
   std::vector<Lane> lanes = test::mm_lanes(48);
   for (Lane& l : lanes) {
     l.sim.use_l3 = false;
+    l.sim.instrument = m->instrument;
+    l.sim.instrument.multiplier = 50;
+  }
+  test::expect_gpu_lanes_equal_cpu(*m, lanes, device_lanes(), true, kRel);
+}
+
+TEST(LaneEngineGpu, L3LanesOnTheDeviceEqualTheCpuEngine) {
+  // L3 FIFO queues (order events in the stream) over random MBO sessions and an L2 session
+  // between them: mm, signal and twap/ac lanes next to L2-estimate lanes (two streams), staged
+  // in windows of the kernel's shared memory across sessions.
+  FXT_SKIP_WITHOUT_GPU();
+  const std::string dir = fxt::test::scratch_dir();
+  auto m = open_lane_market({test::random_mbo_store(8000, 41, 0, "a", dir),
+                             write_store(random_market(1000, 42, 3'600'000 * kLaneMs), "b",
+                                         "TEST", dir),
+                             test::random_mbo_store(8000, 43, 7'200'000 * kLaneMs, "c", dir)},
+                            {}, 0);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  LaneMarket market = std::move(m).value();
+  auto signal = std::make_shared<SignalSeries>();
+  signal->horizon = 10;
+  for (const StoreReader& r : market.stores) {
+    std::vector<float> p(r.size());
+    for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<float>((i * 7919) % 1000) / 999.0f;
+    signal->per_store.push_back(std::move(p));
+  }
+  market.inputs.signal = signal;
+  std::vector<Lane> lanes = test::mm_lanes(48);
+  for (const Lane& l : test::signal_lanes(16)) lanes.push_back(l);
+  for (const Lane& l : test::exec_lanes(16)) lanes.push_back(l);
+  for (size_t i = 0; i < lanes.size(); i += 4) lanes[i].sim.use_l3 = false;  // L2 estimates
+  // A few signal lanes (40 ms entry latency against events ~1 ms apart) run out of order
+  // slots and rerun on the CPU, L3 or not; every other lane stays on the device.
+  const GpuLaneReport report =
+      test::expect_gpu_lanes_equal_cpu(market, lanes, device_lanes(), true, kRel);
+  EXPECT_LE(report.cpu_fallback_lanes, 5u);
+}
+
+TEST(LaneEngineGpu, RealEsMboStoreL3LanesEqualTheCpuEngine) {
+  FXT_SKIP_WITHOUT_GPU();
+  FXT_SKIP_WITHOUT_SHARED_DATA();
+  const std::string nt = "nautilus_trader/tests/test_data/databento/";
+  const std::string dir = fxt::test::scratch_dir();
+  const auto ingest = fxt::test::run_fxt(
+      "-q ingest " + fxt::test::shared_file(nt + "esh4-glbx-mdp3-20231225.mbo.dbn.zst") + " " +
+      fxt::test::shared_file(nt + "definition-glbx-es-fut.dbn.zst") + " --out " + dir + "/es");
+  ASSERT_EQ(ingest.exit_code, 0) << ingest.output;
+  auto m = open_lane_market({dir + "/es"}, {}, 0);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  std::vector<Lane> lanes = test::mm_lanes(48);
+  for (Lane& l : lanes) {
     l.sim.instrument = m->instrument;
     l.sim.instrument.multiplier = 50;
   }

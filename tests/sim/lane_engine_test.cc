@@ -78,8 +78,10 @@ Result<std::vector<LaneOutcome>> run_one_lane(const LaneMarket& market, const La
 // The kernel's way of advancing: the stream in windows of `rows` rows staged in a buffer (its
 // shared memory), state kept in between: the same rows as one pass.
 void expect_windows_change_nothing(const LaneMarket& market, const std::vector<Lane>& lanes,
-                                   uint64_t rows) {
-  LaneStreamData stream = build_lane_stream(market);
+                                   uint64_t rows, bool l3 = false) {
+  Status exact = Status::Ok();
+  LaneStreamData stream = build_lane_stream(market, l3, &exact);
+  ASSERT_TRUE(exact.ok()) << exact.message();
   std::vector<LaneConfig> configs;
   for (const Lane& lane : lanes) {
     auto config = gpu_lane_config(market, lane, &stream.holdings);
@@ -242,19 +244,23 @@ TEST(GpuLanes, RefusesWhatIsNotOnTheGpuWithOneLine) {
   r = run_gpu_lanes(market, {mm_lane({"gamma=-1"}, "log", 0, 0)}, host_lanes());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "lane 0: mm gamma must be > 0");
-  // An MBO store (order events): L3 FIFO lanes are refused, L2-estimate lanes run.
+  // An MBO store whose events the lanes' L3 queues cannot follow exactly (a modify moving an
+  // order to the other side at its price, which the CPU's queue keeps ahead): L3 lanes are
+  // refused, L2-estimate lanes run.
   const std::string mbo = write_store({
       test::E(5 * kLaneMs, 1, 100, 3, 'A', +1),
       test::E(6 * kLaneMs, 2, 101, 3, 'A', -1),
       S(book(10 * kLaneMs, {{100, 3}}, {{101, 3}})),
-      S(book(20 * kLaneMs, {{100, 3}}, {{101, 3}})),
+      test::E(15 * kLaneMs, 1, 100, 2, 'M', -1),
+      S(book(20 * kLaneMs, {}, {{100, 2}, {101, 3}})),
   });
   const LaneMarket l3 = open_market({mbo});
-  r = run_gpu_lanes(l3, {mm_lane({}, "log", 0, 0)}, host_lanes());
+  r = run_gpu_lanes(l3, {mm_lane({}, "log", 0, 0), mm_lane({}, "log", 0, 0)}, host_lanes());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
-            "lane 0: --device cuda: L3 FIFO queues of MBO stores are not on the GPU yet; set l2 = "
-            "true (L2 queue estimates) or use --device cpu");
+            "lane 0: --device cuda: store 0 (" + mbo +
+                "): order event at 15000000 ns moves order 1 to the other side at its price: the "
+                "GPU lanes' L3 queues cannot follow it; set l2 = true or use --device cpu");
   Lane l2 = mm_lane({"warmup=0"}, "log", 0, 0);
   l2.sim.use_l3 = false;
   test::expect_gpu_lanes_equal_cpu(l3, {l2}, host_lanes(), /*expect_fills=*/false);
@@ -385,6 +391,200 @@ TEST(GpuLanes, RealEsMboStoreL2LanesEqualTheCpuEngine) {
   std::vector<Lane> lanes = mm_lanes(8);
   for (Lane& l : lanes) {
     l.sim.use_l3 = false;
+    l.sim.instrument = market.instrument;
+    l.sim.instrument.multiplier = 50;
+  }
+  test::expect_gpu_lanes_equal_cpu(market, lanes, host_lanes());
+}
+
+TEST(GpuLanes, HandComputedL3Queue) {
+  // Bids 100: id 1 (2), id 2 (3); ask 101: id 10 (5). At 10 ms our mm bid (2 at 100, no
+  // latency) joins behind both: 5 ahead. Id 3 adds 4 behind us (not ahead); id 2 cancels 1
+  // (4 ahead); id 1 grows to 5 and loses its priority (2 ahead: id 2). A sell of 1 at 25 ms
+  // trades with id 2: 1 ahead in effect, nothing for us; its cancel follows (2 -> 1 ahead, the
+  // trade netted out). A sell of 2 at 26 ms: 1 ahead, 1 beyond: we fill 1 at 26 ms; id 2's last
+  // unit cancels (and 1 of id 3, behind us: not counted). A sell of 4 at 35 ms finds nobody
+  // ahead of us (ids 3 and 1 are behind): our last unit fills at 35 ms. The L2 estimate of
+  // the same lane fills otherwise.
+  const std::string store = write_store({
+      test::E(1 * kLaneMs, 1, 100, 2, 'A', +1),
+      test::E(2 * kLaneMs, 2, 100, 3, 'A', +1),
+      test::E(3 * kLaneMs, 10, 101, 5, 'A', -1),
+      S(book(10 * kLaneMs, {{100, 5}}, {{101, 5}})),
+      test::E(12 * kLaneMs, 3, 100, 4, 'A', +1),
+      test::E(13 * kLaneMs, 2, 100, 1, 'C', +1),
+      test::E(14 * kLaneMs, 1, 100, 5, 'M', +1),
+      S(book(20 * kLaneMs, {{100, 11}}, {{101, 5}})),
+      test::E(25 * kLaneMs, 0, 100, 1, 'T', -1),
+      T(trade(25 * kLaneMs, 100, 1, -1)),
+      test::E(25 * kLaneMs, 2, 100, 1, 'F', +1),
+      test::E(25 * kLaneMs, 2, 100, 1, 'C', +1),
+      S(book(25 * kLaneMs, {{100, 10}}, {{101, 5}})),
+      test::E(26 * kLaneMs, 0, 100, 2, 'T', -1),
+      T(trade(26 * kLaneMs, 100, 2, -1)),
+      test::E(26 * kLaneMs, 2, 100, 1, 'C', +1),
+      test::E(26 * kLaneMs, 3, 100, 1, 'C', +1),
+      S(book(26 * kLaneMs, {{100, 8}}, {{101, 5}})),
+      test::E(35 * kLaneMs, 0, 100, 4, 'T', -1),
+      T(trade(35 * kLaneMs, 100, 4, -1)),
+      test::E(35 * kLaneMs, 3, 100, 3, 'C', +1),
+      test::E(35 * kLaneMs, 1, 100, 1, 'C', +1),
+      S(book(35 * kLaneMs, {{100, 4}}, {{101, 5}})),
+      S(book(40 * kLaneMs, {{100, 4}}, {{101, 5}})),
+  });
+  const LaneMarket market = open_market({store});
+  Lane l = mm_lane({"warmup=0", "gamma=1", "order_qty=2"}, "risk-averse", 0, 0);
+  l.sim.latency = LatencyConfig();
+  BacktestResult got;
+  auto out = run_one_lane(market, l, &got);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ASSERT_EQ(got.fills.size(), 2u);
+  const int64_t ts[] = {26 * kLaneMs, 35 * kLaneMs};
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_EQ(got.fills[k].ts_ns, ts[k]) << k;
+    EXPECT_EQ(got.fills[k].order_id, 1u) << k;
+    EXPECT_EQ(got.fills[k].side, Side::kBuy) << k;
+    EXPECT_EQ(got.fills[k].px, test::px(100)) << k;
+    EXPECT_EQ(got.fills[k].qty, 1) << k;
+    EXPECT_TRUE(got.fills[k].maker) << k;
+  }
+  EXPECT_EQ(got.orders[0].state, OrderState::kFilled);
+  EXPECT_EQ((*out)[0].position, 2);
+  test::expect_gpu_lanes_equal_cpu(market, {l}, host_lanes());
+  // The same lane with L2 estimates fills otherwise: the L3 queue is what decided.
+  Lane l2 = l;
+  l2.sim.use_l3 = false;
+  BacktestResult est;
+  ASSERT_TRUE(run_one_lane(market, l2, &est).ok());
+  EXPECT_FALSE(est.fills.size() == 2 && est.fills[0].ts_ns == ts[0] && est.fills[1].ts_ns == ts[1]);
+}
+
+TEST(GpuLanes, L3EdgeEventsEqualTheCpuEngine) {
+  // Our bid (2 at 100, no latency) joins behind ids 1, 2, 3 (3 each) at 10 ms. An oversize
+  // cancel removes id 1 (6 ahead); an add of resting id 2 that the book ignores (size 0) still
+  // takes id 2 out of our queue (3 ahead; the book keeps it); a modify of an unknown id adds
+  // behind us. A sell of 4 at 21 ms: 1 beyond id 3: we fill 1; the cancels follow (id 2's is
+  // not ours to count: 2 ahead). A sell of 1 at 26 ms does not reach us (2 ahead, no cancels
+  // after it). A valid re-add of id 2, then a
+  // book clear: nobody ahead; a sell of 1 at 35 ms fills our last unit. A second lane (entry
+  // 15 ms) joins at 25 ms behind ids 2, 3 and 50 and sees the re-add and the clear.
+  const std::string store = write_store({
+      test::E(1 * kLaneMs, 1, 100, 3, 'A', +1),
+      test::E(2 * kLaneMs, 2, 100, 3, 'A', +1),
+      test::E(3 * kLaneMs, 3, 100, 3, 'A', +1),
+      test::E(4 * kLaneMs, 10, 101, 5, 'A', -1),
+      S(book(10 * kLaneMs, {{100, 9}}, {{101, 5}})),
+      test::E(12 * kLaneMs, 1, 100, 7, 'C', +1),
+      test::E(13 * kLaneMs, 2, 100, 0, 'A', +1),
+      test::E(14 * kLaneMs, 50, 100, 2, 'M', +1),
+      S(book(20 * kLaneMs, {{100, 8}}, {{101, 5}})),
+      test::E(21 * kLaneMs, 0, 100, 4, 'T', -1),
+      T(trade(21 * kLaneMs, 100, 4, -1)),
+      test::E(21 * kLaneMs, 2, 100, 3, 'C', +1),
+      test::E(21 * kLaneMs, 3, 100, 1, 'C', +1),
+      S(book(22 * kLaneMs, {{100, 4}}, {{101, 5}})),
+      test::E(26 * kLaneMs, 0, 100, 1, 'T', -1),
+      T(trade(26 * kLaneMs, 100, 1, -1)),
+      S(book(26 * kLaneMs, {{100, 4}}, {{101, 5}})),
+      test::E(30 * kLaneMs, 2, 100, 4, 'A', +1),
+      S(book(30 * kLaneMs, {{100, 8}}, {{101, 5}})),
+      test::E(31 * kLaneMs, 0, 0, 0, 'R', 0),
+      test::E(32 * kLaneMs, 60, 100, 5, 'A', +1),
+      test::E(32 * kLaneMs, 61, 101, 5, 'A', -1),
+      S(book(32 * kLaneMs, {{100, 5}}, {{101, 5}})),
+      test::E(35 * kLaneMs, 0, 100, 1, 'T', -1),
+      T(trade(35 * kLaneMs, 100, 1, -1)),
+      S(book(35 * kLaneMs, {{100, 5}}, {{101, 5}})),
+      S(book(40 * kLaneMs, {{100, 5}}, {{101, 5}})),
+  });
+  const LaneMarket market = open_market({store});
+  Lane l = mm_lane({"warmup=0", "gamma=1", "order_qty=2"}, "risk-averse", 0, 0);
+  l.sim.latency = LatencyConfig();
+  Lane late = l;
+  late.sim.latency.entry_ns = 15 * kLaneMs;
+  BacktestResult got;
+  auto out = run_one_lane(market, l, &got);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ASSERT_EQ(got.fills.size(), 2u);
+  EXPECT_EQ(got.fills[0].ts_ns, 21 * kLaneMs);
+  EXPECT_EQ(got.fills[0].qty, 1);
+  EXPECT_EQ(got.fills[1].ts_ns, 35 * kLaneMs);
+  EXPECT_EQ(got.fills[1].qty, 1);
+  test::expect_gpu_lanes_equal_cpu(market, {l, late}, host_lanes());
+}
+
+// mm lanes (the queue model is unused under L3), signal and twap/ac lanes over MBO sessions.
+std::vector<Lane> l3_mixed_lanes() {
+  std::vector<Lane> lanes = mm_lanes(16);
+  for (const Lane& l : signal_lanes(6)) lanes.push_back(l);
+  for (const Lane& l : exec_lanes(4)) lanes.push_back(l);
+  return lanes;
+}
+
+TEST(GpuLanes, L3LanesEqualTheCpuEngineOnMboMarkets) {
+  // One random MBO session; then MBO, L2 and MBO sessions an hour apart (sessions switch
+  // between L3 and L2 queues; orders rejoin); a signal for the signal lanes.
+  const std::string dir = fxt::test::scratch_dir();
+  LaneMarket one = open_market({test::random_mbo_store(6000, 3, 0, "one", dir)});
+  attach_signal(&one, [](size_t i) { return (i / 40) % 3 == 0 ? 0.8f : (i / 40) % 3 == 1 ? 0.25f : 0.5f; });
+  GpuLaneReport report = test::expect_gpu_lanes_equal_cpu(one, l3_mixed_lanes(), host_lanes());
+  EXPECT_EQ(report.cpu_fallback_lanes, 0u);
+  LaneMarket three = open_market({test::random_mbo_store(3000, 5, 0, "a", dir),
+                                  write_store(random_market(400, 6, 3'600'000 * kLaneMs), "b",
+                                              "TEST", dir),
+                                  test::random_mbo_store(3000, 7, 7'200'000 * kLaneMs, "c", dir)});
+  attach_signal(&three, [](size_t i) { return (i / 25) % 3 == 0 ? 0.8f : (i / 25) % 3 == 1 ? 0.25f : 0.5f; });
+  report = test::expect_gpu_lanes_equal_cpu(three, l3_mixed_lanes(), host_lanes());
+  EXPECT_EQ(report.cpu_fallback_lanes, 0u);
+  // L3 queues change results: some mm lane fills otherwise under the L2 estimate.
+  std::vector<Lane> l2 = mm_lanes(8);
+  for (Lane& l : l2) l.sim.use_l3 = false;
+  size_t differ = 0;
+  std::vector<std::vector<Fill>> fills(8);
+  auto a = run_gpu_lanes(one, mm_lanes(8), host_lanes(), nullptr,
+                         [&](size_t i, const BacktestResult& r) {
+                           fills[i] = r.fills;
+                           return Status::Ok();
+                         });
+  ASSERT_TRUE(a.ok());
+  auto b = run_gpu_lanes(one, l2, host_lanes(), nullptr, [&](size_t i, const BacktestResult& r) {
+    bool same = fills[i].size() == r.fills.size();
+    for (size_t k = 0; same && k < r.fills.size(); ++k)
+      same = fills[i][k].ts_ns == r.fills[k].ts_ns && fills[i][k].qty == r.fills[k].qty;
+    differ += same ? 0 : 1;
+    return Status::Ok();
+  });
+  ASSERT_TRUE(b.ok());
+  EXPECT_GE(differ, 3u);
+  // Windows of the L3 stream (the kernel's staging) change nothing.
+  expect_windows_change_nothing(three, mm_lanes(4), 23, /*l3=*/true);
+}
+
+TEST(GpuLanes, L3AndL2LanesInOneRun) {
+  // Lanes with L3 queues and lanes with L2 estimates over the same MBO store, in one call (two
+  // streams) and in small batches: each equals the CPU engine.
+  const LaneMarket market = open_market({test::random_mbo_store(4000, 11)});
+  std::vector<Lane> lanes = mm_lanes(12);
+  for (size_t i = 0; i < lanes.size(); i += 2) lanes[i].sim.use_l3 = false;
+  test::expect_gpu_lanes_equal_cpu(market, lanes, host_lanes());
+  GpuLaneOptions small = host_lanes();
+  small.batch = 5;
+  const GpuLaneReport report = test::expect_gpu_lanes_equal_cpu(market, lanes, small);
+  EXPECT_EQ(report.batches, 4u);  // 6 L2 lanes in 2 batches, 6 L3 lanes in 2
+}
+
+TEST(GpuLanes, RealEsMboStoreL3LanesEqualTheCpuEngine) {
+  FXT_SKIP_WITHOUT_SHARED_DATA();
+  const std::string nt = "nautilus_trader/tests/test_data/databento/";
+  const std::string dir = fxt::test::scratch_dir();
+  const auto ingest = fxt::test::run_fxt(
+      "-q ingest " + fxt::test::shared_file(nt + "esh4-glbx-mdp3-20231225.mbo.dbn.zst") + " " +
+      fxt::test::shared_file(nt + "definition-glbx-es-fut.dbn.zst") + " --out " + dir + "/es");
+  ASSERT_EQ(ingest.exit_code, 0) << ingest.output;
+  const LaneMarket market = open_market({dir + "/es"});
+  ASSERT_GT(market.stores[0].event_count(), 0u);
+  std::vector<Lane> lanes = mm_lanes(8);
+  for (Lane& l : lanes) {
     l.sim.instrument = market.instrument;
     l.sim.instrument.multiplier = 50;
   }

@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include "core/random.h"
+#include "data/mbo_book.h"
+#include "data/store.h"
 #include "sim/engine.h"
 #include "sim/gpu_lanes.h"
 #include "sim/lanes.h"
@@ -50,6 +52,137 @@ inline std::vector<Row> random_market(int n, uint64_t seed, int64_t t0 = 0) {
     rows.push_back(S(book(ts, bids, asks)));
   }
   return rows;
+}
+
+// An MBO store of `events` random order-book events, built the way `fxt ingest` builds one
+// (the records through an MboBook into a StoreWriter: order events, trades and a snapshot per
+// event): adds on both sides around a drifting centre (never crossing), partial and full
+// cancels, modifies that keep priority (smaller) or lose it (larger, another price), adds of a
+// resting id, a book clear now and then, and trades: a 'T' (the aggressor) then the 'F' and
+// 'C' records of the resting orders it filled, front of the level first (now and then two
+// trades in one event, cancels after a snapshot of their own, or no cancels). Ticks of 1.00;
+// sizes 1..9. Starts at t0 (ns).
+inline std::string random_mbo_store(int events, uint64_t seed, int64_t t0 = 0,
+                                    const std::string& name = "mbo",
+                                    const std::string& dir = "") {
+  const std::string path = (dir.empty() ? fxt::test::scratch_dir() : dir) + "/" + name;
+  StoreInfo info;
+  info.source_path = "hand-built";
+  info.source_format = "dbn-mbo";
+  info.symbol = "TEST";
+  info.tick_px = kTick;
+  info.has_trades = true;
+  auto w = StoreWriter::create(path, info);
+  EXPECT_TRUE(w.ok()) << w.status().message();
+  MboBook mbo(&*w);
+  Rng rng(seed);
+  std::vector<uint64_t> ids;  // ids ever added (some no longer rest)
+  uint64_t next_id = 1;
+  int64_t ts = t0, centre = 100;
+  auto msg = [&](char action, char side, uint64_t id, int64_t px_units, uint32_t sz, bool last) {
+    dbn::MboMsg m{};
+    m.hd.ts_event = static_cast<uint64_t>(ts);
+    m.ts_recv = static_cast<uint64_t>(ts);
+    m.order_id = id;
+    m.price = px(px_units);
+    m.size = sz;
+    m.action = action;
+    m.side = side;
+    m.flags = last ? dbn::kFLast : 0;
+    mbo.apply(m);
+  };
+  auto resting = [&](uint64_t id) { return mbo.queue_position(id); };
+  std::vector<RestingOrder> level;
+  for (int i = 0; i < events; ++i) {
+    ts += static_cast<int64_t>(1 + rng.uniform(4)) * kLaneMs / 2;
+    if (rng.uniform(40) == 0) centre += rng.uniform(2) == 0 ? -1 : 1;
+    centre = std::clamp<int64_t>(centre, 95, 105);
+    const uint64_t what = rng.uniform(100);
+    const int64_t best_bid = mbo.best_bid_px(), best_ask = mbo.best_ask_px();
+    if (what < 40 || ids.empty()) {  // add
+      const bool bid = rng.uniform(2) == 0;
+      const int64_t p = bid ? centre - static_cast<int64_t>(rng.uniform(4))
+                            : centre + 1 + static_cast<int64_t>(rng.uniform(4));
+      if (bid ? (best_ask != kEmptyPx && px(p) >= best_ask)
+              : (best_bid != kEmptyPx && px(p) <= best_bid))
+        continue;
+      // Now and then an add of an id that rests already (replaces it).
+      const uint64_t id =
+          !ids.empty() && rng.uniform(30) == 0 ? ids[rng.uniform(ids.size())] : next_id++;
+      if (id + 1 == next_id) ids.push_back(id);
+      msg('A', bid ? 'B' : 'A', id, p, static_cast<uint32_t>(1 + rng.uniform(9)), true);
+    } else if (what < 65) {  // cancel, partial or whole
+      const uint64_t id = ids[rng.uniform(ids.size())];
+      const auto q = resting(id);
+      if (!q) continue;
+      const uint32_t cut = rng.uniform(2) == 0 ? q->size : 1 + static_cast<uint32_t>(rng.uniform(q->size));
+      msg('C', q->side > 0 ? 'B' : 'A', id, q->px / kTick, cut, true);
+    } else if (what < 80) {  // modify: smaller (keeps priority), larger, or another price
+      const uint64_t id = ids[rng.uniform(ids.size())];
+      const auto q = resting(id);
+      if (!q) continue;
+      const uint64_t kind = rng.uniform(3);
+      int64_t p = q->px / kTick;
+      uint32_t sz = q->size;
+      if (kind == 0 && sz > 1) sz = 1 + static_cast<uint32_t>(rng.uniform(sz - 1));
+      if (kind == 1) sz += 1 + static_cast<uint32_t>(rng.uniform(3));
+      if (kind == 2) {
+        p += q->side > 0 ? -1 : 1;  // away from the touch: never crosses
+      }
+      msg('M', q->side > 0 ? 'B' : 'A', id, p, sz, true);
+    } else if (what < 99) {  // trades against the best bid or ask
+      const bool sell = rng.uniform(2) == 0;  // aggressor sells: hits the bid
+      const int64_t p = sell ? best_bid : best_ask;
+      if (p == kEmptyPx) continue;
+      mbo.level_orders(sell ? 1 : -1, p, &level);
+      // Mostly one trade whose fills' cancels follow in the same event; now and then two
+      // trades in one event, the cancels in an event of their own (a snapshot between), or no
+      // cancels at all (the book keeps the filled size until the next snapshot).
+      const int trades = rng.uniform(4) == 0 ? 2 : 1;
+      const bool split = trades == 1 && rng.uniform(3) == 0;
+      const bool cancels = rng.uniform(8) != 0;
+      struct Msg {
+        char action, side;
+        uint64_t id;
+        uint32_t sz;
+        bool last;
+      };
+      std::vector<Msg> out;
+      const char passive = sell ? 'B' : 'A';
+      size_t front = 0;
+      for (int k = 0; k < trades; ++k) {
+        uint32_t left = 1 + static_cast<uint32_t>(rng.uniform(8));
+        std::vector<std::pair<uint64_t, uint32_t>> filled;
+        for (size_t j = front; j < level.size() && left > 0; ++j) {
+          const uint32_t q = std::min(left, level[j].size);
+          filled.emplace_back(level[j].order_id, q);
+          left -= q;
+        }
+        if (filled.empty()) break;
+        uint32_t total = 0;
+        for (const auto& f : filled) total += f.second;
+        out.push_back({'T', sell ? 'A' : 'B', 0, total, split});
+        for (const auto& f : filled) out.push_back({'F', passive, f.first, f.second, false});
+        if (!cancels) continue;
+        for (const auto& f : filled) {
+          out.push_back({'C', passive, f.first, f.second, false});
+          for (size_t j = front; j < level.size(); ++j) {
+            if (level[j].order_id != f.first) continue;
+            level[j].size -= f.second;
+            if (level[j].size == 0) ++front;
+          }
+        }
+      }
+      out.back().last = true;
+      for (const Msg& m : out) msg(m.action, m.side, m.id, p / kTick, m.sz, m.last);
+    } else {  // the venue clears the book
+      msg('R', 'N', 0, 0, 0, true);
+    }
+  }
+  mbo.finish();
+  Status st = w->finish();
+  EXPECT_TRUE(st.ok()) << st.message();
+  return path;
 }
 
 // A lane of `mm` with these parameters, queue model, latencies (feed 1 ms) and fees.

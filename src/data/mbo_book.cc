@@ -2,8 +2,24 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
+#include <cstring>
 
 namespace fxt {
+
+dbn::MboMsg mbo_record(const OrderEvent& e) {
+  dbn::MboMsg m;
+  std::memset(&m, 0, sizeof(m));
+  m.hd.ts_event = static_cast<uint64_t>(e.ts_ns);
+  m.order_id = e.order_id;
+  m.price = e.px;
+  m.size = e.sz <= 0 ? 0u : static_cast<uint32_t>(std::llround(e.sz));
+  m.flags = 0;
+  m.action = e.action;
+  m.side = e.side > 0 ? 'B' : e.side < 0 ? 'A' : 'N';
+  m.ts_recv = static_cast<uint64_t>(e.ts_ns);
+  return m;
+}
 namespace {
 
 constexpr uint8_t kDbnLast = dbn::kFLast;
@@ -417,6 +433,19 @@ std::optional<QueuePosition> MboBook::queue_position(uint64_t order_id) const {
     ++q.orders_ahead;
   }
   return q;
+}
+
+std::optional<OrderPlace> MboBook::order_place(uint64_t order_id) const {
+  const int32_t slot = index_.find(order_id);
+  if (slot == kNil) return std::nullopt;
+  const Order& o = orders_[slot];
+  return OrderPlace{o.side, o.px, o.size};
+}
+
+uint64_t MboBook::level_size(int8_t side, int64_t px) const {
+  if (side == 0) return 0;
+  const int32_t li = find_level(side, px);
+  return li == kNil ? 0 : levels_[li].size;
 }
 
 size_t MboBook::level_orders(int8_t side, int64_t px, std::vector<RestingOrder>* out) const {

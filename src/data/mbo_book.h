@@ -84,6 +84,18 @@ struct RestingOrder {
   uint32_t size = 0;
 };
 
+// Where a resting order is (queue_position without the walk over the orders ahead).
+struct OrderPlace {
+  int8_t side = 0;  // +1 bid, -1 ask
+  int64_t px = 0;
+  uint32_t size = 0;
+};
+
+// The MBO record equivalent of a stored order event (size rounded to the record's integer),
+// without F_LAST/F_SNAPSHOT flags: a book fed these never emits snapshots. The simulator's
+// books (sim/exchange.cc, sim/lane_l3.cc) apply stored order events through it.
+dbn::MboMsg mbo_record(const OrderEvent& e);
+
 class MboBook {
  public:
   // `sink` may be null (book and stats only); it must outlive the book.
@@ -102,6 +114,10 @@ class MboBook {
   // ---- queries on the current book ----------------------------------------------
   // O(level length). nullopt when the order is not resting.
   std::optional<QueuePosition> queue_position(uint64_t order_id) const;
+  // O(1). nullopt when the order is not resting.
+  std::optional<OrderPlace> order_place(uint64_t order_id) const;
+  // Total size resting at (side, px); 0 when there is no such level.
+  uint64_t level_size(int8_t side, int64_t px) const;
   // Orders resting at (side, px), front of the queue first; replaces *out's contents.
   // side: +1 bid, -1 ask. Returns the number of orders (0 when no such level).
   size_t level_orders(int8_t side, int64_t px, std::vector<RestingOrder>* out) const;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 namespace fxt::sim {
@@ -10,21 +9,6 @@ namespace {
 
 int side_int(Side s) {
   return sign(s);
-}
-
-// The MBO record equivalent of a stored order event, for MboBook.
-dbn::MboMsg to_mbo(const OrderEvent& e) {
-  dbn::MboMsg m;
-  std::memset(&m, 0, sizeof(m));
-  m.hd.ts_event = static_cast<uint64_t>(e.ts_ns);
-  m.order_id = e.order_id;
-  m.price = e.px;
-  m.size = e.sz <= 0 ? 0u : static_cast<uint32_t>(std::llround(e.sz));
-  m.flags = 0;  // no F_LAST/F_SNAPSHOT: the engine's book never emits snapshots
-  m.action = e.action;
-  m.side = e.side > 0 ? 'B' : e.side < 0 ? 'A' : 'N';
-  m.ts_recv = static_cast<uint64_t>(e.ts_ns);
-  return m;
 }
 
 }  // namespace
@@ -428,7 +412,7 @@ void Exchange::on_book(const BookView& view, int64_t t) {
 void Exchange::on_order_event(const OrderEvent& e, int64_t t) {
   (void)t;
   if (!mbo_) return;
-  mbo_->apply(to_mbo(e));
+  mbo_->apply(mbo_record(e));
   if (tracked_.empty()) return;
   if (e.action == 'R') {  // the book was cleared: nobody is ahead of us any more
     for (uint64_t id : resting_) live(id).l3q.clear();

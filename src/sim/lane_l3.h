@@ -2,9 +2,9 @@
 // preprocessing of an MBO store's order events, once per run, so that a lane keeps only a
 // size ahead, a pending traded volume and a join sequence per order.
 //
-// The annotator replays the order events in the replay engine's order through an order-by-order
-// book with MboBook's rules (sim/exchange.cc's to_mbo conversion) and gives every resting order
-// a priority sequence: the global stream row at which it got its place in its level (an add, a
+// The annotator applies the order events, in the replay engine's order, to the same MboBook the
+// CPU exchange keeps (through data/mbo_book.h's mbo_record), and gives every resting order a
+// priority sequence: the global stream row at which it got its place in its level (an add, a
 // modify that loses priority). An order of ours that joins a level at stream row J (rows < J
 // applied) has ahead of it exactly the orders resting there with sequence < J, and their total
 // size is the level's size history looked up at J. Each order-event row is annotated with what
@@ -18,17 +18,19 @@
 // order a fresh sequence (an ignored re-add of a resting id: the CPU drops it from the queues,
 // the book keeps it) or refuses the store (a modify that moves an order to the other side at
 // the same price without growing it: the CPU keeps it ahead, the book moves it; sizes that are
-// not whole numbers in [0, 2^32), which MboBook rounds): the lanes are exact or not run.
+// not whole numbers in [0, 2^32), which the record rounds): the lanes are exact or not run.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "core/status.h"
 #include "data/book.h"
+#include "data/mbo_book.h"
 #include "sim/lane_engine.h"
 
 namespace fxt::sim {
@@ -46,22 +48,15 @@ class LaneL3Annotator {
               std::vector<double>* sizes) const;
 
  private:
-  struct Order {
-    int64_t px;
-    uint64_t seq;
-    uint32_t size;
-    int8_t side;
-  };
   using Key = std::pair<int8_t, int64_t>;  // (side, px)
-  struct Level {
-    uint64_t total = 0;                             // resting now
-    std::vector<std::pair<uint64_t, double>> hist;  // (row, total after the row)
-  };
-  void change(int8_t side, int64_t px, int64_t delta, uint64_t row);
-  void clear(uint64_t row);
+  // Appends the level's total after `row` to its history when it changed.
+  void record(int8_t side, int64_t px, uint64_t row);
+  // Every level that holds something ends at 0 at `row` (a clear or a new session).
+  void record_cleared(uint64_t row);
 
-  std::unordered_map<uint64_t, Order> orders_;
-  std::map<Key, Level> levels_;
+  std::unique_ptr<MboBook> book_ = std::make_unique<MboBook>(nullptr);
+  std::unordered_map<uint64_t, uint64_t> seq_;                       // resting id -> sequence
+  std::map<Key, std::vector<std::pair<uint64_t, double>>> history_;  // (row, total after it)
 };
 
 }  // namespace fxt::sim

@@ -78,6 +78,26 @@ void register_synth(CLI::App& app) {
   cmd->add_option("--regime-tau", a->config.regime_tau_s, "mean life of a momentum regime, seconds")
       ->capture_default_str()
       ->check(finite_number(0, 1e9));
+  cmd->add_option("--activity-speed", a->config.activity_speed,
+                  "activity regime: event-rate multiplier in active spells (docs/SYNTH.md)")
+      ->capture_default_str()
+      ->check(finite_number(1, 10));
+  cmd->add_option("--activity-quiet-gain", a->config.activity_quiet_gain,
+                  "activity regime: drift skews' multiplier in quiet spells")
+      ->capture_default_str()
+      ->check(finite_number(0, 10));
+  cmd->add_option("--activity-active-gain", a->config.activity_active_gain,
+                  "activity regime: drift skews' multiplier in active spells")
+      ->capture_default_str()
+      ->check(finite_number(0, 10));
+  cmd->add_option("--activity-quiet-life", a->config.activity_quiet_s,
+                  "activity regime: mean life of a quiet spell, seconds")
+      ->capture_default_str()
+      ->check(finite_number(1e-3, 1e9));
+  cmd->add_option("--activity-active-life", a->config.activity_active_s,
+                  "activity regime: mean life of an active spell, seconds")
+      ->capture_default_str()
+      ->check(finite_number(1e-3, 1e9));
   cmd->add_flag("--json", a->json, "print the run's statistics as JSON");
   cmd->add_flag("--latent", a->latent,
                 "also write OUT.latent (latent state per event) and OUT.synth.json (the config "

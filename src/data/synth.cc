@@ -251,6 +251,14 @@ Status SynthMarket::validate(const SynthConfig& c) {
     return UsageError(
         "synth: regime_tau_s and momentum_halflife_s must be > 0, momentum_skew in [0, 5]");
   }
+  if (!positive(c.activity_quiet_s) || !positive(c.activity_active_s) ||
+      !(c.activity_speed >= 1 && c.activity_speed <= 10) || !non_negative(c.activity_quiet_gain) ||
+      c.activity_quiet_gain > 10 || !non_negative(c.activity_active_gain) ||
+      c.activity_active_gain > 10) {
+    return UsageError(
+        "synth: activity_quiet_s and activity_active_s must be > 0, activity_speed in [1, 10], "
+        "activity gains in [0, 10]");
+  }
   if (!non_negative(c.feed_latency_min_ns) || !non_negative(c.feed_latency_extra_ns) ||
       c.feed_latency_min_ns + 20 * c.feed_latency_extra_ns > 1e9) {
     return UsageError("synth: feed latencies must be >= 0 and well under a second");
@@ -283,6 +291,12 @@ SynthMarket::SynthMarket(const SynthConfig& config) : cfg_(config), rng_(config.
   // Start the drift from its stationary law so seeds differ in regime from the first event.
   drift_x_ = cfg_.drift_sigma * rand_normal();
   regime_ = rand_unit() < 0.5 ? 1 : -1;
+  // The activity regime starts from its stationary law: active with probability
+  // active / (quiet + active) of the mean lives.
+  if (cfg_.activity_on()) {
+    const double lives = cfg_.activity_quiet_s + cfg_.activity_active_s;
+    activity_ = rand_unit() * lives < cfg_.activity_active_s ? 1 : 0;
+  }
   last_mid_2ticks_ = side_[kBid].best + side_[kAsk].best;
   update_drift(0.0);
   last_recv_ns_ = static_cast<uint64_t>(cfg_.start_ts_ns);
@@ -358,12 +372,19 @@ void SynthMarket::update_drift(double dt_s) {
   drift_x_ = drift_x_ * decay + cfg_.drift_sigma * std::sqrt(1.0 - decay * decay) * rand_normal();
   // The momentum regime: flip with probability 1 - exp(-dt / tau), forget, add the mid's move.
   if (dt_s > 0 && rand_unit() < -std::expm1(-dt_s / cfg_.regime_tau_s)) regime_ = -regime_;
+  // The activity regime: leave the current spell with probability 1 - exp(-dt / its mean life).
+  double gain = 1.0;
+  if (cfg_.activity_on()) {
+    const double spell_s = activity_ != 0 ? cfg_.activity_active_s : cfg_.activity_quiet_s;
+    if (dt_s > 0 && rand_unit() < -std::expm1(-dt_s / spell_s)) activity_ = 1 - activity_;
+    gain = activity_ != 0 ? cfg_.activity_active_gain : cfg_.activity_quiet_gain;
+  }
   const int64_t mid_2ticks = side_[kBid].best + side_[kAsk].best;
   momentum_ticks_ = momentum_ticks_ * std::exp2(-dt_s / cfg_.momentum_halflife_s) +
                     0.5 * static_cast<double>(mid_2ticks - last_mid_2ticks_);
   last_mid_2ticks_ = mid_2ticks;
-  const double book = std::exp(cfg_.drift_book_skew * drift_x_);
-  const double mkt = std::exp(cfg_.drift_market_skew * drift_x_ +
+  const double book = std::exp(gain * cfg_.drift_book_skew * drift_x_);
+  const double mkt = std::exp(gain * cfg_.drift_market_skew * drift_x_ +
                               cfg_.momentum_skew * regime_ * std::tanh(momentum_ticks_));
   f_add_[kBid] = book;
   f_add_[kAsk] = 1.0 / book;
@@ -490,7 +511,9 @@ const dbn::Mbp10Msg& SynthMarket::next() {
   for (double r : rate) total += r;
 
   // Gillespie step: exponential waiting time at the total intensity, then a kind in proportion.
-  const double dt_s = rand_exp() / total;
+  // An active spell multiplies every intensity by activity_speed: the same choice, sooner.
+  const double speed = activity_ != 0 ? cfg_.activity_speed : 1.0;
+  const double dt_s = rand_exp() / (total * speed);
   elapsed_ns_ += dt_s * 1e9;
   drift_dt_s_ += dt_s;
   double u = rand_unit() * total;
@@ -617,15 +640,14 @@ const dbn::Mbp10Msg& SynthMarket::next() {
 
 // ---- file output ---------------------------------------------------------------------------
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SynthConfig, events, seed, tick_px, start_px, start_ts_ns,
-                                   symbol, dataset, instrument_id, publisher_id, window_levels,
-                                   active_levels, limit_size_mean, market_size_mean, sweep_prob,
-                                   refill_orders_mean, touch_add_rate, touch_add_half_lots,
-                                   touch_cancel_rate, deep_add_rate, deep_add_decay,
-                                   deep_cancel_rate, market_rate, market_imbalance_beta,
-                                   inside_add_rate, drift_tau_s, drift_sigma, drift_market_skew,
-                                   drift_book_skew, regime_tau_s, momentum_halflife_s,
-                                   momentum_skew, feed_latency_min_ns, feed_latency_extra_ns)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(
+    SynthConfig, events, seed, tick_px, start_px, start_ts_ns, symbol, dataset, instrument_id,
+    publisher_id, window_levels, active_levels, limit_size_mean, market_size_mean, sweep_prob,
+    refill_orders_mean, touch_add_rate, touch_add_half_lots, touch_cancel_rate, deep_add_rate,
+    deep_add_decay, deep_cancel_rate, market_rate, market_imbalance_beta, inside_add_rate,
+    drift_tau_s, drift_sigma, drift_market_skew, drift_book_skew, regime_tau_s, momentum_halflife_s,
+    momentum_skew, activity_quiet_s, activity_active_s, activity_speed, activity_quiet_gain,
+    activity_active_gain, feed_latency_min_ns, feed_latency_extra_ns)
 
 nlohmann::json synth_config_to_json(const SynthConfig& c) {
   return c;
@@ -634,7 +656,15 @@ nlohmann::json synth_config_to_json(const SynthConfig& c) {
 Result<SynthConfig> synth_config_from_json(const nlohmann::json& j, const std::string& where) {
   SynthConfig c;
   try {
-    c = j.get<SynthConfig>();
+    // A config written before the activity regime existed regenerates without it (the default).
+    nlohmann::json full = j;
+    if (full.is_object()) {
+      for (const char* key : {"activity_quiet_s", "activity_active_s", "activity_speed",
+                              "activity_quiet_gain", "activity_active_gain"}) {
+        if (!full.contains(key)) full[key] = nlohmann::json(c)[key];
+      }
+    }
+    c = full.get<SynthConfig>();
   } catch (const nlohmann::json::exception& e) {
     return InvalidInput("{}: not a synth config: {}", where, e.what());
   }
@@ -660,12 +690,15 @@ nlohmann::json synth_stats_json(const std::string& out_path, const SynthStats& s
 
 namespace {
 constexpr char kLatentMagic[8] = {'F', 'X', 'T', 'L', 'A', 'T', 'N', 'T'};
+constexpr uint32_t kLatentVersion = 2;
 struct LatentRecord {
   float drift;
   float momentum_ticks;
   int32_t regime;
+  int32_t activity;
 };
-static_assert(sizeof(LatentRecord) == 12);
+static_assert(sizeof(LatentRecord) == 16);
+constexpr size_t kLatentRecordV1 = 12;  // version 1: no activity
 }  // namespace
 
 Result<std::vector<SynthLatent>> read_latent_sidecar(const std::string& path) {
@@ -679,19 +712,21 @@ Result<std::vector<SynthLatent>> read_latent_sidecar(const std::string& path) {
   std::memcpy(&version, in.data() + 8, 4);
   std::memcpy(&bytes, in.data() + 12, 4);
   std::memcpy(&n, in.data() + 16, 8);
-  if (version != 1 || bytes != sizeof(LatentRecord)) {
-    return InvalidInput("{}: offset 8: version {} with {}-byte records (expected 1 and 12)", path,
-                        version, bytes);
+  if (!(version == kLatentVersion && bytes == sizeof(LatentRecord)) &&
+      !(version == 1 && bytes == kLatentRecordV1)) {
+    return InvalidInput(
+        "{}: offset 8: version {} with {}-byte records (expected 2 and 16, or 1 and 12)", path,
+        version, bytes);
   }
-  if (n > (uint64_t{1} << 36) || in.size() != kHead + n * sizeof(LatentRecord)) {
+  if (n > (uint64_t{1} << 36) || in.size() != kHead + n * bytes) {
     return InvalidInput("{}: {} bytes for {} events (expected {})", path, in.size(), n,
-                        kHead + n * sizeof(LatentRecord));
+                        kHead + n * bytes);
   }
   std::vector<SynthLatent> out(n);
   for (uint64_t i = 0; i < n; ++i) {
-    LatentRecord r;
-    std::memcpy(&r, in.data() + kHead + i * sizeof(r), sizeof(r));
-    out[i] = {r.drift, static_cast<int>(r.regime), r.momentum_ticks};
+    LatentRecord r{};  // a version-1 record leaves activity 0
+    std::memcpy(&r, in.data() + kHead + i * bytes, bytes);
+    out[i] = {r.drift, static_cast<int>(r.regime), r.momentum_ticks, static_cast<int>(r.activity)};
   }
   return out;
 }
@@ -726,7 +761,7 @@ Status synthesize_market(const SynthConfig& config, const std::string& out_path,
   BufferedFileWriter latent;
   if (!latent_path.empty()) {
     FXT_ASSIGN_OR_RETURN(latent, BufferedFileWriter::create(latent_path));
-    const uint32_t head[2] = {1, sizeof(LatentRecord)};
+    const uint32_t head[2] = {kLatentVersion, sizeof(LatentRecord)};
     FXT_RETURN_IF_ERROR(latent.write(kLatentMagic, 8));
     FXT_RETURN_IF_ERROR(latent.write(head, sizeof(head)));
     FXT_RETURN_IF_ERROR(latent.write(&config.events, sizeof(config.events)));
@@ -737,7 +772,7 @@ Status synthesize_market(const SynthConfig& config, const std::string& out_path,
     if (!latent_path.empty()) {
       const SynthLatent l = market.latent();
       const LatentRecord r{static_cast<float>(l.drift), static_cast<float>(l.momentum_ticks),
-                           l.regime};
+                           l.regime, l.activity};
       FXT_RETURN_IF_ERROR(latent.write(&r, sizeof(r)));
     }
     if (stats != nullptr) collector.observe(msg);

@@ -80,6 +80,22 @@ struct SynthConfig {
   double momentum_halflife_s = 2.0;
   double momentum_skew = 0.6;
 
+  // Latent activity regime a (0 quiet, 1 active), off by default (docs/SYNTH.md; an experiment of
+  // docs/MODEL.md's ablation): a two-state Markov process in seconds with mean lives
+  // activity_quiet_s and activity_active_s. While active, every intensity is multiplied by
+  // activity_speed (the same events, sooner) and both drift skews by activity_active_gain; while
+  // quiet, the skews by activity_quiet_gain. So flow follows the drift strongly in active spells
+  // and weakly in quiet ones, and the spell shows in the event rate. Off (speed 1, both gains 1)
+  // draws no random numbers for it, so the stream is the one without the regime.
+  double activity_quiet_s = 10.0;
+  double activity_active_s = 5.0;
+  double activity_speed = 1.0;
+  double activity_quiet_gain = 1.0;
+  double activity_active_gain = 1.0;
+  bool activity_on() const {
+    return activity_speed != 1.0 || activity_quiet_gain != 1.0 || activity_active_gain != 1.0;
+  }
+
   // Feed latency: ts_recv = max(previous ts_recv, ts_event + min + Exp * mean_extra).
   double feed_latency_min_ns = 20'000.0;
   double feed_latency_extra_ns = 10'000.0;
@@ -155,6 +171,7 @@ struct SynthLatent {
   double drift = 0;           // the OU order-flow drift x
   int regime = 1;             // the momentum regime r (+1 persist, -1 fade)
   double momentum_ticks = 0;  // m, the mid's recent move the regime acts on
+  int activity = 0;           // the activity regime a (0 quiet, 1 active; 0 when off)
 };
 
 // The generator. next() advances the simulation by one event and returns its record, valid
@@ -176,7 +193,7 @@ class SynthMarket {
   int64_t best_bid_ticks() const { return side_[kBid].best; }
   int64_t best_ask_ticks() const { return side_[kAsk].best; }
   double drift() const { return drift_x_; }
-  SynthLatent latent() const { return {drift_x_, regime_, momentum_ticks_}; }
+  SynthLatent latent() const { return {drift_x_, regime_, momentum_ticks_, activity_}; }
   // Twice the mid in ticks (best bid + best ask).
   int64_t mid_2ticks() const { return side_[kBid].best + side_[kAsk].best; }
   // Replaces the random stream (a branch of this state for Monte Carlo).
@@ -223,6 +240,7 @@ class SynthMarket {
   double drift_x_ = 0, drift_dt_s_ = 0;
   int regime_ = 1;               // the momentum regime r
   double momentum_ticks_ = 0;    // m: the mid's recent move, ticks
+  int activity_ = 0;             // the activity regime a (0 quiet, 1 active)
   int64_t last_mid_2ticks_ = 0;  // best bid + best ask at the last update (2 x mid in ticks)
   double f_add_[2] = {1, 1}, f_cancel_[2] = {1, 1}, f_market_[2] = {1, 1};
   dbn::Mbp10Msg msg_{};
@@ -240,9 +258,10 @@ Status synthesize_market(const SynthConfig& config, const std::string& out_path,
 // A run's statistics as `fxt synth --json` prints them (without the wall time).
 nlohmann::json synth_stats_json(const std::string& out_path, const SynthStats& s);
 
-// The latent sidecar: magic "FXTLATNT", u32 version 1, u32 record bytes 12, u64 events, then per
+// The latent sidecar: magic "FXTLATNT", u32 version 2, u32 record bytes 16, u64 events, then per
 // event (in record order, event i = snapshot i of the ingested store) f32 drift, f32
-// momentum_ticks, i32 regime; little-endian. Written atomically.
+// momentum_ticks, i32 regime, i32 activity; little-endian. Written atomically. Version 1 files
+// (12-byte records, no activity) read with activity 0.
 Result<std::vector<SynthLatent>> read_latent_sidecar(const std::string& path);
 
 }  // namespace fxt

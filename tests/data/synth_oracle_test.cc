@@ -53,6 +53,90 @@ TEST(SynthLatent, SidecarHoldsTheLatentStateOfEveryEvent) {
             std::string::npos);
 }
 
+TEST(SynthLatent, ActivityRegimeRunsTheClockFasterInActiveSpells) {
+  // Off by default: no activity draws, so the stream is the one without the regime.
+  SynthConfig off = small(2000);
+  SynthConfig on = off;
+  on.activity_speed = 3.0;
+  on.activity_quiet_gain = 0.0;
+  on.activity_active_gain = 2.0;
+  on.activity_quiet_s = 4.0;
+  on.activity_active_s = 2.0;
+  EXPECT_FALSE(off.activity_on());
+  EXPECT_TRUE(on.activity_on());
+  {
+    SynthMarket m(off);
+    for (int i = 0; i < 2000; ++i) EXPECT_EQ((m.next(), m.latent().activity), 0);
+  }
+  // On: mean inter-arrival in active spells ~ 1/3 of the quiet ones (the event mix is the same
+  // apart from the drift's skews), and the time share of active spells ~ 2 / (4 + 2).
+  on.events = 200000;
+  SynthMarket m(on);
+  double dt_sum[2] = {0, 0}, n[2] = {0, 0};
+  uint64_t prev = 0;
+  int switches = 0, last = -1;
+  for (uint64_t i = 0; i < on.events; ++i) {
+    const uint64_t ts = m.next().hd.ts_event;
+    const int a = m.latent().activity;
+    ASSERT_TRUE(a == 0 || a == 1);
+    if (i > 0) {
+      dt_sum[a] += static_cast<double>(ts - prev);
+      n[a] += 1;
+    }
+    if (last >= 0 && a != last) ++switches;
+    last = a;
+    prev = ts;
+  }
+  ASSERT_GT(n[0], 1000);
+  ASSERT_GT(n[1], 1000);
+  const double ratio = (dt_sum[0] / n[0]) / (dt_sum[1] / n[1]);
+  EXPECT_NEAR(ratio, 3.0, 0.3) << ratio;
+  const double active_share = dt_sum[1] / (dt_sum[0] + dt_sum[1]);
+  EXPECT_NEAR(active_share, 1.0 / 3.0, 0.12) << active_share;
+  EXPECT_GT(switches, 20);
+  // The sidecar carries it; a version-1 file (12-byte records) reads with activity 0.
+  const std::string dir = test::scratch_dir();
+  on.events = 3000;
+  ASSERT_TRUE(synthesize_market(on, dir + "/a.dbn", nullptr, nullptr, /*latent=*/true).ok());
+  auto lat = read_latent_sidecar(dir + "/a.dbn.latent");
+  ASSERT_TRUE(lat.ok()) << lat.status().message();
+  SynthMarket again(on);
+  for (size_t i = 0; i < 3000; ++i) {
+    again.next();
+    ASSERT_EQ((*lat)[i].activity, again.latent().activity) << i;
+  }
+  std::string v1 = "FXTLATNT";
+  const uint32_t head[2] = {1, 12};
+  const uint64_t count = 1;
+  const float drift = 0.5f, mom = -2.0f;
+  const int32_t regime = -1;
+  v1.append(reinterpret_cast<const char*>(head), 8);
+  v1.append(reinterpret_cast<const char*>(&count), 8);
+  v1.append(reinterpret_cast<const char*>(&drift), 4);
+  v1.append(reinterpret_cast<const char*>(&mom), 4);
+  v1.append(reinterpret_cast<const char*>(&regime), 4);
+  ASSERT_TRUE(write_file_atomic(dir + "/v1.latent", v1).ok());
+  auto old = read_latent_sidecar(dir + "/v1.latent");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  ASSERT_EQ(old->size(), 1u);
+  EXPECT_EQ((*old)[0].drift, 0.5);
+  EXPECT_EQ((*old)[0].momentum_ticks, -2.0);
+  EXPECT_EQ((*old)[0].regime, -1);
+  EXPECT_EQ((*old)[0].activity, 0);
+  // A config written before the regime existed loads with it off; a bad speed is refused.
+  nlohmann::json j = synth_config_to_json(on);
+  for (const char* key : {"activity_quiet_s", "activity_active_s", "activity_speed",
+                          "activity_quiet_gain", "activity_active_gain"})
+    j.erase(key);
+  auto back = synth_config_from_json(j, "old.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_FALSE(back->activity_on());
+  j = synth_config_to_json(on);
+  j["activity_speed"] = 0.5;
+  EXPECT_NE(synth_config_from_json(j, "cfg.json").status().message().find("activity_speed"),
+            std::string::npos);
+}
+
 TEST(SynthOracle, ACopyContinuesTheStreamAndTheOracleIsDeterministic) {
   const SynthConfig c = small(2000);
   SynthMarket m(c);

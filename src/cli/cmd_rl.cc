@@ -225,6 +225,8 @@ void register_rl(CLI::App& app) {
   train->add_option("--env", t->env.name, "cartpole | execution | mm")->capture_default_str();
   train->add_option("--algo", t->algo, "c51 | qrdqn | iqn")->capture_default_str();
   train->add_flag("--munchausen", t->cfg.munchausen, "Munchausen target (tau, alpha, l0 below)");
+  train->add_flag("--mirror", t->cfg.mirror,
+                  "also store each transition's mirror image (mm: q -> -q, bid <-> ask)");
   train->add_option("--m-tau", t->cfg.mdqn.tau, "Munchausen temperature")->capture_default_str();
   train->add_option("--m-alpha", t->cfg.mdqn.alpha, "Munchausen bonus scale")->capture_default_str();
   train->add_option("--m-l0", t->cfg.mdqn.l0, "Munchausen clip")->capture_default_str();
@@ -295,6 +297,9 @@ void register_rl(CLI::App& app) {
   train->add_option("--mm-phi", t->env.mm.phi, "mm: running penalty (0 with --mm-alpha 0: PnL)")
       ->capture_default_str();
   train->add_option("--mm-alpha", t->env.mm.alpha, "mm: terminal penalty")->capture_default_str();
+  train->add_flag("--mm-expected-reward", t->env.mm.expected_reward,
+                  "mm: train on the reward's expectation given inventory and depths (same "
+                  "expected criterion, less noise; evaluation scores the drawn reward)");
   train->add_option("-o,--out", t->opts.out_dir, "run directory")->required();
 
   auto e = std::make_shared<RlEvalArgs>();

@@ -638,6 +638,7 @@ void DeviceC51Learner::load_replay(const std::vector<float>& obs, const std::vec
   assert(n >= 1 && n <= static_cast<size_t>(cfg_.buffer_size));
   assert(obs.size() == n * d && next_obs.size() == n * d && reward.size() == n &&
          discount.size() == n);
+  (void)d;  // only the assertion reads it
   ctx_.sync();
   m.r_obs.upload(obs.data(), obs.size());
   m.r_next.upload(next_obs.data(), next_obs.size());

@@ -92,6 +92,7 @@ nlohmann::json DqnConfig::to_json() const {
           {"per_alpha", per_alpha},
           {"per_beta0", per_beta0},
           {"munchausen", munchausen},
+          {"mirror", mirror},
           {"m_tau", mdqn.tau},
           {"m_alpha", mdqn.alpha},
           {"m_l0", mdqn.l0},
@@ -137,6 +138,7 @@ Result<DqnConfig> DqnConfig::from_json(const nlohmann::json& j) {
     j.at("per_alpha").get_to(c.per_alpha);
     j.at("per_beta0").get_to(c.per_beta0);
     j.at("munchausen").get_to(c.munchausen);
+    c.mirror = j.value("mirror", false);  // absent before 2026-12-04
     j.at("m_tau").get_to(c.mdqn.tau);
     j.at("m_alpha").get_to(c.mdqn.alpha);
     j.at("m_l0").get_to(c.mdqn.l0);
@@ -190,7 +192,8 @@ DqnAgent::DqnAgent(const DqnConfig& cfg, int obs_dim, int num_actions)
   net_.init(params_, lane_seed(cfg.seed, 0, 7));
   target_ = params_;
   for (int k = 0; k < cfg.iqn_policy_taus; ++k)
-    taus_policy_.push_back((static_cast<float>(k) + 0.5f) / static_cast<float>(cfg.iqn_policy_taus));
+    taus_policy_.push_back((static_cast<float>(k) + 0.5f) /
+                           static_cast<float>(cfg.iqn_policy_taus));
   Status s = adam_.add_params(params_, grads_, net_.specs());
   assert(s.ok());
   (void)s;
@@ -216,7 +219,8 @@ void DqnAgent::iqn_q(const std::vector<float>& p, std::span<const float> obs, in
   const size_t A = static_cast<size_t>(num_actions_), K = taus_policy_.size();
   scratch_.resize(static_cast<size_t>(n) * K);
   for (size_t i = 0; i < static_cast<size_t>(n); ++i)
-    std::copy(taus_policy_.begin(), taus_policy_.end(), scratch_.begin() + static_cast<std::ptrdiff_t>(i * K));
+    std::copy(taus_policy_.begin(), taus_policy_.end(),
+              scratch_.begin() + static_cast<std::ptrdiff_t>(i * K));
   out_k->resize(static_cast<size_t>(n) * K * A);
   net_.forward_iqn(ctx_, p, obs, n, scratch_, static_cast<int>(K), *out_k, &ws_aux_);
   q->assign(static_cast<size_t>(n) * A, 0.0f);
@@ -307,7 +311,8 @@ UpdateStats DqnAgent::update(ReplayBuffer* replay, double beta, Rng& rng) {
     size_t a_star = 0;  // the bootstrap action (not used by the Munchausen target)
     if (!cfg_.munchausen) {
       if (need_online_next)
-        for (size_t j = 0; j < A; ++j) online[j] = expected_value(&out_next_online_[(b * A + j) * K]);
+        for (size_t j = 0; j < A; ++j)
+          online[j] = expected_value(&out_next_online_[(b * A + j) * K]);
       const std::vector<float>& pick = need_online_next ? online : q_next;
       for (size_t j = 1; j < A; ++j)
         if (pick[j] > pick[a_star]) a_star = j;

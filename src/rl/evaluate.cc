@@ -22,7 +22,11 @@ double lane_inventory(const VecEnv& env, int i) {
 }
 
 EvalResult run_episodes(const EnvSpec& spec, int episodes, uint64_t seed, const StepFn& step_fn) {
-  auto env = spec.make(episodes);
+  // Scores the criterion itself: a policy trained on market making's expected reward is still
+  // evaluated on the drawn one.
+  EnvSpec scored = spec;
+  scored.mm.expected_reward = false;
+  auto env = scored.make(episodes);
   const bool model_env = spec.name != "cartpole";
   const size_t n = static_cast<size_t>(episodes);
   std::vector<float> obs(n * static_cast<size_t>(env->obs_dim()));
@@ -103,16 +107,17 @@ nlohmann::json compare_to_reference(const EvalResult& policy, const EvalResult& 
   double d_mean = 0, d_std = 0;
   sim::mean_and_std(diff, &d_mean, &d_std);
   const double se = diff.size() > 1 ? d_std / std::sqrt(static_cast<double>(diff.size())) : 0.0;
-  nlohmann::json j = {{"policy_mean", policy.mean},
-                      {"policy_std", policy.std},
-                      {"reference_mean", reference.mean},
-                      {"reference_std", reference.std},
-                      {"paired_diff_mean", d_mean},
-                      {"paired_diff_std", d_std},
-                      {"paired_diff_se", se},
-                      {"relative_gap", reference.mean != 0 ? std::abs(d_mean / reference.mean)
-                                                           : std::abs(d_mean)}};
-  if (!policy.mean_inventory.empty() && policy.mean_inventory.size() == reference.mean_inventory.size()) {
+  nlohmann::json j = {
+      {"policy_mean", policy.mean},
+      {"policy_std", policy.std},
+      {"reference_mean", reference.mean},
+      {"reference_std", reference.std},
+      {"paired_diff_mean", d_mean},
+      {"paired_diff_std", d_std},
+      {"paired_diff_se", se},
+      {"relative_gap", reference.mean != 0 ? std::abs(d_mean / reference.mean) : std::abs(d_mean)}};
+  if (!policy.mean_inventory.empty() &&
+      policy.mean_inventory.size() == reference.mean_inventory.size()) {
     double worst = 0;
     for (size_t k = 0; k < policy.mean_inventory.size(); ++k)
       worst = std::max(worst, std::abs(policy.mean_inventory[k] - reference.mean_inventory[k]));

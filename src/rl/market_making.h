@@ -38,6 +38,10 @@ struct MarketMakingParams {
   int max_inventory = 20;
   int num_depths = 8;
   double min_depth = 0.25, max_depth = 2.0;
+  // Train on E[reward | q, depths] (rl/market_making_lane.h) instead of the drawn reward: the
+  // same expected criterion for every policy (q'·(s' − s) has mean 0, the fills' expectation is
+  // closed-form), far less variance. Evaluation always scores the drawn reward (rl/evaluate.cc).
+  bool expected_reward = false;
 
   Status validate() const;
 };
@@ -56,6 +60,9 @@ class MarketMakingEnv final : public VecEnv {
   void reset(uint64_t seed, std::span<float> obs) override;
   void step(std::span<const int> actions, StepResult* out) override;
   void reset_finished(const StepResult& last, std::span<float> obs) override;
+  // q → −q with bid and ask swapped: fills, penalties and (with the mid path mirrored) the
+  // inventory's mark-to-market are the same.
+  bool mirror(std::span<float> obs, int* action) const override;
 
   // The same step with any depths (closed-form agents quote off the grid).
   void step_depths(std::span<const double> bid_depth, std::span<const double> ask_depth,

@@ -27,6 +27,9 @@ struct MarketMakingDynamics {
   int steps = 0;
   int num_depths = 0;
   double min_depth = 0, max_depth = 0;
+  // Training reward: E[reward | q, depths] instead of the draw (MarketMakingParams::
+  // expected_reward); the state still moves by the drawn fills and mid.
+  bool expected_reward = false;
   // Depth of grid point i: min_depth + (max_depth − min_depth)·i/(num_depths − 1).
   FXT_HD double depth(int i) const {
     return min_depth + (max_depth - min_depth) * i / (num_depths - 1);
@@ -62,24 +65,49 @@ FXT_HD inline void market_making_obs(const MarketMakingDynamics& d, const Market
   obs[1] = static_cast<float>(lane.q / d.max_inventory);
 }
 
+// The expected reward of quoting depths db, da (HUGE_VAL: that side not quoted) at inventory q,
+// over the two independent fill draws and the mid move: the spread captured, δ·P(fill) per side
+// (P = min(1, A·Δt·e^{−kδ}), sim::model_fill_draws' law); q'·(s' − s) has mean 0; and the
+// penalties on E[q'²] = (q + p_b − p_a)² + p_b(1 − p_b) + p_a(1 − p_a).
+FXT_HD inline double market_making_expected_reward(const MarketMakingDynamics& d, double q,
+                                                   double db, double da, bool last_step) {
+  const double raw_b = d.arrival_prob * exp(-d.k * db), raw_a = d.arrival_prob * exp(-d.k * da);
+  const double pb = raw_b < 1.0 ? raw_b : 1.0, pa = raw_a < 1.0 ? raw_a : 1.0;
+  double reward = 0;
+  if (pb > 0) reward += db * pb;  // an unquoted side (infinite depth) has pb = 0 and adds nothing
+  if (pa > 0) reward += da * pa;
+  const double mean_q = q + pb - pa;
+  const double q_sq = mean_q * mean_q + pb * (1 - pb) + pa * (1 - pa);
+  reward -= d.phi * q_sq * d.dt;
+  if (last_step) reward -= d.alpha * q_sq;
+  return reward;
+}
+
 // One step quoting at depths (any values: the closed-form agents quote off the grid). At an
 // inventory bound the side that would cross it is not quoted (infinite depth).
-//   reward = δ_b·1{bid} + δ_a·1{ask} + q'·(s' − s) − φ·q'²·Δt, and − α·q_T² on the last step.
+//   reward = δ_b·1{bid} + δ_a·1{ask} + q'·(s' − s) − φ·q'²·Δt, and − α·q_T² on the last step;
+//   with d.expected_reward, its expectation given q and the depths
+//   (market_making_expected_reward): the same expected criterion for every policy, without the
+//   noise of the fill and mid draws.
 FXT_HD inline LaneStep market_making_step(const MarketMakingDynamics& d, MarketMakingLane* lane,
                                           double bid_depth, double ask_depth) {
   const double db = lane->q >= d.max_inventory ? HUGE_VAL : bid_depth;
   const double da = lane->q <= -d.max_inventory ? HUGE_VAL : ask_depth;
-  const sim::ModelMarketFills fills = sim::model_fill_draws(d.arrival_prob, d.k, db, da,
-                                                            &lane->fill_rng);
+  const bool last_step = lane->k + 1 >= d.steps;
   LaneStep r;
-  if (fills.bid) lane->q += 1, r.reward += db;
-  if (fills.ask) lane->q -= 1, r.reward += da;
+  if (d.expected_reward) r.reward = market_making_expected_reward(d, lane->q, db, da, last_step);
+  const sim::ModelMarketFills fills =
+      sim::model_fill_draws(d.arrival_prob, d.k, db, da, &lane->fill_rng);
+  double realized = 0;
+  if (fills.bid) lane->q += 1, realized += db;
+  if (fills.ask) lane->q -= 1, realized += da;
   const double ds = d.mid_sd * lane->mid_rng.normal();
   lane->s += ds;
-  r.reward += lane->q * ds - d.phi * lane->q * lane->q * d.dt;
+  realized += lane->q * ds - d.phi * lane->q * lane->q * d.dt;
   ++lane->k;
   r.terminated = lane->k >= d.steps;
-  if (r.terminated) r.reward -= d.alpha * lane->q * lane->q;
+  if (r.terminated) realized -= d.alpha * lane->q * lane->q;
+  if (!d.expected_reward) r.reward = realized;
   return r;
 }
 

@@ -106,6 +106,23 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
   RunLog log;
   FXT_RETURN_IF_ERROR(log.open(opts.out_dir));
   ReplayBuffer replay(cfg.buffer_size, d, cfg.per_alpha);
+  // --mirror: each transition is stored with its mirror image (same reward and discount).
+  std::vector<float> mirror_obs(static_cast<size_t>(d)), mirror_next(static_cast<size_t>(d));
+  int probe_action = 0;
+  if (cfg.mirror && !env->mirror(mirror_obs, &probe_action))
+    return UsageError("--mirror: env '{}' has no mirror symmetry", spec.name);
+  auto store = [&](const Transition& t) {
+    replay.add(t);
+    if (!cfg.mirror) return;
+    std::copy(t.obs, t.obs + d, mirror_obs.begin());
+    std::copy(t.next_obs, t.next_obs + d, mirror_next.begin());
+    Transition m = t;
+    env->mirror(mirror_obs, &m.action);
+    env->mirror(mirror_next, nullptr);
+    m.obs = mirror_obs.data();
+    m.next_obs = mirror_next.data();
+    replay.add(m);
+  };
   NStepAccumulator nstep(n, d, cfg.n_step, cfg.gamma);
   Rng act_rng(lane_seed(cfg.seed, 1, 11)), sample_rng(lane_seed(cfg.seed, 2, 13));
   std::vector<float> obs(static_cast<size_t>(n) * static_cast<size_t>(d));
@@ -145,7 +162,7 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
       const size_t li = static_cast<size_t>(i);
       nstep.push(i, &obs[li * static_cast<size_t>(d)], actions[li], out.reward[li],
                  &out.next_obs[li * static_cast<size_t>(d)], out.terminated[li] != 0,
-                 out.truncated[li] != 0, [&](const Transition& t) { replay.add(t); });
+                 out.truncated[li] != 0, store);
       ep_return[li] += out.reward[li];
       if (out.terminated[li] || out.truncated[li]) {
         recent.push_back(ep_return[li]);
@@ -172,7 +189,8 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
           write_agent_checkpoint(opts.out_dir + "/checkpoint.fxt", *agent, spec, step));
   }
   progress.finish();
-  const bool evaluated_last_step = !result.eval_curve.empty() && result.eval_curve.back().first == step;
+  const bool evaluated_last_step =
+      !result.eval_curve.empty() && result.eval_curve.back().first == step;
   if (result.reached_stop_return_at < 0 && !evaluated_last_step) {
     const EvalResult ev = evaluate_agent(agent, spec, opts.eval_episodes, opts.eval_seed);
     RunLog::final_eval(step, ev.mean, &result);

@@ -49,6 +49,14 @@ class VecEnv {
   // Restarts the lanes whose last step ended (terminated or truncated) and writes their first
   // observation into obs; the other lanes' rows of obs get last step's next_obs.
   virtual void reset_finished(const StepResult& last, std::span<float> obs) = 0;
+  // The env's mirror symmetry, if it has one: maps an observation (in place) and an action to
+  // their mirror images, under which the dynamics and rewards are the same (a transition's
+  // mirror is as likely, with the same reward). False: no symmetry (nothing is changed).
+  virtual bool mirror(std::span<float> obs, int* action) const {
+    (void)obs;
+    (void)action;
+    return false;
+  }
 };
 
 }  // namespace fxt::rl

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "rl/cartpole.h"
+#include "rl/env_spec.h"
 #include "rl/evaluate.h"
 #include "rl/execution.h"
 #include "rl/market_making.h"
@@ -150,8 +151,8 @@ TEST(MarketMaking, AsAgentFollowsTheModelMarketPaths) {
   spec.mm.max_inventory = 1000;
   auto ev = evaluate_reference(spec, "as", 0.1, 200, 2008);
   ASSERT_TRUE(ev.ok());
-  auto sim = sim::simulate_model_market(spec.mm.market, sim::ModelMarketAgent::kInventory, 0.1,
-                                        200, 2008);
+  auto sim =
+      sim::simulate_model_market(spec.mm.market, sim::ModelMarketAgent::kInventory, 0.1, 200, 2008);
   ASSERT_TRUE(sim.ok());
   for (size_t i = 0; i < 200; ++i)
     EXPECT_NEAR(ev->returns[i], sim->paths[i].pnl, 2e-3) << i;  // float rewards, 200 steps
@@ -204,6 +205,75 @@ TEST(MarketMaking, StepByHand) {
   EXPECT_EQ(env.inventory(0), 1.0);
   EXPECT_FLOAT_EQ(out.reward[0], static_cast<float>(-0.5 * 0.5 - 0.5));
   EXPECT_EQ(out.terminated[0], 1);
+}
+
+TEST(MarketMaking, ExpectedRewardIsTheMeanOfTheDrawnOne) {
+  // By hand: q = 2, depths 0.5 / 1.0, A·Δt = 0.7, k = 1.5 (defaults, Δt = 0.005): p_b =
+  // 0.7e^{−0.75}, p_a = 0.7e^{−1.5}; E[q'²] = (2 + p_b − p_a)² + p_b(1 − p_b) + p_a(1 − p_a).
+  MarketMakingParams p;
+  MarketMakingDynamics d = market_making_dynamics(p);
+  const double pb = 0.7 * std::exp(-0.75), pa = 0.7 * std::exp(-1.5);
+  const double q_sq = (2 + pb - pa) * (2 + pb - pa) + pb * (1 - pb) + pa * (1 - pa);
+  const double want = 0.5 * pb + 1.0 * pa - 0.5 * q_sq * 0.005;
+  EXPECT_NEAR(market_making_expected_reward(d, 2, 0.5, 1.0, false), want, 1e-12);
+  EXPECT_NEAR(market_making_expected_reward(d, 2, 0.5, 1.0, true), want - 0.5 * q_sq, 1e-12);
+  // An unquoted side (infinite depth) adds nothing: no NaN from ∞·0.
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_NEAR(market_making_expected_reward(d, 0, inf, 1.0, false),
+              pa - 0.5 * (pa * pa + pa * (1 - pa)) * 0.005, 1e-12);
+  // The mean of the drawn reward over many lanes from the same state, mid noise included.
+  double sum = 0, sum_sq = 0;
+  const int n = 400000;
+  for (int i = 0; i < n; ++i) {
+    MarketMakingLane lane;
+    market_making_seed(&lane, 77, static_cast<uint64_t>(i));
+    market_making_start(d, &lane);
+    lane.q = 2;
+    const double r = market_making_step(d, &lane, 0.5, 1.0).reward;
+    sum += r;
+    sum_sq += r * r;
+  }
+  const double mean = sum / n, se = std::sqrt((sum_sq / n - mean * mean) / n);
+  EXPECT_NEAR(mean, want, 4 * se) << "se " << se;
+  // With the flag, the step returns the expectation and moves the state as the draw does.
+  d.expected_reward = true;
+  MarketMakingDynamics drawn = d;
+  drawn.expected_reward = false;
+  MarketMakingLane a, b;
+  market_making_seed(&a, 5, 0);
+  market_making_seed(&b, 5, 0);
+  market_making_start(d, &a);
+  market_making_start(d, &b);
+  int at_bound = 0;
+  for (int k = 0; k < 200; ++k) {
+    // The bound's rule: at ±max_inventory the side that would cross it is not quoted (the
+    // walk reaches −20 within the episode: the ask is quoted tighter).
+    const double db = a.q >= d.max_inventory ? inf : 0.75, da = a.q <= -d.max_inventory ? inf : 0.5;
+    const double expect = market_making_expected_reward(d, a.q, db, da, k == 199);
+    const LaneStep sa = market_making_step(d, &a, 0.75, 0.5);
+    const LaneStep sb = market_making_step(drawn, &b, 0.75, 0.5);
+    ASSERT_EQ(sa.reward, expect) << k;
+    ASSERT_EQ(a.q, b.q) << k;
+    ASSERT_EQ(a.s, b.s) << k;
+    ASSERT_EQ(sa.terminated, sb.terminated) << k;
+    at_bound += a.q <= -d.max_inventory ? 1 : 0;
+  }
+  EXPECT_GT(at_bound, 0);  // the bound's branch was exercised
+  // Evaluation always scores the drawn criterion, whatever the spec trains on.
+  EnvSpec spec;
+  spec.name = "mm";
+  auto plain = evaluate_reference(spec, "cj", 0, 200, 3);
+  spec.mm.expected_reward = true;
+  auto flagged = evaluate_reference(spec, "cj", 0, 200, 3);
+  ASSERT_TRUE(plain.ok() && flagged.ok());
+  EXPECT_EQ(plain->returns, flagged->returns);
+  // The flag travels with the env config (checkpoints); configs without it read as false.
+  auto back = EnvSpec::from_json(spec.to_json());
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->mm.expected_reward);
+  nlohmann::json old = spec.to_json();
+  old["params"].erase("expected_reward");
+  EXPECT_FALSE(EnvSpec::from_json(old)->mm.expected_reward);
 }
 
 TEST(EnvLanes, NormalDrawIsTheModelMarkets) {

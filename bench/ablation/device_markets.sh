@@ -8,11 +8,9 @@ MARKETS=$1 VARIANTS=$2
 export PAR=${3:-3}
 OUT=${OUT:-/tmp/out}
 export LD_LIBRARY_PATH=$PWD/.devdeps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-if [[ ! -x build-dev/bin/fxt || ${FXT_REBUILD:-1} == 1 ]]; then
-  cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DCMAKE_PREFIX_PATH=$PWD/.devdeps -DFXT_BENCH=OFF >"$OUT/cmake.log" 2>&1
-  cmake --build build-dev -j16 --target fxt >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-fi
+cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DCMAKE_PREFIX_PATH=$PWD/.devdeps -DFXT_BENCH=OFF >"$OUT/cmake.log" 2>&1
+cmake --build build-dev -j16 --target fxt >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 FXT=$PWD/build-dev/bin/fxt
 run_market() {
   local name=$1 flags=$2 w=/tmp/mkt/$1

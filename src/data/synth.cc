@@ -659,9 +659,10 @@ Result<SynthConfig> synth_config_from_json(const nlohmann::json& j, const std::s
     // A config written before the activity regime existed regenerates without it (the default).
     nlohmann::json full = j;
     if (full.is_object()) {
+      const nlohmann::json defaults = c;
       for (const char* key : {"activity_quiet_s", "activity_active_s", "activity_speed",
                               "activity_quiet_gain", "activity_active_gain"}) {
-        if (!full.contains(key)) full[key] = nlohmann::json(c)[key];
+        if (!full.contains(key)) full[key] = defaults[key];
       }
     }
     c = full.get<SynthConfig>();

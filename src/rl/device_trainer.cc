@@ -28,10 +28,9 @@ Status device_learner_supports(const DqnConfig& cfg) {
   if (cfg.exploration != Exploration::kEpsilonGreedy) return no("Thompson exploration");
   if (cfg.hidden.size() > 7) return no("torso deeper than 7 layers (--hidden)");
   if (cfg.num_envs > cfg.buffer_size)
-    return UsageError(
-        "--device cuda: --envs {} exceeds --buffer-size {} (one replay slot per lane "
-        "and step)",
-        cfg.num_envs, cfg.buffer_size);
+    return UsageError("--device cuda: --envs {} exceeds --buffer-size {} (one replay slot per lane "
+                      "and step)",
+                      cfg.num_envs, cfg.buffer_size);
   return Status::Ok();
 }
 
@@ -48,12 +47,10 @@ DeviceLearnerConfig device_learner_config(const DqnConfig& cfg, int obs_dim, int
   d.atoms = cfg.support.atoms;
   d.v_min = cfg.support.v_min;
   d.v_max = cfg.support.v_max;
-  for (int j = 0; j < d.atoms; ++j)
-    d.atom_values.push_back(static_cast<float>(cfg.support.atom(j)));
+  for (int j = 0; j < d.atoms; ++j) d.atom_values.push_back(static_cast<float>(cfg.support.atom(j)));
   const auto& specs = net.specs();  // (weight, bias) per layer, torso then head
   for (size_t i = 0; i + 1 < specs.size(); i += 2)
-    d.layers.push_back(
-        {specs[i].offset, specs[i + 1].offset, specs[i].shape[1], specs[i].shape[0]});
+    d.layers.push_back({specs[i].offset, specs[i + 1].offset, specs[i].shape[1], specs[i].shape[0]});
   d.num_params = net.num_params();
   d.segments = gpu::segments_from_specs(specs);
   d.double_q = cfg.double_q;
@@ -97,8 +94,7 @@ Status copy_device_state(const DeviceC51Learner& learner, DqnAgent* agent) {
   for (const auto& s : net.specs()) {
     std::vector<int64_t> shape(s.shape.begin(), s.shape.end());
     ckpt.set_f32(s.name, shape, std::span<const float>(online.data() + s.offset, s.size));
-    ckpt.set_f32("target/" + s.name, shape,
-                 std::span<const float>(target.data() + s.offset, s.size));
+    ckpt.set_f32("target/" + s.name, shape, std::span<const float>(target.data() + s.offset, s.size));
   }
   // The optimizer state through the CPU AdamW's own checkpoint writer (its tensor names).
   AdamWConfig ac;
@@ -188,8 +184,7 @@ Result<TrainResult> train_dqn_device(const EnvSpec& spec, const TrainOptions& op
     if (sched.take_checkpoint()) FXT_RETURN_IF_ERROR(write_checkpoint());
   }
   progress.finish();
-  const bool evaluated_last_step =
-      !result.eval_curve.empty() && result.eval_curve.back().first == step;
+  const bool evaluated_last_step = !result.eval_curve.empty() && result.eval_curve.back().first == step;
   if (result.reached_stop_return_at < 0 && !evaluated_last_step) {
     const double ev = evaluate();
     RunLog::final_eval(step, ev, &result);
@@ -206,8 +201,7 @@ Result<TrainResult> train_dqn_device(const EnvSpec& spec, const TrainOptions& op
   if (updates != last.updates)
     return InternalError("GPU learner: {} updates scheduled, {} ran", updates, last.updates);
   if (!opts.out_dir.empty())
-    FXT_RETURN_IF_ERROR(
-        write_agent_checkpoint(opts.out_dir + "/checkpoint.fxt", *agent, spec, step));
+    FXT_RETURN_IF_ERROR(write_agent_checkpoint(opts.out_dir + "/checkpoint.fxt", *agent, spec, step));
   return result;
 }
 

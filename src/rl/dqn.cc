@@ -192,8 +192,7 @@ DqnAgent::DqnAgent(const DqnConfig& cfg, int obs_dim, int num_actions)
   net_.init(params_, lane_seed(cfg.seed, 0, 7));
   target_ = params_;
   for (int k = 0; k < cfg.iqn_policy_taus; ++k)
-    taus_policy_.push_back((static_cast<float>(k) + 0.5f) /
-                           static_cast<float>(cfg.iqn_policy_taus));
+    taus_policy_.push_back((static_cast<float>(k) + 0.5f) / static_cast<float>(cfg.iqn_policy_taus));
   Status s = adam_.add_params(params_, grads_, net_.specs());
   assert(s.ok());
   (void)s;
@@ -219,8 +218,7 @@ void DqnAgent::iqn_q(const std::vector<float>& p, std::span<const float> obs, in
   const size_t A = static_cast<size_t>(num_actions_), K = taus_policy_.size();
   scratch_.resize(static_cast<size_t>(n) * K);
   for (size_t i = 0; i < static_cast<size_t>(n); ++i)
-    std::copy(taus_policy_.begin(), taus_policy_.end(),
-              scratch_.begin() + static_cast<std::ptrdiff_t>(i * K));
+    std::copy(taus_policy_.begin(), taus_policy_.end(), scratch_.begin() + static_cast<std::ptrdiff_t>(i * K));
   out_k->resize(static_cast<size_t>(n) * K * A);
   net_.forward_iqn(ctx_, p, obs, n, scratch_, static_cast<int>(K), *out_k, &ws_aux_);
   q->assign(static_cast<size_t>(n) * A, 0.0f);
@@ -311,8 +309,7 @@ UpdateStats DqnAgent::update(ReplayBuffer* replay, double beta, Rng& rng) {
     size_t a_star = 0;  // the bootstrap action (not used by the Munchausen target)
     if (!cfg_.munchausen) {
       if (need_online_next)
-        for (size_t j = 0; j < A; ++j)
-          online[j] = expected_value(&out_next_online_[(b * A + j) * K]);
+        for (size_t j = 0; j < A; ++j) online[j] = expected_value(&out_next_online_[(b * A + j) * K]);
       const std::vector<float>& pick = need_online_next ? online : q_next;
       for (size_t j = 1; j < A; ++j)
         if (pick[j] > pick[a_star]) a_star = j;

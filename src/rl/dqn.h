@@ -35,14 +35,14 @@ const char* exploration_name(Exploration e);  // "egreedy", "thompson"
 
 struct DqnConfig {
   Algo algo = Algo::kC51;
-  Support support;           // C51 atoms and their range
-  int quantiles = 51;        // QR-DQN outputs per action
-  int iqn_taus = 8;          // IQN: sampled τ per state for the prediction (N) and the target (N')
+  Support support;         // C51 atoms and their range
+  int quantiles = 51;      // QR-DQN outputs per action
+  int iqn_taus = 8;        // IQN: sampled τ per state for the prediction (N) and the target (N')
   int iqn_policy_taus = 32;  // IQN: K evenly spaced τ = (k + ½)/K estimate Q for acting
-  int iqn_embedding = 64;    // IQN: cosine features
+  int iqn_embedding = 64;  // IQN: cosine features
   std::vector<int> hidden = {120, 84};
   bool dueling = false;
-  bool double_q = true;  // a* = argmax of the online net at s' (else the target net)
+  bool double_q = true;    // a* = argmax of the online net at s' (else the target net)
   int n_step = 1;
   double gamma = 0.99;
   double lr = 2.5e-4;
@@ -53,9 +53,9 @@ struct DqnConfig {
   int64_t learning_starts = 10000;  // env steps before the first update
   int train_frequency = 10;         // env steps per update
   int target_update = 500;          // env steps between target updates
-  double polyak = 1.0;     // target ← polyak·online + (1 − polyak)·target; 1 = hard copy
-  double per_alpha = 0;    // 0: uniform replay; > 0: prioritised with this exponent
-  double per_beta0 = 0.4;  // IS exponent, annealed linearly to 1 at total_steps
+  double polyak = 1.0;              // target ← polyak·online + (1 − polyak)·target; 1 = hard copy
+  double per_alpha = 0;             // 0: uniform replay; > 0: prioritised with this exponent
+  double per_beta0 = 0.4;           // IS exponent, annealed linearly to 1 at total_steps
   bool munchausen = false;
   MunchausenConfig mdqn;
   // Also store every transition's mirror image (VecEnv::mirror; refused for envs without one).

@@ -23,8 +23,8 @@ Support EnvSpec::default_support() const {
     // Sensible policies cost about as much as TWAP (k/T + φT/3 + b/2)·q0²; three times that
     // covers the exploring ones, and worse returns clip to v_min.
     const auto& e = execution;
-    const double twap =
-        (e.temp_impact / e.horizon + e.phi * e.horizon / 3 + e.perm_impact / 2) * e.q0 * e.q0;
+    const double twap = (e.temp_impact / e.horizon + e.phi * e.horizon / 3 + e.perm_impact / 2) *
+                        e.q0 * e.q0;
     s.v_min = -3 * twap;
     s.v_max = 0.25 * twap;
   } else if (name == "mm") {
@@ -38,33 +38,21 @@ nlohmann::json EnvSpec::to_json() const {
   nlohmann::json j = {{"name", name}};
   if (name == "execution") {
     const auto& e = execution;
-    j["params"] = {{"horizon", e.horizon},
-                   {"steps", e.steps},
-                   {"q0", e.q0},
-                   {"s0", e.s0},
-                   {"sigma", e.sigma},
-                   {"temp_impact", e.temp_impact},
-                   {"perm_impact", e.perm_impact},
-                   {"phi", e.phi},
-                   {"alpha", e.alpha},
-                   {"num_speeds", e.num_speeds},
+    j["params"] = {{"horizon", e.horizon},         {"steps", e.steps},
+                   {"q0", e.q0},                   {"s0", e.s0},
+                   {"sigma", e.sigma},             {"temp_impact", e.temp_impact},
+                   {"perm_impact", e.perm_impact}, {"phi", e.phi},
+                   {"alpha", e.alpha},             {"num_speeds", e.num_speeds},
                    {"max_speed", e.max_speed}};
   } else if (name == "mm") {
     const auto& m = mm;
-    j["params"] = {{"s0", m.market.s0},
-                   {"horizon", m.market.horizon},
-                   {"steps", m.market.steps},
-                   {"sigma", m.market.sigma},
-                   {"A", m.market.A},
-                   {"k", m.market.k},
-                   {"q0", m.market.q0},
-                   {"phi", m.phi},
-                   {"alpha", m.alpha},
-                   {"max_inventory", m.max_inventory},
-                   {"num_depths", m.num_depths},
-                   {"min_depth", m.min_depth},
-                   {"max_depth", m.max_depth},
-                   {"expected_reward", m.expected_reward}};
+    j["params"] = {{"s0", m.market.s0},         {"horizon", m.market.horizon},
+                   {"steps", m.market.steps},   {"sigma", m.market.sigma},
+                   {"A", m.market.A},           {"k", m.market.k},
+                   {"q0", m.market.q0},         {"phi", m.phi},
+                   {"alpha", m.alpha},          {"max_inventory", m.max_inventory},
+                   {"num_depths", m.num_depths}, {"min_depth", m.min_depth},
+                   {"max_depth", m.max_depth},  {"expected_reward", m.expected_reward}};
   }
   return j;
 }

@@ -107,17 +107,16 @@ nlohmann::json compare_to_reference(const EvalResult& policy, const EvalResult& 
   double d_mean = 0, d_std = 0;
   sim::mean_and_std(diff, &d_mean, &d_std);
   const double se = diff.size() > 1 ? d_std / std::sqrt(static_cast<double>(diff.size())) : 0.0;
-  nlohmann::json j = {
-      {"policy_mean", policy.mean},
-      {"policy_std", policy.std},
-      {"reference_mean", reference.mean},
-      {"reference_std", reference.std},
-      {"paired_diff_mean", d_mean},
-      {"paired_diff_std", d_std},
-      {"paired_diff_se", se},
-      {"relative_gap", reference.mean != 0 ? std::abs(d_mean / reference.mean) : std::abs(d_mean)}};
-  if (!policy.mean_inventory.empty() &&
-      policy.mean_inventory.size() == reference.mean_inventory.size()) {
+  nlohmann::json j = {{"policy_mean", policy.mean},
+                      {"policy_std", policy.std},
+                      {"reference_mean", reference.mean},
+                      {"reference_std", reference.std},
+                      {"paired_diff_mean", d_mean},
+                      {"paired_diff_std", d_std},
+                      {"paired_diff_se", se},
+                      {"relative_gap", reference.mean != 0 ? std::abs(d_mean / reference.mean)
+                                                           : std::abs(d_mean)}};
+  if (!policy.mean_inventory.empty() && policy.mean_inventory.size() == reference.mean_inventory.size()) {
     double worst = 0;
     for (size_t k = 0; k < policy.mean_inventory.size(); ++k)
       worst = std::max(worst, std::abs(policy.mean_inventory[k] - reference.mean_inventory[k]));

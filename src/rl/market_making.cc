@@ -20,8 +20,7 @@ Status MarketMakingParams::validate() const {
   if (!pos(m.A)) return UsageError("mm: A must be > 0, got {}", m.A);
   if (!pos(m.k)) return UsageError("mm: k must be > 0, got {}", m.k);
   if (!std::isfinite(phi) || phi < 0) return UsageError("mm: phi must be >= 0, got {}", phi);
-  if (!std::isfinite(alpha) || alpha < 0)
-    return UsageError("mm: alpha must be >= 0, got {}", alpha);
+  if (!std::isfinite(alpha) || alpha < 0) return UsageError("mm: alpha must be >= 0, got {}", alpha);
   if (max_inventory < 1) return UsageError("mm: max_inventory must be >= 1");
   if (num_depths < 2) return UsageError("mm: num_depths must be >= 2, got {}", num_depths);
   if (!std::isfinite(min_depth) || !std::isfinite(max_depth) || !(min_depth < max_depth))
@@ -122,8 +121,8 @@ void AvellanedaStoikovAgent::depths(const MarketMakingEnv& env, std::vector<doub
     const int lane = static_cast<int>(i);
     const double s = env.mid(lane);
     const double tau = m.horizon - static_cast<double>(env.step_index(lane)) * dt;
-    const sim::Quote q =
-        sim::avellaneda_stoikov_quote(s, env.inventory(lane), tau, gamma_, m.sigma, m.k);
+    const sim::Quote q = sim::avellaneda_stoikov_quote(s, env.inventory(lane), tau, gamma_,
+                                                       m.sigma, m.k);
     (*bid)[i] = s - q.bid;
     (*ask)[i] = q.ask - s;
   }
@@ -158,8 +157,7 @@ CarteaJaimungalAgent::CarteaJaimungalAgent(const MarketMakingParams& p) : p_(p) 
 double CarteaJaimungalAgent::h(int step, int q) const {
   const int Q = p_.max_inventory;
   assert(step >= 0 && step <= p_.market.steps && q >= -Q && q <= Q);
-  return h_[static_cast<size_t>(step) * static_cast<size_t>(2 * Q + 1) +
-            static_cast<size_t>(q + Q)];
+  return h_[static_cast<size_t>(step) * static_cast<size_t>(2 * Q + 1) + static_cast<size_t>(q + Q)];
 }
 
 void CarteaJaimungalAgent::depths(const MarketMakingEnv& env, std::vector<double>* bid,

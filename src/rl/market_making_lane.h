@@ -67,12 +67,12 @@ FXT_HD inline void market_making_obs(const MarketMakingDynamics& d, const Market
 
 // The expected reward of quoting depths db, da (HUGE_VAL: that side not quoted) at inventory q,
 // over the two independent fill draws and the mid move: the spread captured, δ·P(fill) per side
-// (P = min(1, A·Δt·e^{−kδ}), sim::model_fill_draws' law); q'·(s' − s) has mean 0; and the
+// (sim::model_fill_prob, the law model_fill_draws draws from); q'·(s' − s) has mean 0; and the
 // penalties on E[q'²] = (q + p_b − p_a)² + p_b(1 − p_b) + p_a(1 − p_a).
 FXT_HD inline double market_making_expected_reward(const MarketMakingDynamics& d, double q,
                                                    double db, double da, bool last_step) {
-  const double raw_b = d.arrival_prob * exp(-d.k * db), raw_a = d.arrival_prob * exp(-d.k * da);
-  const double pb = raw_b < 1.0 ? raw_b : 1.0, pa = raw_a < 1.0 ? raw_a : 1.0;
+  const double pb = sim::model_fill_prob(d.arrival_prob, d.k, db);
+  const double pa = sim::model_fill_prob(d.arrival_prob, d.k, da);
   double reward = 0;
   if (pb > 0) reward += db * pb;  // an unquoted side (infinite depth) has pb = 0 and adds nothing
   if (pa > 0) reward += da * pa;
@@ -96,8 +96,8 @@ FXT_HD inline LaneStep market_making_step(const MarketMakingDynamics& d, MarketM
   const bool last_step = lane->k + 1 >= d.steps;
   LaneStep r;
   if (d.expected_reward) r.reward = market_making_expected_reward(d, lane->q, db, da, last_step);
-  const sim::ModelMarketFills fills =
-      sim::model_fill_draws(d.arrival_prob, d.k, db, da, &lane->fill_rng);
+  const sim::ModelMarketFills fills = sim::model_fill_draws(d.arrival_prob, d.k, db, da,
+                                                            &lane->fill_rng);
   double realized = 0;
   if (fills.bid) lane->q += 1, realized += db;
   if (fills.ask) lane->q -= 1, realized += da;

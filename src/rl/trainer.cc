@@ -189,8 +189,7 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
           write_agent_checkpoint(opts.out_dir + "/checkpoint.fxt", *agent, spec, step));
   }
   progress.finish();
-  const bool evaluated_last_step =
-      !result.eval_curve.empty() && result.eval_curve.back().first == step;
+  const bool evaluated_last_step = !result.eval_curve.empty() && result.eval_curve.back().first == step;
   if (result.reached_stop_return_at < 0 && !evaluated_last_step) {
     const EvalResult ev = evaluate_agent(agent, spec, opts.eval_episodes, opts.eval_seed);
     RunLog::final_eval(step, ev.mean, &result);

@@ -234,6 +234,33 @@ FXT_HD inline double fifo_on_trade(double ahead_size, double* pending_traded, do
   *pending_traded += consumed;
   return max_of(0.0, size - eff);
 }
+// An MBO event (action, px, sz) for an order ahead of ours, resting at our level's price
+// `level_px` with `size`: the size that leaves the queue ahead. A cancel cuts min(sz, size); a
+// modify at the same price to a size in (0, size] keeps its place and cuts the difference; any
+// other modify, and a re-add of the same id, sends all of it behind us. *behind: the order is no
+// longer ahead of us. Other actions cut nothing.
+FXT_HD inline double fifo_ahead_cut(char action, int64_t px, double sz, int64_t level_px,
+                                    double size, bool* behind) {
+  *behind = false;
+  switch (action) {
+    case 'C': {
+      const double cut = min_of(sz, size);
+      *behind = size - cut <= 0;
+      return cut;
+    }
+    case 'M':
+      if (px != level_px || sz > size || sz <= 0) {  // priority lost, or the order left
+        *behind = true;
+        return size;
+      }
+      return size - sz;
+    case 'A':  // the same id added again replaces the old order at the back
+      *behind = true;
+      return size;
+    default:
+      return 0;
+  }
+}
 
 // ---- latency -----------------------------------------------------------------------------
 
@@ -273,13 +300,18 @@ FXT_HD inline int64_t in_order_arrival(int64_t last, int64_t t, int64_t lat) {
 struct ModelMarketFills {
   bool bid = false, ask = false;
 };
+// The fill probability of one side quoted at `depth` (0 at infinite depth).
+FXT_HD inline double model_fill_prob(double arrival_prob, double k, double depth) {
+  const double raw = arrival_prob * exp(-k * depth);
+  return raw < 1.0 ? raw : 1.0;  // std::min(1.0, raw)
+}
 FXT_HD inline ModelMarketFills model_fill_draws(double arrival_prob, double k, double bid_depth,
                                                 double ask_depth, Rng* rng) {
-  const double bid_raw = arrival_prob * exp(-k * bid_depth);
-  const double ask_raw = arrival_prob * exp(-k * ask_depth);
+  const double bid_p = model_fill_prob(arrival_prob, k, bid_depth);
+  const double ask_p = model_fill_prob(arrival_prob, k, ask_depth);
   ModelMarketFills f;
-  f.bid = rng->unit() < (bid_raw < 1.0 ? bid_raw : 1.0);  // std::min(1.0, raw)
-  f.ask = rng->unit() < (ask_raw < 1.0 ? ask_raw : 1.0);
+  f.bid = rng->unit() < bid_p;
+  f.ask = rng->unit() < ask_p;
   return f;
 }
 

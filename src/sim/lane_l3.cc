@@ -1,7 +1,8 @@
 #include "sim/lane_l3.h"
 
-#include <algorithm>
 #include <cmath>
+
+#include "sim/fill_rules.h"  // fifo_ahead_cut
 
 namespace fxt::sim {
 
@@ -37,23 +38,9 @@ Status LaneL3Annotator::apply(const OrderEvent& e, uint64_t row, LaneItem* item)
   }
   const std::optional<OrderPlace> before = book_->order_place(e.order_id);
   if (before) {  // what an order that has this one ahead of it loses (L3Queue::on_event)
-    double amount = 0;
-    switch (e.action) {
-      case 'A':  // replaced (or an ignored re-add): behind us now
-        amount = before->size;
-        break;
-      case 'C':
-        amount = std::min(e.sz, static_cast<double>(before->size));
-        break;
-      case 'M':
-        if (e.px != before->px || e.sz > before->size || e.sz <= 0)
-          amount = before->size;  // priority lost (or removed)
-        else
-          amount = before->size - e.sz;
-        break;
-      default:
-        break;
-    }
+    bool behind = false;
+    const double amount = fifo_ahead_cut(e.action, e.px, e.sz, before->px,
+                                         static_cast<double>(before->size), &behind);
     if (e.action == 'A' || e.action == 'C' || e.action == 'M') {
       item->side = before->side;
       item->px = before->px;

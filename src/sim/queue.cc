@@ -69,32 +69,14 @@ bool L3Queue::on_event(const OrderEvent& e, int64_t px) {
                          [&](const Ahead& a) { return a.order_id == e.order_id; });
   if (it == ahead.end()) return false;
   bool removed = false;
-  switch (e.action) {
-    case 'C': {
-      const double cut = std::min(e.sz, it->size);
-      it->size -= cut;
-      reduce(cut);
-      if (it->size <= 0) removed = true;
-      break;
-    }
-    case 'M':
-      if (e.px != px || e.sz > it->size || e.sz <= 0) {
-        // Priority lost (or the order left the level): it is behind us now.
-        reduce(it->size);
-        removed = true;
-      } else {
-        reduce(it->size - e.sz);
-        it->size = e.sz;
-      }
-      break;
-    case 'A':  // the same id added again replaces the old order at the back
-      reduce(it->size);
-      removed = true;
-      break;
-    default:
-      break;
-  }
-  if (removed) ahead.erase(it);
+  const double cut = fifo_ahead_cut(e.action, e.px, e.sz, px, it->size, &removed);
+  reduce(cut);
+  if (removed)
+    ahead.erase(it);
+  else if (e.action == 'M')
+    it->size = e.sz;  // keeps its place with its new size
+  else
+    it->size -= cut;
   return removed;
 }
 

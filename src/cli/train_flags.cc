@@ -83,6 +83,9 @@ void add_train_flags(CLI::App* cmd, TrainFlags* f, TrainFlagsFor who) {
                   "linear path from the features to every head: logreg (started from the fitted "
                   "logistic), zero, or off")
       ->capture_default_str();
+  cmd->add_flag("--snapshot-heads", c.perception.snapshot_heads,
+                "add a gated MLP head per horizon on each position's features (a non-linear "
+                "one-snapshot path beside the input skip; starts silent)");
   cmd->add_option("--d-model", c.perception.d_model, "width D")->check(int_range(1, 8192))->capture_default_str();
   cmd->add_option("--d-state", c.perception.d_state, "Mamba2 state size N")->check(int_range(1, 1024))->capture_default_str();
   cmd->add_option("--head-dim", c.perception.head_dim, "Mamba2 head size")->check(int_range(1, 8192))->capture_default_str();

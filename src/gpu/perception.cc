@@ -22,6 +22,7 @@ PerceptionGpu::PerceptionGpu(const model::PerceptionConfig& cfg)
   m2_off_ = mamba2_gpu_offsets(model::mamba2_layout(cfg.m2()));
   cfc_off_ = cfc_offsets(cfg.d_model, cfg.d_model);
   head_off_ = head_offsets(cfg.d_model, cfg.head_mid);
+  xhead_off_ = head_offsets(cfg.features, cfg.head_mid);
 }
 
 void PerceptionGpu::resize(int batch, int seq_len) {
@@ -50,9 +51,15 @@ void PerceptionGpu::resize(int batch, int seq_len) {
   z1_.resize(nh * r * mid);
   z2_.resize(nh * r * mid);
   d_x_sel_.resize(r * f);
+  const size_t xr = cfg_.snapshot_heads ? r : 0;
+  xz1_.resize(std::max<size_t>(nh * xr * mid, 1));
+  xz2_.resize(std::max<size_t>(nh * xr * mid, 1));
+  xlogits_.resize(std::max<size_t>(xr * nh, 1));
   const HeadDims hd{static_cast<int>(r), cfg_.horizons, cfg_.d_model, cfg_.head_mid};
+  const HeadDims xd{static_cast<int>(r), cfg_.horizons, cfg_.features, cfg_.head_mid};
   const int ri = static_cast<int>(r);
   const size_t need = std::max({heads_forward_scratch_floats(hd), heads_backward_scratch_floats(hd),
+                                heads_forward_scratch_floats(xd), heads_backward_scratch_floats(xd),
                                 varsel_backward_scratch(ri, cfg_.features),
                                 layernorm_backward_scratch(ri, cfg_.d_model),
                                 attn_pool_backward_scratch(batch, cfg_.d_model), size_t{1}});
@@ -65,6 +72,15 @@ void PerceptionGpu::input_skip_forward(const Context& ctx, const float* params, 
   if (!cfg_.input_skip) return;
   gemm(ctx, false, true, rows, cfg_.horizons, cfg_.features, 1.0f, x, cfg_.features,
        params + layout_.skip_w, cfg_.features, 1.0f, logits, cfg_.horizons);
+}
+
+void PerceptionGpu::snapshot_heads_forward(const Context& ctx, const float* params, const float* x,
+                                           int rows, float* logits) {
+  if (!cfg_.snapshot_heads) return;
+  const HeadDims xd{rows, cfg_.horizons, cfg_.features, cfg_.head_mid};
+  heads_forward(ctx, xd, xhead_off_, params + layout_.xheads, x, xlogits_.data(), xz1_.data(),
+                xz2_.data(), scratch_.data());
+  add_inplace(ctx, xlogits_.data(), logits, static_cast<size_t>(rows) * cfg_.horizons);
 }
 
 void PerceptionGpu::trunk_forward(const Context& ctx, const float* p, const float* x, float stride,
@@ -100,6 +116,7 @@ void PerceptionGpu::forward(const Context& ctx, const float* params, const float
   heads_forward(ctx, hd, head_off_, params + layout_.heads, cfc_.out, logits_.data(), z1_.data(),
                 z2_.data(), scratch_.data());
   input_skip_forward(ctx, params, x, batch_ * seq_len_, logits_.data());
+  snapshot_heads_forward(ctx, params, x, batch_ * seq_len_, logits_.data());
   mark("fwd heads");
 }
 
@@ -111,9 +128,10 @@ void PerceptionGpu::forward_last(const Context& ctx, const float* params, const 
   const HeadDims hd{batch_, cfg_.horizons, cfg_.d_model, cfg_.head_mid};
   heads_forward(ctx, hd, head_off_, params + layout_.heads, s_last_.data(), logits_.data(),
                 z1_.data(), z2_.data(), scratch_.data());
-  if (cfg_.input_skip) {
+  if (cfg_.input_skip || cfg_.snapshot_heads) {
     gather_last_positions(ctx, x, batch_, seq_len_, cfg_.features, x_last_.data());
     input_skip_forward(ctx, params, x_last_.data(), batch_, logits_.data());
+    snapshot_heads_forward(ctx, params, x_last_.data(), batch_, logits_.data());
   }
 }
 
@@ -142,6 +160,12 @@ void PerceptionGpu::backward(const Context& ctx, const float* p, const float* x,
       gemm(ctx, false, false, r, f, cfg_.horizons, 1.0f, d_logits, cfg_.horizons, p + l.skip_w,
            f, 1.0f, d_x, f);
     }
+  }
+  if (cfg_.snapshot_heads) {
+    // Not the trunk: lambda does not scale what the snapshot heads send into d_x.
+    const HeadDims xd{r, cfg_.horizons, f, cfg_.head_mid};
+    heads_backward(ctx, xd, xhead_off_, p + l.xheads, x, xz1_.data(), xz2_.data(), d_logits,
+                   nullptr, d_x, g + l.xheads, scratch_.data());
   }
   mark("bwd heads");
   const CfcDims cd{batch_, seq_len_, d, d};

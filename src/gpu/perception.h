@@ -4,6 +4,7 @@
 //
 //   x [B, K, F] -> varsel -> Mamba2 m1 -> LayerNorm a = v1 -> u2 = v1 + m2(v1) -> LayerNorm b = h
 //   c = attn_pool(h);  s = CfC(h, c, dt);  logits = heads(s) [B, K, H]  (+ x W_skip^T)
+//   (+ snapshot heads(x) with cfg.snapshot_heads)
 //
 // Memory is planned once by resize(); forward and backward then only enqueue work on the
 // context's stream (no allocation, no synchronisation), so a training step that calls them can
@@ -57,6 +58,9 @@ class PerceptionGpu {
                      const float* dt);
   void input_skip_forward(const Context& ctx, const float* params, const float* x, int rows,
                           float* logits) const;
+  // logits [rows, H] += the snapshot heads on x [rows, F] (activations into xz1_, xz2_).
+  void snapshot_heads_forward(const Context& ctx, const float* params, const float* x, int rows,
+                              float* logits);
 
   void mark(const char* layer) const {
     if (marker_) marker_(layer);
@@ -69,6 +73,7 @@ class PerceptionGpu {
   Mamba2GpuOffsets m1_off_, m2_off_;
   CfcOffsets cfc_off_;
   HeadOffsets head_off_;
+  HeadOffsets xhead_off_;  // the snapshot heads (input width F)
   int batch_ = 0, seq_len_ = 0;
 
   // Saved activations (row = b K + k).
@@ -84,6 +89,7 @@ class PerceptionGpu {
   DeviceBuffer<float> s_last_;                 // [B, D]
   DeviceBuffer<float> x_last_;                 // [B, F] (input skip path at inference)
   DeviceBuffer<float> z1_, z2_;                // [H, B K, mid]
+  DeviceBuffer<float> xz1_, xz2_, xlogits_;    // snapshot heads: [H, B K, mid], [B K, H]
   // Backward scratch.
   DeviceBuffer<float> d_s_, d_h_, d_u2_, d_v1_, d_m1_out_;  // [B, K, D]
   DeviceBuffer<float> d_c_;                                // [B, D]

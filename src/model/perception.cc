@@ -98,6 +98,10 @@ PerceptionLayout perception_layout(const PerceptionConfig& cfg) {
   l.head = head_layout(cfg.d_model, cfg.head_mid);
   l.heads = take(static_cast<std::size_t>(cfg.horizons) * static_cast<std::size_t>(l.head.size));
   l.skip_w = take(cfg.input_skip ? static_cast<std::size_t>(cfg.horizons) * f : 0);
+  l.xhead = head_layout(cfg.features, cfg.head_mid);
+  l.xheads = take(cfg.snapshot_heads ? static_cast<std::size_t>(cfg.horizons) *
+                                           static_cast<std::size_t>(l.xhead.size)
+                                     : 0);
   l.total = off;
   return l;
 }
@@ -135,25 +139,29 @@ std::vector<ModelParamSpec> perception_param_specs(const PerceptionConfig& cfg) 
   add("pool.q", l.pool_q, {d}, false, kGroupCfc);
   add_block(cfc_param_specs(cfg.cfc(), "cfc"), l.cfc, kGroupCfc);
   // Heads: PyTorch nn.Linear layouts; the three 1-output projections are [1, n] matrices.
-  const HeadLayout& hl = l.head;
-  for (int j = 0; j < cfg.horizons; ++j) {
-    const std::size_t base = l.heads + static_cast<std::size_t>(j * hl.size);
-    const std::string p = fmt::format("head{}.", j);
-    auto at = [&](int64_t o) { return base + static_cast<std::size_t>(o); };
-    add(p + "w1", at(hl.w1), {mid, d}, true, kGroupHeads);
-    add(p + "b1", at(hl.b1), {mid}, false, kGroupHeads);
-    add(p + "w2", at(hl.w2), {mid, mid}, true, kGroupHeads);
-    add(p + "b2", at(hl.b2), {mid}, false, kGroupHeads);
-    add(p + "w_g", at(hl.wg), {1, mid}, true, kGroupHeads);
-    add(p + "b_g", at(hl.bg), {1}, false, kGroupHeads);
-    add(p + "w_m", at(hl.wm), {1, mid}, true, kGroupHeads);
-    add(p + "b_m", at(hl.bm), {1}, false, kGroupHeads);
-    add(p + "w_s", at(hl.ws), {1, d}, true, kGroupHeads);
-    add(p + "b_s", at(hl.bs), {1}, false, kGroupHeads);
-  }
+  auto add_heads = [&](std::size_t heads, const HeadLayout& hl, std::string_view prefix) {
+    const int in = static_cast<int>(hl.d);
+    for (int j = 0; j < cfg.horizons; ++j) {
+      const std::size_t base = heads + static_cast<std::size_t>(j * hl.size);
+      const std::string p = fmt::format("{}{}.", prefix, j);
+      auto at = [&](int64_t o) { return base + static_cast<std::size_t>(o); };
+      add(p + "w1", at(hl.w1), {mid, in}, true, kGroupHeads);
+      add(p + "b1", at(hl.b1), {mid}, false, kGroupHeads);
+      add(p + "w2", at(hl.w2), {mid, mid}, true, kGroupHeads);
+      add(p + "b2", at(hl.b2), {mid}, false, kGroupHeads);
+      add(p + "w_g", at(hl.wg), {1, mid}, true, kGroupHeads);
+      add(p + "b_g", at(hl.bg), {1}, false, kGroupHeads);
+      add(p + "w_m", at(hl.wm), {1, mid}, true, kGroupHeads);
+      add(p + "b_m", at(hl.bm), {1}, false, kGroupHeads);
+      add(p + "w_s", at(hl.ws), {1, in}, true, kGroupHeads);
+      add(p + "b_s", at(hl.bs), {1}, false, kGroupHeads);
+    }
+  };
+  add_heads(l.heads, l.head, "head");
   // The skip path is the logistic's coefficients: its L2 penalty was chosen when it was fit,
   // so no decay pulls it further.
   if (cfg.input_skip) add("skip.weight", l.skip_w, {cfg.horizons, f}, false, kGroupHeads);
+  if (cfg.snapshot_heads) add_heads(l.xheads, l.xhead, "xhead");
   return out;
 }
 
@@ -180,7 +188,17 @@ void perception_init(const PerceptionConfig& cfg, T* params, std::uint64_t seed)
       std::fill(head + l.head.wm, head + l.head.wm + l.head.mid, T(0));
       std::fill(head + l.head.ws, head + l.head.ws + l.head.d, T(0));
     }
-    std::fill(params + l.skip_w, params + l.total, T(0));
+    std::fill(params + l.skip_w, params + l.skip_w + static_cast<std::size_t>(cfg.horizons * f),
+              T(0));
+  }
+  if (cfg.snapshot_heads) {
+    const HeadLayout& xl = l.xhead;
+    head_init<T>(xl, mview(params + l.xheads, {cfg.horizons, xl.size}), block_seed(seed, 5));
+    for (int j = 0; j < cfg.horizons; ++j) {
+      T* head = params + l.xheads + static_cast<std::size_t>(j * xl.size);
+      std::fill(head + xl.wm, head + xl.wm + xl.mid, T(0));
+      std::fill(head + xl.ws, head + xl.ws + xl.d, T(0));
+    }
   }
 }
 
@@ -221,6 +239,11 @@ void PerceptionWorkspace<T>::resize(const PerceptionConfig& cfg, int batch_size,
   d_m1_out.assign(r * d, T(0));
   d_x_sel.assign(r * f, T(0));
   ones.assign(nh, T(1));
+  const std::size_t xr = cfg.snapshot_heads ? r : 0;
+  xz1.assign(nh * xr * static_cast<std::size_t>(cfg.head_mid), T(0));
+  xz2.assign(xz1.size(), T(0));
+  xlogits.assign(xr * nh, T(0));
+  x_last.assign(cfg.snapshot_heads ? b * f : 0, T(0));
 }
 
 namespace {
@@ -282,6 +305,20 @@ void input_skip_backward(const T* x, const T* w, const T* d_logits, int64_t rows
   }
 }
 
+// The snapshot heads on rows x [rows, F]: logits [rows, H] += their logits (activations saved
+// in ws->xz1, ws->xz2 as a prefix of their storage).
+template <typename T>
+void snapshot_heads_forward(const PerceptionConfig& cfg, CpuContext& ctx, const T* params,
+                            const T* x, int64_t rows, PerceptionWorkspace<T>* ws, T* logits) {
+  const PerceptionLayout l = perception_layout(cfg);
+  const HeadLayout& xl = l.xhead;
+  const int64_t nh = cfg.horizons, mid = xl.mid;
+  head_forward<T>(ctx, xl, cview(x, {rows, xl.d}), cview(params + l.xheads, {nh, xl.size}),
+                  mview(ws->xlogits.data(), {rows, nh}), mview(ws->xz1.data(), {nh, rows, mid}),
+                  mview(ws->xz2.data(), {nh, rows, mid}));
+  for (int64_t i = 0; i < rows * nh; ++i) logits[i] += ws->xlogits[i];
+}
+
 }  // namespace
 
 template <typename T>
@@ -297,6 +334,7 @@ void perception_forward(const PerceptionConfig& cfg, CpuContext& ctx, const T* p
   if (cfg.input_skip) {
     input_skip_forward(x, params + l.skip_w, r, cfg.features, nh, ws->logits.data());
   }
+  if (cfg.snapshot_heads) snapshot_heads_forward(cfg, ctx, params, x, r, ws, ws->logits.data());
 }
 
 template <typename T>
@@ -320,6 +358,14 @@ void perception_forward_last(const PerceptionConfig& cfg, CpuContext& ctx, const
       input_skip_forward(x + ((i * k) + (k - 1)) * f, params + l.skip_w, 1, f, nh,
                          ws->logits.data() + i * nh);
     }
+  }
+  if (cfg.snapshot_heads) {
+    const int64_t f = cfg.features;
+    for (int64_t i = 0; i < b; ++i) {
+      const T* last = x + ((i * k) + (k - 1)) * f;
+      std::copy(last, last + f, ws->x_last.data() + i * f);
+    }
+    snapshot_heads_forward(cfg, ctx, params, ws->x_last.data(), b, ws, ws->logits.data());
   }
 }
 
@@ -352,6 +398,14 @@ void perception_backward(const PerceptionConfig& cfg, CpuContext& ctx, const T* 
                    mview(ws->d_s, {r, d}), mview(g + l.heads, {nh, l.head.size}));
   if (cfg.input_skip) {
     input_skip_backward(x, p + l.skip_w, d_logits, r, f, nh, g + l.skip_w, d_x);
+  }
+  if (cfg.snapshot_heads) {
+    // Not the trunk: the snapshot heads send dL/dx unscaled (lambda only scales the trunk).
+    const HeadLayout& xl = l.xhead;
+    head_backward<T>(
+        ctx, xl, cview(x, {r, f}), cview(p + l.xheads, {nh, xl.size}), cview(ws->xz1, {nh, r, mid}),
+        cview(ws->xz2, {nh, r, mid}), cview(d_logits, {r, nh}), cview(ws->ones, {nh}),
+        d_x != nullptr ? mview(d_x, {r, f}) : TensorView<T>(), mview(g + l.xheads, {nh, xl.size}));
   }
   // CfC: dL/dh from the inputs W_in h_k, dL/dc from s_{-1}.
   cfc_backward(cfg.cfc(), ctx, p + l.cfc, ws->h.data(), dt, stride, ws->d_s.data(), &ws->cfc,

@@ -45,6 +45,12 @@ struct PerceptionConfig {
   // the fitted logistic baseline) and the deep path learns what the logistic misses; the heads'
   // output projections w_m and w_s then start at zero, so the untrained model IS that logistic.
   bool input_skip = false;
+  // Snapshot heads: H more gated residual heads (the output heads' form, DESIGN §3.5) reading
+  // each position's features x directly, their logits added to the model's. A per-position
+  // non-linear path beside the linear skip, for what a tree model reads off one snapshot
+  // (docs/MODEL.md "Snapshot heads"). They start silent (w_m = w_s = 0, biases 0), so adding
+  // them does not change the untrained model.
+  bool snapshot_heads = false;
 
   Status validate() const;
   bool operator==(const PerceptionConfig&) const = default;
@@ -68,6 +74,8 @@ struct PerceptionLayout {
   std::size_t heads;     // [H, head.size], HeadLayout per row
   HeadLayout head;
   std::size_t skip_w;    // [H, F] input skip path (only with input_skip; == total otherwise)
+  std::size_t xheads;    // [H, xhead.size] snapshot heads (only with snapshot_heads)
+  HeadLayout xhead;      // head_layout(F, head_mid)
   std::size_t total;
 };
 PerceptionLayout perception_layout(const PerceptionConfig& cfg);
@@ -79,6 +87,7 @@ std::vector<ModelParamSpec> perception_param_specs(const PerceptionConfig& cfg);
 // DESIGN §3 initialisation of every block, deterministic in seed: varsel N(0, 1/F), Mamba2's
 // init for m1 and m2, LayerNorms w = 1 and b = 0, pool q = 0 (mean pooling), CfC and heads
 // Xavier-uniform with zero biases. With input_skip: W_skip = 0 and the heads' w_m, w_s = 0.
+// Snapshot heads: Xavier-uniform w1, w2, w_g, and w_m = w_s = 0 (they output 0 until trained).
 // params has layout.total elements.
 template <typename T>
 void perception_init(const PerceptionConfig& cfg, T* params, std::uint64_t seed);
@@ -104,6 +113,10 @@ struct PerceptionWorkspace {
   std::vector<T> logits;          // [B, K, H] ([B, H] after perception_forward_last)
   std::vector<T> s_last;          // [B, D] CfC state at k = K - 1 (perception_forward_last)
   std::vector<T> z1, z2;          // [H, B*K, head_mid] head activations
+  // Snapshot heads (cfg.snapshot_heads): their activations, logits and last-position inputs.
+  std::vector<T> xz1, xz2;  // [H, B*K, head_mid]
+  std::vector<T> xlogits;   // [B, K, H]
+  std::vector<T> x_last;    // [B, F] (perception_forward_last)
   // Backward scratch (dL/d of the named activation).
   std::vector<T> d_s, d_h, d_c, d_u2, d_v1, d_m1_out;  // [B, K, D] ([B, D] for d_c)
   std::vector<T> d_x_sel;                              // [B, K, F]

@@ -111,6 +111,14 @@ std::vector<float> with_logistic_heads(const model::PerceptionConfig& pc,
     head[l.head.bm] = 0.0f;
     std::fill(head + l.head.ws, head + l.head.ws + l.head.d, 0.0f);
     head[l.head.bs] = start.bias[j];
+    if (pc.snapshot_heads) {
+      // The snapshot head falls silent too: its m and w_s·x + b_s are 0.
+      float* xh = p.data() + l.xheads + j * static_cast<size_t>(l.xhead.size);
+      std::fill(xh + l.xhead.wm, xh + l.xhead.wm + l.xhead.mid, 0.0f);
+      xh[l.xhead.bm] = 0.0f;
+      std::fill(xh + l.xhead.ws, xh + l.xhead.ws + l.xhead.d, 0.0f);
+      xh[l.xhead.bs] = 0.0f;
+    }
   }
   return p;
 }

@@ -164,6 +164,7 @@ nlohmann::json TrainConfig::to_json() const {
   j["d_conv"] = perception.d_conv;
   j["head_mid"] = perception.head_mid;
   j["input_skip"] = input_skip_name(input_skip);
+  j["snapshot_heads"] = perception.snapshot_heads;
   j["logistic_fallback"] = logistic_fallback;
   j["eval_batch"] = eval_batch;
   j["baselines"] = baselines.to_json();
@@ -218,6 +219,7 @@ Result<TrainConfig> TrainConfig::from_json(const nlohmann::json& j) {
     // Checkpoints from before the skip path hold the model without it.
     FXT_ASSIGN_OR_RETURN(c.input_skip, parse_input_skip(j.value("input_skip", std::string("off"))));
     c.logistic_fallback = j.value("logistic_fallback", false);  // absent: a run from before it
+    c.perception.snapshot_heads = j.value("snapshot_heads", false);  // absent: before them
     c.eval_batch = j.at("eval_batch").get<int>();
     FXT_ASSIGN_OR_RETURN(c.baselines, BaselineConfig::from_json(j.at("baselines")));
   } catch (const nlohmann::json::exception& e) {

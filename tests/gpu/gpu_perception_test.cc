@@ -33,10 +33,12 @@ struct Case {
   float stride;
   bool real_dt;
   bool input_skip = false;
+  bool snapshot_heads = false;
   std::string name() const {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "B%d K%d D%d N%d S%g%s%s", b, k, d, state,
-                  static_cast<double>(stride), real_dt ? " dt[]" : "", input_skip ? " skip" : "");
+    char buf[80];
+    std::snprintf(buf, sizeof buf, "B%d K%d D%d N%d S%g%s%s%s", b, k, d, state,
+                  static_cast<double>(stride), real_dt ? " dt[]" : "", input_skip ? " skip" : "",
+                  snapshot_heads ? " xheads" : "");
     return buf;
   }
 };
@@ -100,6 +102,7 @@ void check_against_cpu(const Case& c) {
   cfg.d_state = c.state;
   cfg.head_dim = c.d == 128 ? 64 : 16;
   cfg.input_skip = c.input_skip;
+  cfg.snapshot_heads = c.snapshot_heads;
   const model::PerceptionLayout l = model::perception_layout(cfg);
   std::vector<float> params(l.total);
   model::perception_init<float>(cfg, params.data(), 11);
@@ -163,6 +166,14 @@ TEST(PerceptionGpu, MatchesCpuWithInputSkip) {
   FXT_SKIP_WITHOUT_GPU();
   check_against_cpu({4, 64, 128, 16, 1.0f, false, true});
   check_against_cpu({3, 5, 32, 8, 4.0f, true, true});
+}
+
+// The snapshot heads (gated MLP heads on x): forward, forward_last and backward (their
+// parameters, d_x) against the CPU reference; init noise makes their w_m and w_s non-zero.
+TEST(PerceptionGpu, MatchesCpuWithSnapshotHeads) {
+  FXT_SKIP_WITHOUT_GPU();
+  check_against_cpu({4, 64, 128, 16, 1.0f, false, true, true});
+  check_against_cpu({3, 5, 32, 8, 4.0f, true, false, true});
 }
 
 TEST(PerceptionGpu, BackwardIsBitReproducible) {

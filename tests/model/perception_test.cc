@@ -381,6 +381,65 @@ TEST(PerceptionGrad, TinyFullWithInputSkip) {
   check_linear(pb, 1u << 20, 1e-8, 5);
 }
 
+// The snapshot heads: their gradients (w_m and w_s moved off their zero init, so every tensor
+// carries one), the rest of the model and d_x against central differences.
+TEST(PerceptionGrad, TinyFullWithSnapshotHeads) {
+  PerceptionConfig cfg = tiny_config();
+  cfg.input_skip = true;
+  cfg.snapshot_heads = true;
+  Problem pb(cfg, 2, 6, 1.0, false, 19);
+  std::mt19937_64 rng(29);
+  for (const ModelParamSpec& s : perception_param_specs(cfg)) {
+    if (s.name == "skip.weight" || s.name.ends_with(".w_m") || s.name.ends_with(".w_s") ||
+        s.name.ends_with(".b_m")) {
+      for (std::size_t i = 0; i < s.size; ++i) {
+        pb.params[s.offset + i] = std::uniform_real_distribution<double>(-0.5, 0.5)(rng);
+      }
+    }
+  }
+  std::printf("perception grad check tiny B=2 K=6 S=1 with snapshot heads, all coords\n");
+  check_linear(pb, 1u << 20, 1e-8, 5);
+}
+
+// Snapshot heads start silent: the untrained model's logits do not change when they are added
+// (full and last-position forwards), and the layout appends H heads of input width F.
+TEST(Perception, SnapshotHeadsStartSilent) {
+  PerceptionConfig plain;
+  plain.input_skip = true;
+  PerceptionConfig cfg = plain;
+  cfg.snapshot_heads = true;
+  const PerceptionLayout lp = perception_layout(plain), l = perception_layout(cfg);
+  const HeadLayout xl = head_layout(cfg.features, cfg.head_mid);
+  EXPECT_EQ(xl.size, 64 * 40 + 64 + 64 * 64 + 64 + 64 + 1 + 64 + 1 + 40 + 1);
+  EXPECT_EQ(l.xheads, lp.total);
+  EXPECT_EQ(l.total, lp.total + 5u * static_cast<std::size_t>(xl.size));
+  const int b = 2, k = 7, nh = cfg.horizons;
+  std::vector<double> p(l.total);
+  perception_init(cfg, p.data(), 3);
+  std::vector<double> pp(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(lp.total));
+  std::vector<double> pplain(lp.total);
+  perception_init(plain, pplain.data(), 3);
+  EXPECT_EQ(pp, pplain);  // the rest of the init is unchanged
+  std::mt19937_64 rng(4);
+  const std::vector<double> x =
+      random_vector(rng, static_cast<std::size_t>(b * k * cfg.features), -2.0, 2.0);
+  CpuContext ctx(2);
+  PerceptionWorkspace<double> ws, wsp;
+  ws.resize(cfg, b, k);
+  wsp.resize(plain, b, k);
+  perception_forward(cfg, ctx, p.data(), x.data(), 1.0, static_cast<const double*>(nullptr), &ws);
+  perception_forward(plain, ctx, pplain.data(), x.data(), 1.0, static_cast<const double*>(nullptr),
+                     &wsp);
+  EXPECT_EQ(ws.logits, wsp.logits);
+  perception_forward_last(cfg, ctx, p.data(), x.data(), 1.0, static_cast<const double*>(nullptr),
+                          &ws);
+  perception_forward_last(plain, ctx, pplain.data(), x.data(), 1.0,
+                          static_cast<const double*>(nullptr), &wsp);
+  for (int i = 0; i < b * nh; ++i) {
+    EXPECT_EQ(ws.logits[static_cast<std::size_t>(i)], wsp.logits[static_cast<std::size_t>(i)]);
+  }
+}
+
 // With the skip path the untrained model is exactly a logistic regression on each position's
 // features: logits = x W_skip^T + b_s (w_m = w_s = 0 at init), in the full and last-position
 // forwards; the layout adds H x F parameters after the heads.

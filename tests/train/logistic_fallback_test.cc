@@ -67,7 +67,9 @@ TEST(LogisticFallback, JsonRoundTripAndBadSizes) {
   EXPECT_NE(bad.status().message().find("x.ckpt: meta.logistic_start"), std::string::npos);
 }
 
-TEST(LogisticFallback, APutBackHeadIsTheLogisticAndTheOthersAreUntouched) {
+// Without and with snapshot heads (a put-back horizon silences its snapshot head too).
+void check_put_back(bool snapshot_heads) {
+  SCOPED_TRACE(snapshot_heads ? "with snapshot heads" : "without snapshot heads");
   model::PerceptionConfig pc;
   pc.features = 6;
   pc.horizons = 3;
@@ -76,6 +78,7 @@ TEST(LogisticFallback, APutBackHeadIsTheLogisticAndTheOthersAreUntouched) {
   pc.head_dim = 8;
   pc.head_mid = 8;
   pc.input_skip = true;
+  pc.snapshot_heads = snapshot_heads;
   const model::PerceptionLayout l = model::perception_layout(pc);
   std::vector<float> p(l.total);
   model::perception_init(pc, p.data(), 3);
@@ -104,6 +107,11 @@ TEST(LogisticFallback, APutBackHeadIsTheLogisticAndTheOthersAreUntouched) {
   EXPECT_NE(ws_p.logits[1], ws_q.logits[1]);
   EXPECT_EQ(ws_q.logits[0], ws_p.logits[0]);
   EXPECT_EQ(ws_q.logits[2], ws_p.logits[2]);
+}
+
+TEST(LogisticFallback, APutBackHeadIsTheLogisticAndTheOthersAreUntouched) {
+  check_put_back(false);
+  check_put_back(true);
 }
 
 }  // namespace

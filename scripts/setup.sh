@@ -4,6 +4,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git
+  lld  # a faster linker for the ~80 test programs (docs/DECISIONS.md "CI time"); optional
   libzstd-dev zstd zlib1g-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libeigen3-dev
   libgtest-dev libgmock-dev libbenchmark-dev

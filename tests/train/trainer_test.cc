@@ -82,9 +82,17 @@ TEST_F(TrainerTest, ConfigRoundTripsThroughJson) {
   c.weighting = model::HorizonWeighting::kKendall;
   c.early_stop = "auc_h30";
   c.model = ModelKind::kLogReg;
+  c.perception.snapshot_heads = true;
   auto back = TrainConfig::from_json(c.to_json());
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->to_json(), c.to_json());
+  EXPECT_TRUE(back->perception.snapshot_heads);
+  // A config from before the snapshot heads loads without them.
+  nlohmann::json old = c.to_json();
+  old.erase("snapshot_heads");
+  auto before = TrainConfig::from_json(old);
+  ASSERT_TRUE(before.ok()) << before.status().message();
+  EXPECT_FALSE(before->perception.snapshot_heads);
   EXPECT_FALSE(TrainConfig::from_json(nlohmann::json::object()).ok());
 }
 

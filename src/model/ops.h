@@ -184,5 +184,13 @@ void head_backward(CpuContext& ctx, const HeadLayout& l, In<T> s, In<T> params, 
 // Xavier-uniform matrices and vectors (fan_in/fan_out of each nn.Linear), zero biases.
 template <typename T>
 void head_init(const HeadLayout& l, Out<T> params, uint64_t seed);
+// Zeroes one head's w_m, b_m and w_s (head = its row of params): m = 0 and nothing of s reaches
+// the logit, which is then b_s whatever the input. The gated path trains again from there.
+template <typename T>
+void head_silence(const HeadLayout& l, T* head) {
+  std::fill(head + l.wm, head + l.wm + l.mid, T(0));
+  head[l.bm] = T(0);
+  std::fill(head + l.ws, head + l.ws + l.d, T(0));
+}
 
 }  // namespace fxt::model

@@ -184,9 +184,7 @@ void perception_init(const PerceptionConfig& cfg, T* params, std::uint64_t seed)
   head_init<T>(l.head, mview(params + l.heads, {cfg.horizons, l.head.size}), block_seed(seed, 4));
   if (cfg.input_skip) {
     for (int j = 0; j < cfg.horizons; ++j) {
-      T* head = params + l.heads + static_cast<std::size_t>(j * l.head.size);
-      std::fill(head + l.head.wm, head + l.head.wm + l.head.mid, T(0));
-      std::fill(head + l.head.ws, head + l.head.ws + l.head.d, T(0));
+      head_silence(l.head, params + l.heads + static_cast<std::size_t>(j * l.head.size));
     }
     std::fill(params + l.skip_w, params + l.skip_w + static_cast<std::size_t>(cfg.horizons * f),
               T(0));
@@ -195,9 +193,7 @@ void perception_init(const PerceptionConfig& cfg, T* params, std::uint64_t seed)
     const HeadLayout& xl = l.xhead;
     head_init<T>(xl, mview(params + l.xheads, {cfg.horizons, xl.size}), block_seed(seed, 5));
     for (int j = 0; j < cfg.horizons; ++j) {
-      T* head = params + l.xheads + static_cast<std::size_t>(j * xl.size);
-      std::fill(head + xl.wm, head + xl.wm + xl.mid, T(0));
-      std::fill(head + xl.ws, head + xl.ws + xl.d, T(0));
+      head_silence(xl, params + l.xheads + static_cast<std::size_t>(j * xl.size));
     }
   }
 }
@@ -243,7 +239,7 @@ void PerceptionWorkspace<T>::resize(const PerceptionConfig& cfg, int batch_size,
   xz1.assign(nh * xr * static_cast<std::size_t>(cfg.head_mid), T(0));
   xz2.assign(xz1.size(), T(0));
   xlogits.assign(xr * nh, T(0));
-  x_last.assign(cfg.snapshot_heads ? b * f : 0, T(0));
+  x_last.assign(cfg.input_skip || cfg.snapshot_heads ? b * f : 0, T(0));
 }
 
 namespace {
@@ -352,20 +348,19 @@ void perception_forward_last(const PerceptionConfig& cfg, CpuContext& ctx, const
   head_forward<T>(ctx, l.head, cview(ws->s_last, {b, d}),
                   cview(params + l.heads, {nh, l.head.size}), mview(ws->logits.data(), {b, nh}),
                   mview(ws->z1.data(), {nh, b, mid}), mview(ws->z2.data(), {nh, b, mid}));
-  if (cfg.input_skip) {
-    const int64_t f = cfg.features;
-    for (int64_t i = 0; i < b; ++i) {
-      input_skip_forward(x + ((i * k) + (k - 1)) * f, params + l.skip_w, 1, f, nh,
-                         ws->logits.data() + i * nh);
-    }
-  }
-  if (cfg.snapshot_heads) {
+  if (cfg.input_skip || cfg.snapshot_heads) {
+    // Both per-position paths read each sequence's last features: gathered once.
     const int64_t f = cfg.features;
     for (int64_t i = 0; i < b; ++i) {
       const T* last = x + ((i * k) + (k - 1)) * f;
       std::copy(last, last + f, ws->x_last.data() + i * f);
     }
-    snapshot_heads_forward(cfg, ctx, params, ws->x_last.data(), b, ws, ws->logits.data());
+    if (cfg.input_skip) {
+      input_skip_forward(ws->x_last.data(), params + l.skip_w, b, f, nh, ws->logits.data());
+    }
+    if (cfg.snapshot_heads) {
+      snapshot_heads_forward(cfg, ctx, params, ws->x_last.data(), b, ws, ws->logits.data());
+    }
   }
 }
 

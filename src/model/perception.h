@@ -116,7 +116,7 @@ struct PerceptionWorkspace {
   // Snapshot heads (cfg.snapshot_heads): their activations, logits and last-position inputs.
   std::vector<T> xz1, xz2;  // [H, B*K, head_mid]
   std::vector<T> xlogits;   // [B, K, H]
-  std::vector<T> x_last;    // [B, F] (perception_forward_last)
+  std::vector<T> x_last;    // [B, F] (perception_forward_last, with either x path)
   // Backward scratch (dL/d of the named activation).
   std::vector<T> d_s, d_h, d_c, d_u2, d_v1, d_m1_out;  // [B, K, D] ([B, D] for d_c)
   std::vector<T> d_x_sel;                              // [B, K, F]

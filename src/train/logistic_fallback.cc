@@ -107,16 +107,12 @@ std::vector<float> with_logistic_heads(const model::PerceptionConfig& pc,
                 p.begin() + static_cast<std::ptrdiff_t>(l.skip_w + j * f));
     float* head = p.data() + l.heads + j * static_cast<size_t>(l.head.size);
     // m = w_m·z2 + b_m = 0 and the trunk's w_s·s = 0: the logit is skip.weight·x + b_s.
-    std::fill(head + l.head.wm, head + l.head.wm + l.head.mid, 0.0f);
-    head[l.head.bm] = 0.0f;
-    std::fill(head + l.head.ws, head + l.head.ws + l.head.d, 0.0f);
+    model::head_silence(l.head, head);
     head[l.head.bs] = start.bias[j];
     if (pc.snapshot_heads) {
-      // The snapshot head falls silent too: its m and w_s·x + b_s are 0.
+      // The snapshot head falls silent too: its m, w_s·x and b_s are 0.
       float* xh = p.data() + l.xheads + j * static_cast<size_t>(l.xhead.size);
-      std::fill(xh + l.xhead.wm, xh + l.xhead.wm + l.xhead.mid, 0.0f);
-      xh[l.xhead.bm] = 0.0f;
-      std::fill(xh + l.xhead.ws, xh + l.xhead.ws + l.xhead.d, 0.0f);
+      model::head_silence(l.xhead, xh);
       xh[l.xhead.bs] = 0.0f;
     }
   }

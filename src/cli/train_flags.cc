@@ -68,11 +68,16 @@ void add_train_flags(CLI::App* cmd, TrainFlags* f, TrainFlagsFor who) {
                   "perception, or a baseline alone: logreg (exact L2 logistic) or gbdt (XGBoost)")
       ->capture_default_str();
   cmd->add_option("--baselines", f->baselines,
-                  "baseline families fit beside the model: logreg,gbdt, logreg, gbdt or none")
+                  "baseline families fit beside the model: a list of logreg, gbdt and gam (the GAM "
+                  "on the PLE encoding, opt-in), or none")
       ->capture_default_str();
   cmd->add_option("--baseline-lags", c.baselines.lags,
                   "positions of the lagged baseline variants (1 = none)")
       ->check(int_range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--gam-bins", c.baselines.gam_bins,
+                  "quantile intervals per feature of the gam baseline's encoding")
+      ->check(int_range(2, 64))
       ->capture_default_str();
   cmd->add_option("--baseline-max-rows", c.baselines.max_fit_rows,
                   "training rows a baseline is fit on at most (thinned by a fixed stride above; 0 "
@@ -81,11 +86,16 @@ void add_train_flags(CLI::App* cmd, TrainFlags* f, TrainFlagsFor who) {
       ->capture_default_str();
   cmd->add_option("--input-skip", f->input_skip,
                   "linear path from the features to every head: logreg (started from the fitted "
-                  "logistic), zero, or off")
+                  "logistic), gam (with --ple-bins: started from the fitted GAM), zero, or off")
       ->capture_default_str();
   cmd->add_flag("--snapshot-heads", c.perception.snapshot_heads,
                 "add a gated MLP head per horizon on each position's features (a non-linear "
                 "one-snapshot path beside the input skip; starts silent)");
+  cmd->add_option("--ple-bins", c.perception.ple_bins,
+                  "PLE path: a linear map of each position's features piecewise-linearly encoded "
+                  "in K quantile bins (a GAM beside the input skip; starts at 0); 0 = off")
+      ->check(int_range(0, 64))
+      ->capture_default_str();
   cmd->add_option("--d-model", c.perception.d_model, "width D")->check(int_range(1, 8192))->capture_default_str();
   cmd->add_option("--d-state", c.perception.d_state, "Mamba2 state size N")->check(int_range(1, 1024))->capture_default_str();
   cmd->add_option("--head-dim", c.perception.head_dim, "Mamba2 head size")->check(int_range(1, 8192))->capture_default_str();

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "gpu/ops.h"
+#include "gpu/ple.h"
 
 namespace fxt::gpu {
 
@@ -55,6 +56,9 @@ void PerceptionGpu::resize(int batch, int seq_len) {
   xz1_.resize(std::max<size_t>(nh * xr * mid, 1));
   xz2_.resize(std::max<size_t>(nh * xr * mid, 1));
   xlogits_.resize(std::max<size_t>(xr * nh, 1));
+  const size_t ple_width = f * static_cast<size_t>(cfg_.ple_bins);
+  ple_enc_.resize(std::max<size_t>(r * ple_width, 1));
+  d_ple_enc_.resize(std::max<size_t>(r * ple_width, 1));
   const HeadDims hd{static_cast<int>(r), cfg_.horizons, cfg_.d_model, cfg_.head_mid};
   const HeadDims xd{static_cast<int>(r), cfg_.horizons, cfg_.features, cfg_.head_mid};
   const int ri = static_cast<int>(r);
@@ -81,6 +85,16 @@ void PerceptionGpu::snapshot_heads_forward(const Context& ctx, const float* para
   heads_forward(ctx, xd, xhead_off_, params + layout_.xheads, x, xlogits_.data(), xz1_.data(),
                 xz2_.data(), scratch_.data());
   add_inplace(ctx, xlogits_.data(), logits, static_cast<size_t>(rows) * cfg_.horizons);
+}
+
+void PerceptionGpu::ple_path_forward(const Context& ctx, const float* params, const float* x,
+                                     int rows, float* logits) {
+  if (cfg_.ple_bins <= 0) return;
+  const int width = cfg_.features * cfg_.ple_bins;
+  ple_encode(ctx, x, params + layout_.ple_edges, rows, cfg_.features, cfg_.ple_bins,
+             ple_enc_.data());
+  gemm(ctx, false, true, rows, cfg_.horizons, width, 1.0f, ple_enc_.data(), width,
+       params + layout_.ple_w, width, 1.0f, logits, cfg_.horizons);
 }
 
 void PerceptionGpu::trunk_forward(const Context& ctx, const float* p, const float* x, float stride,
@@ -117,6 +131,7 @@ void PerceptionGpu::forward(const Context& ctx, const float* params, const float
                 z2_.data(), scratch_.data());
   input_skip_forward(ctx, params, x, batch_ * seq_len_, logits_.data());
   snapshot_heads_forward(ctx, params, x, batch_ * seq_len_, logits_.data());
+  ple_path_forward(ctx, params, x, batch_ * seq_len_, logits_.data());
   mark("fwd heads");
 }
 
@@ -128,10 +143,11 @@ void PerceptionGpu::forward_last(const Context& ctx, const float* params, const 
   const HeadDims hd{batch_, cfg_.horizons, cfg_.d_model, cfg_.head_mid};
   heads_forward(ctx, hd, head_off_, params + layout_.heads, s_last_.data(), logits_.data(),
                 z1_.data(), z2_.data(), scratch_.data());
-  if (cfg_.input_skip || cfg_.snapshot_heads) {
+  if (cfg_.input_skip || cfg_.snapshot_heads || cfg_.ple_bins > 0) {
     gather_last_positions(ctx, x, batch_, seq_len_, cfg_.features, x_last_.data());
     input_skip_forward(ctx, params, x_last_.data(), batch_, logits_.data());
     snapshot_heads_forward(ctx, params, x_last_.data(), batch_, logits_.data());
+    ple_path_forward(ctx, params, x_last_.data(), batch_, logits_.data());
   }
 }
 
@@ -166,6 +182,17 @@ void PerceptionGpu::backward(const Context& ctx, const float* p, const float* x,
     const HeadDims xd{r, cfg_.horizons, f, cfg_.head_mid};
     heads_backward(ctx, xd, xhead_off_, p + l.xheads, x, xz1_.data(), xz2_.data(), d_logits,
                    nullptr, d_x, g + l.xheads, scratch_.data());
+  }
+  if (cfg_.ple_bins > 0) {
+    // dW_ple = d_logits^T enc; d_x += (d_logits W_ple) enc'(x). The edges get no gradient.
+    const int width = f * cfg_.ple_bins;
+    gemm_tn_rows(ctx, cfg_.horizons, width, r, d_logits, cfg_.horizons, 0, ple_enc_.data(), width,
+                 0, 0.0f, g + l.ple_w, width, 0);
+    if (d_x != nullptr) {
+      gemm(ctx, false, false, r, width, cfg_.horizons, 1.0f, d_logits, cfg_.horizons, p + l.ple_w,
+           width, 0.0f, d_ple_enc_.data(), width);
+      ple_backward(ctx, x, p + l.ple_edges, d_ple_enc_.data(), r, f, cfg_.ple_bins, d_x);
+    }
   }
   mark("bwd heads");
   const CfcDims cd{batch_, seq_len_, d, d};

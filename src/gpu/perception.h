@@ -4,7 +4,7 @@
 //
 //   x [B, K, F] -> varsel -> Mamba2 m1 -> LayerNorm a = v1 -> u2 = v1 + m2(v1) -> LayerNorm b = h
 //   c = attn_pool(h);  s = CfC(h, c, dt);  logits = heads(s) [B, K, H]  (+ x W_skip^T)
-//   (+ snapshot heads(x) with cfg.snapshot_heads)
+//   (+ snapshot heads(x) with cfg.snapshot_heads, + enc(x) W_ple^T with cfg.ple_bins)
 //
 // Memory is planned once by resize(); forward and backward then only enqueue work on the
 // context's stream (no allocation, no synchronisation), so a training step that calls them can
@@ -61,6 +61,9 @@ class PerceptionGpu {
   // logits [rows, H] += the snapshot heads on x [rows, F] (activations into xz1_, xz2_).
   void snapshot_heads_forward(const Context& ctx, const float* params, const float* x, int rows,
                               float* logits);
+  // logits [rows, H] += enc(x) W_ple^T, the encoding kept in ple_enc_ (the PLE path).
+  void ple_path_forward(const Context& ctx, const float* params, const float* x, int rows,
+                        float* logits);
 
   void mark(const char* layer) const {
     if (marker_) marker_(layer);
@@ -90,6 +93,7 @@ class PerceptionGpu {
   DeviceBuffer<float> x_last_;                 // [B, F] (input skip path at inference)
   DeviceBuffer<float> z1_, z2_;                // [H, B K, mid]
   DeviceBuffer<float> xz1_, xz2_, xlogits_;    // snapshot heads: [H, B K, mid], [B K, H]
+  DeviceBuffer<float> ple_enc_, d_ple_enc_;    // PLE path: [B K, F ple_bins]
   // Backward scratch.
   DeviceBuffer<float> d_s_, d_h_, d_u2_, d_v1_, d_m1_out_;  // [B, K, D]
   DeviceBuffer<float> d_c_;                                // [B, D]

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/random.h"
+#include "model/ple.h"
 
 namespace fxt::model {
 namespace {
@@ -48,6 +49,9 @@ Status PerceptionConfig::validate() const {
         "perception: all sizes must be positive (features {}, d_model {}, d_state {}, head_dim "
         "{}, expand {}, d_conv {}, head_mid {}, horizons {})",
         features, d_model, d_state, head_dim, expand, d_conv, head_mid, horizons);
+  }
+  if (ple_bins != 0 && (ple_bins < 2 || ple_bins > 64)) {
+    return UsageError("perception: ple_bins must be 0 (off) or 2..64, got {}", ple_bins);
   }
   if (Status s = mamba2_validate(m1()); !s.ok()) return s;
   if (Status s = mamba2_validate(m2()); !s.ok()) return s;
@@ -102,6 +106,9 @@ PerceptionLayout perception_layout(const PerceptionConfig& cfg) {
   l.xheads = take(cfg.snapshot_heads ? static_cast<std::size_t>(cfg.horizons) *
                                            static_cast<std::size_t>(l.xhead.size)
                                      : 0);
+  const auto bins = static_cast<std::size_t>(cfg.ple_bins);
+  l.ple_edges = take(f * (bins > 0 ? bins + 1 : 0));
+  l.ple_w = take(static_cast<std::size_t>(cfg.horizons) * f * bins);
   l.total = off;
   return l;
 }
@@ -162,6 +169,12 @@ std::vector<ModelParamSpec> perception_param_specs(const PerceptionConfig& cfg) 
   // so no decay pulls it further.
   if (cfg.input_skip) add("skip.weight", l.skip_w, {cfg.horizons, f}, false, kGroupHeads);
   if (cfg.snapshot_heads) add_heads(l.xheads, l.xhead, "xhead");
+  if (cfg.ple_bins > 0) {
+    // The edges are constants (zero gradient, so AdamW leaves them as set); the path's weights
+    // are trained from zero and decay as the heads' do.
+    add("ple.edges", l.ple_edges, {f, cfg.ple_bins + 1}, false, kGroupHeads);
+    add("ple.weight", l.ple_w, {cfg.horizons, f * cfg.ple_bins}, true, kGroupHeads);
+  }
   return out;
 }
 
@@ -195,6 +208,10 @@ void perception_init(const PerceptionConfig& cfg, T* params, std::uint64_t seed)
     for (int j = 0; j < cfg.horizons; ++j) {
       head_silence(xl, params + l.xheads + static_cast<std::size_t>(j * xl.size));
     }
+  }
+  if (cfg.ple_bins > 0) {
+    ple_default_edges(cfg.features, cfg.ple_bins, params + l.ple_edges);
+    std::fill(params + l.ple_w, params + l.total, T(0));
   }
 }
 
@@ -239,7 +256,10 @@ void PerceptionWorkspace<T>::resize(const PerceptionConfig& cfg, int batch_size,
   xz1.assign(nh * xr * static_cast<std::size_t>(cfg.head_mid), T(0));
   xz2.assign(xz1.size(), T(0));
   xlogits.assign(xr * nh, T(0));
-  x_last.assign(cfg.input_skip || cfg.snapshot_heads ? b * f : 0, T(0));
+  const bool x_path = cfg.input_skip || cfg.snapshot_heads || cfg.ple_bins > 0;
+  x_last.assign(x_path ? b * f : 0, T(0));
+  ple_enc.assign(r * f * static_cast<std::size_t>(cfg.ple_bins), T(0));
+  d_ple_enc.assign(ple_enc.size(), T(0));
 }
 
 namespace {
@@ -269,9 +289,10 @@ void trunk_forward(const PerceptionConfig& cfg, CpuContext& ctx, const T* params
   cfc_forward(cfg.cfc(), ctx, p + l.cfc, ws->h.data(), ws->c.data(), dt, stride, &ws->cfc);
 }
 
-// The input skip path: logits[r, j] += sum_f x[r, f] W[j, f] over rows r < rows.
+// A linear path to the logits (the input skip on x, the PLE path on its encoding):
+// logits[r, j] += sum_f x[r, f] W[j, f] over rows r < rows.
 template <typename T>
-void input_skip_forward(const T* x, const T* w, int64_t rows, int64_t f, int64_t nh, T* logits) {
+void add_linear_logits(const T* x, const T* w, int64_t rows, int64_t f, int64_t nh, T* logits) {
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * f;
     for (int64_t j = 0; j < nh; ++j) {
@@ -285,8 +306,8 @@ void input_skip_forward(const T* x, const T* w, int64_t rows, int64_t f, int64_t
 
 // dW[j, f] += sum_r dlogits[r, j] x[r, f] (rows in order: deterministic); d_x += dlogits W.
 template <typename T>
-void input_skip_backward(const T* x, const T* w, const T* d_logits, int64_t rows, int64_t f,
-                         int64_t nh, T* dw, T* d_x) {
+void linear_logits_backward(const T* x, const T* w, const T* d_logits, int64_t rows, int64_t f,
+                            int64_t nh, T* dw, T* d_x) {
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * f;
     for (int64_t j = 0; j < nh; ++j) {
@@ -315,6 +336,17 @@ void snapshot_heads_forward(const PerceptionConfig& cfg, CpuContext& ctx, const 
   for (int64_t i = 0; i < rows * nh; ++i) logits[i] += ws->xlogits[i];
 }
 
+// The PLE path on rows x [rows, F]: ws->ple_enc [rows, F K] = enc(x), ws->logits += enc W_ple^T.
+template <typename T>
+void ple_path_forward(const PerceptionConfig& cfg, const T* params, const T* x, int64_t rows,
+                      PerceptionWorkspace<T>* ws) {
+  const PerceptionLayout l = perception_layout(cfg);
+  const int64_t width = static_cast<int64_t>(cfg.features) * cfg.ple_bins;
+  ple_encode(x, params + l.ple_edges, rows, cfg.features, cfg.ple_bins, ws->ple_enc.data());
+  add_linear_logits(ws->ple_enc.data(), params + l.ple_w, rows, width, cfg.horizons,
+                    ws->logits.data());
+}
+
 }  // namespace
 
 template <typename T>
@@ -328,9 +360,10 @@ void perception_forward(const PerceptionConfig& cfg, CpuContext& ctx, const T* p
                   cview(params + l.heads, {nh, l.head.size}), mview(ws->logits, {r, nh}),
                   mview(ws->z1, {nh, r, mid}), mview(ws->z2, {nh, r, mid}));
   if (cfg.input_skip) {
-    input_skip_forward(x, params + l.skip_w, r, cfg.features, nh, ws->logits.data());
+    add_linear_logits(x, params + l.skip_w, r, cfg.features, nh, ws->logits.data());
   }
   if (cfg.snapshot_heads) snapshot_heads_forward(cfg, ctx, params, x, r, ws, ws->logits.data());
+  if (cfg.ple_bins > 0) ple_path_forward(cfg, params, x, r, ws);
 }
 
 template <typename T>
@@ -348,19 +381,20 @@ void perception_forward_last(const PerceptionConfig& cfg, CpuContext& ctx, const
   head_forward<T>(ctx, l.head, cview(ws->s_last, {b, d}),
                   cview(params + l.heads, {nh, l.head.size}), mview(ws->logits.data(), {b, nh}),
                   mview(ws->z1.data(), {nh, b, mid}), mview(ws->z2.data(), {nh, b, mid}));
-  if (cfg.input_skip || cfg.snapshot_heads) {
-    // Both per-position paths read each sequence's last features: gathered once.
+  if (cfg.input_skip || cfg.snapshot_heads || cfg.ple_bins > 0) {
+    // The per-position paths read each sequence's last features: gathered once.
     const int64_t f = cfg.features;
     for (int64_t i = 0; i < b; ++i) {
       const T* last = x + ((i * k) + (k - 1)) * f;
       std::copy(last, last + f, ws->x_last.data() + i * f);
     }
     if (cfg.input_skip) {
-      input_skip_forward(ws->x_last.data(), params + l.skip_w, b, f, nh, ws->logits.data());
+      add_linear_logits(ws->x_last.data(), params + l.skip_w, b, f, nh, ws->logits.data());
     }
     if (cfg.snapshot_heads) {
       snapshot_heads_forward(cfg, ctx, params, ws->x_last.data(), b, ws, ws->logits.data());
     }
+    if (cfg.ple_bins > 0) ple_path_forward(cfg, params, ws->x_last.data(), b, ws);
   }
 }
 
@@ -392,7 +426,7 @@ void perception_backward(const PerceptionConfig& cfg, CpuContext& ctx, const T* 
                    cview(lambda != nullptr ? lambda : ws->ones.data(), {nh}),
                    mview(ws->d_s, {r, d}), mview(g + l.heads, {nh, l.head.size}));
   if (cfg.input_skip) {
-    input_skip_backward(x, p + l.skip_w, d_logits, r, f, nh, g + l.skip_w, d_x);
+    linear_logits_backward(x, p + l.skip_w, d_logits, r, f, nh, g + l.skip_w, d_x);
   }
   if (cfg.snapshot_heads) {
     // Not the trunk: the snapshot heads send dL/dx unscaled (lambda only scales the trunk).
@@ -401,6 +435,18 @@ void perception_backward(const PerceptionConfig& cfg, CpuContext& ctx, const T* 
         ctx, xl, cview(x, {r, f}), cview(p + l.xheads, {nh, xl.size}), cview(ws->xz1, {nh, r, mid}),
         cview(ws->xz2, {nh, r, mid}), cview(d_logits, {r, nh}), cview(ws->ones, {nh}),
         d_x != nullptr ? mview(d_x, {r, f}) : TensorView<T>(), mview(g + l.xheads, {nh, xl.size}));
+  }
+  if (cfg.ple_bins > 0) {
+    // dW_ple = d_logits^T enc; d_x += (d_logits W_ple) enc'(x). The edges get no gradient.
+    const int64_t width = f * cfg.ple_bins;
+    T* d_enc = nullptr;
+    if (d_x != nullptr) {
+      zero(ws->d_ple_enc);
+      d_enc = ws->d_ple_enc.data();
+    }
+    linear_logits_backward(ws->ple_enc.data(), p + l.ple_w, d_logits, r, width, nh, g + l.ple_w,
+                           d_enc);
+    if (d_x != nullptr) ple_backward(x, p + l.ple_edges, d_enc, r, cfg.features, cfg.ple_bins, d_x);
   }
   // CfC: dL/dh from the inputs W_in h_k, dL/dc from s_{-1}.
   cfc_backward(cfg.cfc(), ctx, p + l.cfc, ws->h.data(), dt, stride, ws->d_s.data(), &ws->cfc,

@@ -3,7 +3,8 @@
 //   x [B, K, F] -> varsel -> Mamba2 m1 (F -> D) -> LayerNorm a = v1
 //   u2 = v1 + m2(v1) (Mamba2 D -> D) -> LayerNorm b = h [B, K, D]
 //   c = attn_pool(h) [B, D];  s = CfC(h, s_{-1} = c, dt) [B, K, D]
-//   logits[:, :, j] = head_j(s) [B, K, H]  (+ x W_skip^T with the input skip path)
+//   logits[:, :, j] = head_j(s) [B, K, H]  (+ x W_skip^T with the input skip path,
+//   + enc(x) W_ple^T with the PLE path, + snapshot_heads(x))
 // The decision stride S scales Mamba2's dt and is the CfC's Δt unless a per-position dt [B, K]
 // is given (`--cfc-time real`). docs/MODEL.md has the parameter table and the backward order.
 //
@@ -51,6 +52,13 @@ struct PerceptionConfig {
   // (docs/MODEL.md "Snapshot heads"). They start silent (w_m = w_s = 0, biases 0), so adding
   // them does not change the untrained model.
   bool snapshot_heads = false;
+  // The PLE path: with ple_bins = K > 0, each position's features are piecewise-linearly encoded
+  // (model/ple.h: K intervals per feature between the edges W_ple_edges [F, K + 1], the training
+  // rows' quantiles) and logits += enc(x) W_ple^T, W_ple [H, F K]: a GAM on the snapshot beside
+  // the linear skip, for the per-feature shapes (thresholds, saturation) a tree model reads off
+  // one snapshot (docs/MODEL.md "PLE path"). W_ple starts at 0, so adding it does not change the
+  // untrained model. The edges are constants stored with the parameters (no gradient).
+  int ple_bins = 0;
 
   Status validate() const;
   bool operator==(const PerceptionConfig&) const = default;
@@ -76,6 +84,8 @@ struct PerceptionLayout {
   std::size_t skip_w;    // [H, F] input skip path (only with input_skip; == total otherwise)
   std::size_t xheads;    // [H, xhead.size] snapshot heads (only with snapshot_heads)
   HeadLayout xhead;      // head_layout(F, head_mid)
+  std::size_t ple_edges;  // [F, K + 1] PLE edges (constants; only with ple_bins)
+  std::size_t ple_w;      // [H, F K] PLE path weights (only with ple_bins)
   std::size_t total;
 };
 PerceptionLayout perception_layout(const PerceptionConfig& cfg);
@@ -88,6 +98,7 @@ std::vector<ModelParamSpec> perception_param_specs(const PerceptionConfig& cfg);
 // init for m1 and m2, LayerNorms w = 1 and b = 0, pool q = 0 (mean pooling), CfC and heads
 // Xavier-uniform with zero biases. With input_skip: W_skip = 0 and the heads' w_m, w_s = 0.
 // Snapshot heads: Xavier-uniform w1, w2, w_g, and w_m = w_s = 0 (they output 0 until trained).
+// PLE path: the default edges (model::ple_default_edges) and W_ple = 0.
 // params has layout.total elements.
 template <typename T>
 void perception_init(const PerceptionConfig& cfg, T* params, std::uint64_t seed);
@@ -116,7 +127,10 @@ struct PerceptionWorkspace {
   // Snapshot heads (cfg.snapshot_heads): their activations, logits and last-position inputs.
   std::vector<T> xz1, xz2;  // [H, B*K, head_mid]
   std::vector<T> xlogits;   // [B, K, H]
-  std::vector<T> x_last;    // [B, F] (perception_forward_last, with either x path)
+  std::vector<T> x_last;    // [B, F] (perception_forward_last, with any x path)
+  // PLE path (cfg.ple_bins): the encoded inputs and their gradient, [B, K, F ple_bins] ([B, ...]
+  // after perception_forward_last).
+  std::vector<T> ple_enc, d_ple_enc;
   // Backward scratch (dL/d of the named activation).
   std::vector<T> d_s, d_h, d_c, d_u2, d_v1, d_m1_out;  // [B, K, D] ([B, D] for d_c)
   std::vector<T> d_x_sel;                              // [B, K, F]

@@ -4,11 +4,13 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "core/log.h"
 #include "core/text.h"
+#include "model/ple.h"
 
 namespace fxt {
 namespace {
@@ -83,6 +85,56 @@ DesignMatrix to_design(const RowSet& r, int64_t cols) {
   return d;
 }
 
+// The logistic path (penalty chosen on validation) of every horizon; the horizons' fits are
+// independent and single-threaded, so they run on up to `threads` threads with a result that
+// does not depend on the thread count.
+Result<std::vector<LogisticSolution>> fit_logistic_horizons(
+    const DesignMatrix& dtr, const RowSet& tr, const DesignMatrix& dva, const RowSet& va,
+    std::span<const int> horizons, int threads) {
+  const size_t nh = tr.y.size();
+  const std::vector<double> grid = default_lambda_grid();
+  std::vector<LogisticSolution> sol(nh);
+  std::vector<Status> status(nh, Status::Ok());
+  auto fit_from = [&](size_t first, size_t step) {
+    for (size_t h = first; h < nh; h += step) {
+      auto path = fit_logistic_path(dtr, tr.y[h], tr.mask[h], dva, va.y[h], va.mask[h], grid);
+      if (path.ok()) {
+        sol[h] = path->best;
+      } else {
+        status[h] = path.status();
+      }
+    }
+  };
+  const size_t workers = std::min(nh, static_cast<size_t>(std::max(threads, 1)));
+  std::vector<std::thread> pool;
+  for (size_t w = 1; w < workers; ++w) pool.emplace_back(fit_from, w, workers);
+  fit_from(0, std::max<size_t>(workers, 1));
+  for (std::thread& t : pool) t.join();
+  for (size_t h = 0; h < nh; ++h) {
+    if (!status[h].ok()) {
+      return Status(status[h].code(), fmt::format("at h{}: {}", horizons[h], status[h].message()));
+    }
+  }
+  return sol;
+}
+
+// The GAM's design: each row's 40 features, then their encoding [40 K] (model::ple_encode).
+DesignMatrix to_gam_design(const RowSet& r, const std::vector<float>& edges, int bins) {
+  DesignMatrix d;
+  d.rows = static_cast<int64_t>(r.rows);
+  d.cols = static_cast<int64_t>(kF) * (1 + bins);
+  d.values.resize(static_cast<size_t>(d.rows * d.cols));
+  std::vector<float> enc(static_cast<size_t>(kF) * static_cast<size_t>(bins));
+  for (size_t i = 0; i < r.rows; ++i) {
+    const float* x = r.x.data() + i * kF;
+    double* out = d.values.data() + i * static_cast<size_t>(d.cols);
+    std::copy_n(x, kF, out);
+    model::ple_encode(x, edges.data(), 1, kF, bins, enc.data());
+    std::copy(enc.begin(), enc.end(), out + kF);
+  }
+  return d;
+}
+
 // The rows of one horizon with a label, as float features and 0/1 labels (XGBoost inputs).
 void masked_rows(const RowSet& r, size_t h, int64_t cols, std::vector<float>* x,
                  std::vector<float>* y) {
@@ -103,6 +155,19 @@ std::string tensor_name(const FittedBaseline& b, const std::string& what) {
 
 }  // namespace
 
+std::vector<float> training_ple_edges(const Dataset& ds, int bins, int64_t max_rows) {
+  const std::vector<Row> rows = window_rows(ds, ds.anchors(Split::kTrain), max_rows);
+  std::vector<float> edges(static_cast<size_t>(kF) * static_cast<size_t>(bins + 1));
+  std::vector<float> values(rows.size());
+  for (int i = 0; i < kF; ++i) {
+    for (size_t r = 0; r < rows.size(); ++r) {
+      values[r] = ds.store(rows[r].store).features[rows[r].t * kF + static_cast<uint64_t>(i)];
+    }
+    model::ple_edges_from_sample(values, bins, edges.data() + static_cast<size_t>(i) * (bins + 1));
+  }
+  return edges;
+}
+
 void lagged_row(const float* features, uint64_t t, int lags, int stride, float* out) {
   std::vector<uint64_t> idx(static_cast<size_t>(lags));
   window_positions(t, lags, stride, idx.data());
@@ -115,6 +180,9 @@ void lagged_row(const float* features, uint64_t t, int lags, int stride, float* 
 
 Status BaselineConfig::validate() const {
   if (lags < 1 || lags > 64) return UsageError("--baseline-lags must be in 1..64 (got {})", lags);
+  if (gam_bins < 2 || gam_bins > 64) {
+    return UsageError("--gam-bins must be in 2..64 (got {})", gam_bins);
+  }
   if (max_fit_rows != 0 && max_fit_rows < 1000) {
     return UsageError("--baseline-max-rows must be 0 (every row) or at least 1000 (got {})",
                       max_fit_rows);
@@ -125,6 +193,8 @@ Status BaselineConfig::validate() const {
 nlohmann::json BaselineConfig::to_json() const {
   return {{"logreg", logreg},
           {"gbdt", gbdt},
+          {"gam", gam},
+          {"gam_bins", gam_bins},
           {"lags", lags},
           {"max_fit_rows", max_fit_rows},
           {"gbdt_max_depth", gbdt_params.max_depth},
@@ -138,6 +208,8 @@ Result<BaselineConfig> BaselineConfig::from_json(const nlohmann::json& j) {
   try {
     c.logreg = j.at("logreg").get<bool>();
     c.gbdt = j.at("gbdt").get<bool>();
+    c.gam = j.value("gam", false);  // absent: a config from before the GAM
+    c.gam_bins = j.value("gam_bins", 16);
     c.lags = j.at("lags").get<int>();
     c.max_fit_rows = j.at("max_fit_rows").get<int64_t>();
     c.gbdt_params.max_depth = j.at("gbdt_max_depth").get<int>();
@@ -152,15 +224,18 @@ Result<BaselineConfig> BaselineConfig::from_json(const nlohmann::json& j) {
 }
 
 Status parse_baseline_families(const std::string& text, BaselineConfig* cfg) {
-  cfg->logreg = cfg->gbdt = false;
+  cfg->logreg = cfg->gbdt = cfg->gam = false;
   if (text == "none") return Status::Ok();
   for (const std::string& f : split_fields(text, ',')) {
     if (f == "logreg") {
       cfg->logreg = true;
     } else if (f == "gbdt") {
       cfg->gbdt = true;
+    } else if (f == "gam") {
+      cfg->gam = true;
     } else {
-      return UsageError("--baselines must be a list of logreg, gbdt, or none (got '{}')", text);
+      return UsageError("--baselines must be a list of logreg, gbdt, gam, or none (got '{}')",
+                        text);
     }
   }
   return Status::Ok();
@@ -177,6 +252,7 @@ Result<Baselines> Baselines::fit(const Dataset& ds, std::span<const int> horizon
   out.horizons_ = nh;
   // `only` (a baseline-only run) fits that family whatever the --baselines list says.
   const bool want_logreg = only.empty() ? cfg.logreg : only == "logreg";
+  const bool want_gam = only.empty() ? cfg.gam : only == "gam";
   bool want_gbdt = only.empty() ? cfg.gbdt : only == "gbdt";
   if (want_gbdt && !gbdt_available()) {
     if (only == "gbdt") {
@@ -185,7 +261,7 @@ Result<Baselines> Baselines::fit(const Dataset& ds, std::span<const int> horizon
     log_warn("the GBDT baseline is off: this build has no XGBoost (libxgboost-dev)");
     want_gbdt = false;
   }
-  if (!want_logreg && !want_gbdt) return out;
+  if (!want_logreg && !want_gbdt && !want_gam) return out;
 
   const std::vector<Row> train_rows = window_rows(ds, ds.anchors(Split::kTrain), cfg.max_fit_rows);
   const std::vector<Row> val_rows =
@@ -200,9 +276,9 @@ Result<Baselines> Baselines::fit(const Dataset& ds, std::span<const int> horizon
     const RowSet va = gather_rows(ds, val_rows, lags, nh);
     const int64_t cols = static_cast<int64_t>(lags) * kF;
     const std::string suffix = lags > 1 ? "_lags" : "";
-    // One baseline of a family: per horizon, fit_one(h) -> Status; timed and logged.
+    // One baseline of a family: fit_all(b) fits every horizon; timed and logged.
     auto fit_family = [&](const std::string& family, BaselineKind kind,
-                          const std::function<Status(FittedBaseline&, size_t)>& fit_one) -> Status {
+                          const std::function<Status(FittedBaseline&)>& fit_all) -> Status {
       const auto t0 = Clock::now();
       FittedBaseline b;
       b.name = family + suffix;
@@ -210,11 +286,8 @@ Result<Baselines> Baselines::fit(const Dataset& ds, std::span<const int> horizon
       b.lags = lags;
       b.train_rows = static_cast<int64_t>(tr.rows);
       b.validation_rows = static_cast<int64_t>(va.rows);
-      for (size_t h = 0; h < static_cast<size_t>(nh); ++h) {
-        if (Status st = fit_one(b, h); !st.ok()) {
-          return Status(st.code(),
-                        fmt::format("baseline {} at h{}: {}", b.name, horizons[h], st.message()));
-        }
+      if (Status st = fit_all(b); !st.ok()) {
+        return Status(st.code(), fmt::format("baseline {} {}", b.name, st.message()));
       }
       b.fit_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
       log_info("baseline {}: {} training rows, fit in {:.1f} s", b.name, b.train_rows,
@@ -224,28 +297,43 @@ Result<Baselines> Baselines::fit(const Dataset& ds, std::span<const int> horizon
     };
     if (want_logreg) {
       const DesignMatrix dtr = to_design(tr, cols), dva = to_design(va, cols);
-      const std::vector<double> grid = default_lambda_grid();
       FXT_RETURN_IF_ERROR(
-          fit_family("logreg", BaselineKind::kLogistic, [&](FittedBaseline& b, size_t h) -> Status {
-            FXT_ASSIGN_OR_RETURN(
-                LogisticPathResult path,
-                fit_logistic_path(dtr, tr.y[h], tr.mask[h], dva, va.y[h], va.mask[h], grid));
-            b.logistic.push_back(path.best);
+          fit_family("logreg", BaselineKind::kLogistic, [&](FittedBaseline& b) -> Status {
+            FXT_ASSIGN_OR_RETURN(b.logistic,
+                                 fit_logistic_horizons(dtr, tr, dva, va, horizons, threads));
             return Status::Ok();
           }));
+    }
+    if (want_gam && lags == 1) {
+      const int bins = cfg.gam_bins;
+      const std::vector<float> edges = training_ple_edges(ds, bins, cfg.max_fit_rows);
+      const DesignMatrix dtr = to_gam_design(tr, edges, bins), dva = to_gam_design(va, edges, bins);
+      FXT_RETURN_IF_ERROR(
+          fit_family("gam", BaselineKind::kLogistic, [&](FittedBaseline& b) -> Status {
+            FXT_ASSIGN_OR_RETURN(b.logistic,
+                                 fit_logistic_horizons(dtr, tr, dva, va, horizons, threads));
+            return Status::Ok();
+          }));
+      out.fitted_.back().ple_bins = bins;
+      out.fitted_.back().ple_edges = edges;
     }
     if (want_gbdt) {
       GbdtParams gp = cfg.gbdt_params;
       gp.threads = threads;
       std::vector<float> xt, yt, xv, yv;
-      FXT_RETURN_IF_ERROR(
-          fit_family("gbdt", BaselineKind::kGbdt, [&](FittedBaseline& b, size_t h) -> Status {
-            masked_rows(tr, h, cols, &xt, &yt);
-            masked_rows(va, h, cols, &xv, &yv);
-            FXT_ASSIGN_OR_RETURN(GbdtModel m, fit_gbdt(xt, yt, xv, yv, cols, gp));
-            b.gbdt.push_back(std::move(m));
-            return Status::Ok();
-          }));
+      FXT_RETURN_IF_ERROR(fit_family("gbdt", BaselineKind::kGbdt, [&](FittedBaseline& b) -> Status {
+        for (size_t h = 0; h < static_cast<size_t>(nh); ++h) {
+          masked_rows(tr, h, cols, &xt, &yt);
+          masked_rows(va, h, cols, &xv, &yv);
+          auto m = fit_gbdt(xt, yt, xv, yv, cols, gp);
+          if (!m.ok()) {
+            return Status(m.status().code(),
+                          fmt::format("at h{}: {}", horizons[h], m.status().message()));
+          }
+          b.gbdt.push_back(std::move(*m));
+        }
+        return Status::Ok();
+      }));
     }
   }
   return out;
@@ -266,6 +354,7 @@ Result<std::vector<float>> Baselines::score(size_t i, const float* features,
   const FittedBaseline& b = fitted_.at(i);
   const auto nh = static_cast<size_t>(horizons_);
   const auto cols = static_cast<size_t>(b.columns());
+  // Rows of the lagged features (the GAM's rows leave room for their encoding).
   std::vector<float> x(ends.size() * cols);
   for (size_t r = 0; r < ends.size(); ++r) {
     lagged_row(features, ends[r], b.lags, stride, x.data() + r * cols);
@@ -273,8 +362,16 @@ Result<std::vector<float>> Baselines::score(size_t i, const float* features,
   std::vector<float> logits(ends.size() * nh);
   if (b.kind == BaselineKind::kLogistic) {
     std::vector<double> row(cols);
+    std::vector<float> enc(static_cast<size_t>(kF) * static_cast<size_t>(b.ple_bins));
     for (size_t r = 0; r < ends.size(); ++r) {
-      std::copy_n(x.data() + r * cols, cols, row.data());
+      if (b.ple_bins > 0) {  // the GAM: x, then enc(x)
+        const float* xr = x.data() + r * cols;
+        std::copy_n(xr, kF, row.data());
+        model::ple_encode(xr, b.ple_edges.data(), 1, kF, b.ple_bins, enc.data());
+        std::copy(enc.begin(), enc.end(), row.begin() + kF);
+      } else {
+        std::copy_n(x.data() + r * cols, cols, row.data());
+      }
       for (size_t h = 0; h < nh; ++h) {
         logits[r * nh + h] = static_cast<float>(logistic_logit(b.logistic[h], row.data()));
       }
@@ -297,6 +394,7 @@ nlohmann::json Baselines::summary(bool with_timings) const {
     nlohmann::json j = {{"name", b.name},
                         {"kind", b.kind == BaselineKind::kLogistic ? "logistic" : "gbdt"},
                         {"lags", b.lags},
+                        {"ple_bins", b.ple_bins},
                         {"train_rows", b.train_rows},
                         {"validation_rows", b.validation_rows}};
     if (with_timings) j["fit_seconds"] = b.fit_seconds;
@@ -329,6 +427,7 @@ void Baselines::save(Checkpoint* ck, nlohmann::json* meta) const {
       }
       ck->set_f64(tensor_name(b, "weight"), {nh, b.columns()}, w);
       ck->set_f64(tensor_name(b, "bias"), {nh}, bias);
+      if (b.ple_bins > 0) ck->set_f32(tensor_name(b, "edges"), {kF, b.ple_bins + 1}, b.ple_edges);
     } else {
       for (size_t h = 0; h < b.gbdt.size(); ++h) {
         ck->set_u8(tensor_name(b, fmt::format("h{}", h)),
@@ -350,9 +449,18 @@ Result<Baselines> Baselines::load(const Checkpoint& ck, const nlohmann::json& me
       b.kind =
           j.at("kind").get<std::string>() == "gbdt" ? BaselineKind::kGbdt : BaselineKind::kLogistic;
       b.lags = j.at("lags").get<int>();
+      b.ple_bins = j.value("ple_bins", 0);  // absent: a checkpoint from before the GAM
       b.train_rows = j.at("train_rows").get<int64_t>();
       b.validation_rows = j.at("validation_rows").get<int64_t>();
       const nlohmann::json& per = j.at("horizons");
+      if (b.ple_bins < 0 || b.ple_bins > 64 || (b.ple_bins > 0 && b.lags != 1)) {
+        return InvalidInput("{}: baseline {} has {} PLE bins with lags {}", ck.source, b.name,
+                            b.ple_bins, b.lags);
+      }
+      if (b.ple_bins > 0) {
+        const std::vector<int64_t> eshape = {kF, b.ple_bins + 1};
+        FXT_ASSIGN_OR_RETURN(b.ple_edges, ck.get_f32(tensor_name(b, "edges"), eshape));
+      }
       if (b.lags < 1 || b.lags > 64 || static_cast<int>(per.size()) != horizons) {
         return InvalidInput("{}: baseline {} has lags {} and {} horizons (expected {})", ck.source,
                             b.name, b.lags, per.size(), horizons);

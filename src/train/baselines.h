@@ -8,16 +8,22 @@
 //   logreg_lags  the same on the features of the last `lags` positions (t, t-S, ..., oldest first),
 //                so "value from the sequence" is told apart from "value from non-linearity";
 //   gbdt         gradient-boosted trees (XGBoost hist, early stopping on validation; train/gbdt.h);
-//   gbdt_lags    the same on the lagged features.
+//   gbdt_lags    the same on the lagged features;
+//   gam          (opt-in: --baselines ...,gam) the same exact logistic on the snapshot's 40
+//                features and their piecewise-linear encoding (model/ple.h, gam_bins quantile
+//                intervals per feature, edges from training_ple_edges): a generalised additive
+//                model, one continuous piecewise-linear shape per feature. What the perception
+//                model's PLE path contains (--input-skip gam starts the model from it).
 // Training rows: every position of every clean training window (the union of the positions the
 // model's sampler can draw); validation rows: every position of the non-overlapping validation
 // windows (the rows the model's validation scores). Above max_fit_rows a split's rows are thinned
 // by a fixed stride (deterministic; neighbouring rows are near-duplicates). Positions before a
 // store's start repeat its first snapshot, as inference windows do (window_positions).
 //
-// The fit is deterministic for a configuration and thread count; the fitted baselines live in the
-// checkpoint (tensors "baseline.<name>.*", a summary in meta) so eval, cv and predict score them
-// without refitting.
+// The logistic fits (logreg, logreg_lags, gam) run one horizon per thread and do not depend on
+// the thread count; the GBDT is deterministic for a configuration and thread count. The fitted
+// baselines live in the checkpoint (tensors "baseline.<name>.*", a summary in meta) so eval, cv
+// and predict score them without refitting.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +46,8 @@ enum class BaselineKind { kLogistic, kGbdt };
 struct BaselineConfig {
   bool logreg = true;
   bool gbdt = true;              // off (with a note) when the build has no XGBoost
+  bool gam = false;              // the GAM on the PLE encoding (opt-in: 40 (K + 1) columns)
+  int gam_bins = 16;             // K of the GAM's encoding (2..64)
   int lags = 4;                  // positions of the lag variants; 1 = no lag variants
   int64_t max_fit_rows = 50000;  // 0 = every row
   GbdtParams gbdt_params;
@@ -49,18 +57,20 @@ struct BaselineConfig {
   static Result<BaselineConfig> from_json(const nlohmann::json& j);
 };
 
-// "logreg,gbdt", "logreg", "gbdt", "none" -> which families are fit.
+// "logreg,gbdt", "logreg", "gbdt", "gam" (any list of them), "none" -> which families are fit.
 Status parse_baseline_families(const std::string& text, BaselineConfig* cfg);
 
 struct FittedBaseline {
-  std::string name;  // "logreg", "logreg_lags", "gbdt", "gbdt_lags"
+  std::string name;  // "logreg", "logreg_lags", "gbdt", "gbdt_lags", "gam"
   BaselineKind kind = BaselineKind::kLogistic;
   int lags = 1;
+  int ple_bins = 0;                        // gam: K; its columns are x then enc(x)
+  std::vector<float> ple_edges;            // gam: [40, K + 1]
   std::vector<LogisticSolution> logistic;  // per horizon (kLogistic)
   std::vector<GbdtModel> gbdt;             // per horizon (kGbdt)
   int64_t train_rows = 0, validation_rows = 0;
   double fit_seconds = 0.0;
-  int64_t columns() const { return static_cast<int64_t>(lags) * 40; }
+  int64_t columns() const { return static_cast<int64_t>(lags) * 40 * (1 + ple_bins); }
 };
 
 class Baselines {
@@ -97,6 +107,11 @@ class Baselines {
   std::vector<FittedBaseline> fitted_;
   int horizons_ = 0;
 };
+
+// PLE edges [40, bins + 1] (model::ple_edges_from_sample per feature) of the standardised
+// features over the baselines' training rows: every position of every clean training window,
+// thinned by a fixed stride to max_rows (0 = every row). Deterministic.
+std::vector<float> training_ple_edges(const Dataset& ds, int bins, int64_t max_rows);
 
 // The lagged feature row of snapshot t (local index): lags x 40 values, oldest position first.
 void lagged_row(const float* features, uint64_t t, int lags, int stride, float* out);

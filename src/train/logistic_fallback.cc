@@ -11,15 +11,18 @@ namespace fxt::train_detail {
 nlohmann::json LogisticStart::to_json() const {
   nlohmann::json v = nlohmann::json::array();
   for (double x : val) v.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json());
-  return {{"skip_w", skip_w}, {"bias", bias}, {"val", v}};
+  nlohmann::json j = {{"skip_w", skip_w}, {"bias", bias}, {"val", v}};
+  if (!ple_w.empty()) j["ple_w"] = ple_w;
+  return j;
 }
 
 Result<LogisticStart> LogisticStart::from_json(const nlohmann::json& j, int horizons, int features,
-                                               const std::string& where) {
+                                               const std::string& where, int ple_bins) {
   LogisticStart s;
   try {
     s.skip_w = j.at("skip_w").get<std::vector<float>>();
     s.bias = j.at("bias").get<std::vector<float>>();
+    if (j.contains("ple_w")) s.ple_w = j.at("ple_w").get<std::vector<float>>();
     // A NaN validation value is stored as null (JSON holds no NaN).
     for (const nlohmann::json& v : j.at("val")) {
       s.val.push_back(v.is_null() ? std::nan("") : v.get<double>());
@@ -34,8 +37,17 @@ Result<LogisticStart> LogisticStart::from_json(const nlohmann::json& j, int hori
                         "horizons of {} features",
                         where, s.skip_w.size(), s.bias.size(), s.val.size(), horizons, features);
   }
-  for (float w : s.skip_w) {
-    if (!std::isfinite(w)) return InvalidInput("{}: meta.logistic_start: non-finite weight", where);
+  const size_t ple = h * static_cast<size_t>(features) * static_cast<size_t>(ple_bins);
+  if (s.ple_w.size() != ple) {
+    return InvalidInput("{}: meta.logistic_start holds {} PLE weights, expected {}", where,
+                        s.ple_w.size(), ple);
+  }
+  for (const std::vector<float>* v : {&s.skip_w, &s.ple_w}) {
+    for (float w : *v) {
+      if (!std::isfinite(w)) {
+        return InvalidInput("{}: meta.logistic_start: non-finite weight", where);
+      }
+    }
   }
   for (float b : s.bias) {
     if (!std::isfinite(b)) return InvalidInput("{}: meta.logistic_start: non-finite bias", where);
@@ -61,6 +73,11 @@ LogisticStart capture_logistic_start(const model::PerceptionConfig& pc,
   for (size_t j = 0; j < nh; ++j) {
     s.bias.push_back(params[l.heads + j * static_cast<size_t>(l.head.size) +
                             static_cast<size_t>(l.head.bs)]);
+  }
+  if (pc.ple_bins > 0) {
+    const size_t width = nh * f * static_cast<size_t>(pc.ple_bins);
+    s.ple_w.assign(params.begin() + static_cast<std::ptrdiff_t>(l.ple_w),
+                   params.begin() + static_cast<std::ptrdiff_t>(l.ple_w + width));
   }
   s.val = per_horizon_values(val0, stop);
   return s;
@@ -114,6 +131,18 @@ std::vector<float> with_logistic_heads(const model::PerceptionConfig& pc,
       float* xh = p.data() + l.xheads + j * static_cast<size_t>(l.xhead.size);
       model::head_silence(l.xhead, xh);
       xh[l.xhead.bs] = 0.0f;
+    }
+    if (pc.ple_bins > 0) {
+      // The PLE path's row goes back to the start's too (0 after a logistic start, the GAM's
+      // shape after a GAM start).
+      const size_t width = f * static_cast<size_t>(pc.ple_bins);
+      const auto at = static_cast<std::ptrdiff_t>(l.ple_w + j * width);
+      if (start.ple_w.empty()) {
+        std::fill_n(p.begin() + at, width, 0.0f);
+      } else {
+        std::copy_n(start.ple_w.begin() + static_cast<std::ptrdiff_t>(j * width), width,
+                    p.begin() + at);
+      }
     }
   }
   return p;

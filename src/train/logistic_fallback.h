@@ -25,13 +25,14 @@ struct ValResult;  // train/scoring.h
 struct LogisticStart {
   std::vector<float> skip_w;  // [H, F], skip.weight at the start
   std::vector<float> bias;    // [H], each head's b_s at the start
+  std::vector<float> ple_w;   // [H, F K], ple.weight at the start (empty without the PLE path)
   std::vector<double> val;    // [H], validation value per horizon (loss or AUC, as `stop`)
   bool empty() const { return val.empty(); }
 
   nlohmann::json to_json() const;
-  // `where` names the checkpoint in errors; sizes are checked against H and F.
+  // `where` names the checkpoint in errors; sizes are checked against H, F and the PLE bins.
   static Result<LogisticStart> from_json(const nlohmann::json& j, int horizons, int features,
-                                         const std::string& where);
+                                         const std::string& where, int ple_bins = 0);
 };
 
 // The early-stopping metric per horizon: the pooled BCE (lower is better) for val_loss, the AUC

@@ -27,6 +27,8 @@ const char* input_skip_name(InputSkip s) {
       return "off";
     case InputSkip::kZero:
       return "zero";
+    case InputSkip::kGam:
+      return "gam";
     default:
       return "logreg";
   }
@@ -36,7 +38,8 @@ Result<InputSkip> parse_input_skip(const std::string& s) {
   if (s == "off") return InputSkip::kOff;
   if (s == "zero") return InputSkip::kZero;
   if (s == "logreg") return InputSkip::kLogReg;
-  return UsageError("--input-skip must be logreg, zero or off (got '{}')", s);
+  if (s == "gam") return InputSkip::kGam;
+  return UsageError("--input-skip must be logreg, gam, zero or off (got '{}')", s);
 }
 
 namespace {
@@ -110,6 +113,15 @@ Status TrainConfig::validate() const {
   }
   FXT_RETURN_IF_ERROR(parse_stop_metric(early_stop, horizons).status());
   FXT_RETURN_IF_ERROR(baselines.validate());
+  if (input_skip == InputSkip::kGam && model == ModelKind::kPerception) {
+    if (perception.ple_bins == 0) return UsageError("--input-skip gam needs --ple-bins K");
+    if (baselines.gam && baselines.gam_bins != perception.ple_bins) {
+      return UsageError(
+          "--input-skip gam starts from the gam baseline: --gam-bins ({}) must "
+          "equal --ple-bins ({})",
+          baselines.gam_bins, perception.ple_bins);
+    }
+  }
   if (model == ModelKind::kPerception) {
     FXT_RETURN_IF_ERROR(perception_config().validate());
   }
@@ -165,6 +177,7 @@ nlohmann::json TrainConfig::to_json() const {
   j["head_mid"] = perception.head_mid;
   j["input_skip"] = input_skip_name(input_skip);
   j["snapshot_heads"] = perception.snapshot_heads;
+  j["ple_bins"] = perception.ple_bins;
   j["logistic_fallback"] = logistic_fallback;
   j["eval_batch"] = eval_batch;
   j["baselines"] = baselines.to_json();
@@ -220,6 +233,7 @@ Result<TrainConfig> TrainConfig::from_json(const nlohmann::json& j) {
     FXT_ASSIGN_OR_RETURN(c.input_skip, parse_input_skip(j.value("input_skip", std::string("off"))));
     c.logistic_fallback = j.value("logistic_fallback", false);  // absent: a run from before it
     c.perception.snapshot_heads = j.value("snapshot_heads", false);  // absent: before them
+    c.perception.ple_bins = j.value("ple_bins", 0);                  // absent: before it
     c.eval_batch = j.at("eval_batch").get<int>();
     FXT_ASSIGN_OR_RETURN(c.baselines, BaselineConfig::from_json(j.at("baselines")));
   } catch (const nlohmann::json::exception& e) {

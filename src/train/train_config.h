@@ -25,9 +25,11 @@ const char* model_kind_name(ModelKind k);  // "perception", "logreg", "gbdt"
 // The perception model's input skip path (model::PerceptionConfig::input_skip, docs/MODEL.md):
 // kLogReg = on, W_skip and the heads' b_s warm-started from the logistic regression fit on the
 // training rows (the logreg baseline, or a fit of it for this purpose when --baselines leaves
-// it out); kZero = on, started at zero; kOff = the DESIGN §3 model without it.
-enum class InputSkip { kOff, kZero, kLogReg };
-const char* input_skip_name(InputSkip s);                  // "off", "zero", "logreg"
+// it out); kGam = on with the PLE path (--ple-bins K), W_skip, W_ple and b_s warm-started from
+// the GAM on the PLE encoding (the gam baseline, or a fit of it); kZero = on, started at zero;
+// kOff = the DESIGN §3 model without it.
+enum class InputSkip { kOff, kZero, kLogReg, kGam };
+const char* input_skip_name(InputSkip s);                  // "off", "zero", "logreg", "gam"
 Result<InputSkip> parse_input_skip(const std::string& s);  // names the flag on error
 
 struct TrainConfig {

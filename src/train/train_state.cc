@@ -178,10 +178,10 @@ Status TrainState::load(const Checkpoint& ck) {
     bad_epochs = m.at("bad_epochs").get<int>();
     stopped = m.at("stopped").get<bool>();
     if (m.contains("logistic_start")) {
-      FXT_ASSIGN_OR_RETURN(logistic_start,
-                           LogisticStart::from_json(m.at("logistic_start"),
-                                                    static_cast<int>(cfg.horizons.size()),
-                                                    net.config().features, ck.source));
+      FXT_ASSIGN_OR_RETURN(
+          logistic_start,
+          LogisticStart::from_json(m.at("logistic_start"), static_cast<int>(cfg.horizons.size()),
+                                   net.config().features, ck.source, net.config().ple_bins));
     }
   } catch (const nlohmann::json::exception& e) {
     return InvalidInput("{}: bad meta section: {}", ck.source, e.what());

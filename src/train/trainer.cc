@@ -95,39 +95,68 @@ nlohmann::json num(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
+bool starts_from_fit(InputSkip s) {
+  return s == InputSkip::kLogReg || s == InputSkip::kGam;
+}
+
 // --input-skip logreg: the skip path starts as the logistic regression on the snapshot's own
 // features fit on the training rows (the logreg baseline when --baselines fits it, else a fit for
 // this alone), and the heads' w_m, w_s start at zero, so the untrained model equals that logistic
-// and training learns what it misses.
+// and training learns what it misses. --input-skip gam: the same from the GAM on the PLE encoding
+// (the gam baseline), W_skip from its first 40 coefficients, W_ple from the rest and the PLE
+// edges from its edges, so the untrained model equals that GAM.
 Status warm_start_input_skip(const Dataset& ds, TrainState& st) {
   const TrainConfig& c = st.cfg;
-  const FittedBaseline* logistic = st.baselines.find("logreg");
+  const model::PerceptionConfig& pc = st.net.config();
+  const bool gam = c.input_skip == InputSkip::kGam;
+  const std::string name = gam ? "gam" : "logreg";
+  const FittedBaseline* start = st.baselines.find(name);
   Baselines own;
-  if (logistic == nullptr) {
+  if (start == nullptr) {
     BaselineConfig bc = c.baselines;
     bc.lags = 1;
-    FXT_ASSIGN_OR_RETURN(own, Baselines::fit(ds, c.horizons, bc, c.threads, "logreg"));
-    logistic = own.find("logreg");
+    bc.gam_bins = pc.ple_bins > 0 ? pc.ple_bins : bc.gam_bins;
+    FXT_ASSIGN_OR_RETURN(own, Baselines::fit(ds, c.horizons, bc, c.threads, name));
+    start = own.find(name);
   }
-  const model::PerceptionConfig& pc = st.net.config();
-  if (logistic == nullptr || !pc.input_skip ||
-      logistic->logistic.size() != static_cast<size_t>(pc.horizons)) {
-    return InternalError("--input-skip logreg: no logistic fit to start the skip path from");
+  if (start == nullptr || !pc.input_skip ||
+      start->logistic.size() != static_cast<size_t>(pc.horizons) ||
+      (gam && start->ple_bins != pc.ple_bins)) {
+    return InternalError("--input-skip {}: no fit to start the skip path from", name);
   }
   const model::PerceptionLayout l = model::perception_layout(pc);
   const auto f = static_cast<size_t>(pc.features);
+  const size_t width = gam ? f * static_cast<size_t>(pc.ple_bins) : 0;
   for (size_t j = 0; j < static_cast<size_t>(pc.horizons); ++j) {
-    const LogisticSolution& sol = logistic->logistic[j];
-    if (sol.weights.size() != f) {
-      return InternalError("--input-skip logreg: the logistic has {} coefficients, not {}",
-                           sol.weights.size(), f);
+    const LogisticSolution& sol = start->logistic[j];
+    if (sol.weights.size() != f + width) {
+      return InternalError("--input-skip {}: the fit has {} coefficients, not {}", name,
+                           sol.weights.size(), f + width);
     }
     for (size_t i = 0; i < f; ++i)
       st.params[l.skip_w + j * f + i] = static_cast<float>(sol.weights[i]);
+    for (size_t i = 0; i < width; ++i)
+      st.params[l.ple_w + j * width + i] = static_cast<float>(sol.weights[f + i]);
     st.params[l.heads + j * static_cast<size_t>(l.head.size) + static_cast<size_t>(l.head.bs)] =
         static_cast<float>(sol.bias);
   }
+  if (gam) {
+    std::copy(start->ple_edges.begin(), start->ple_edges.end(),
+              st.params.begin() + static_cast<std::ptrdiff_t>(l.ple_edges));
+  }
   return Status::Ok();
+}
+
+// --ple-bins K: the PLE path's edges are the quantiles of the standardised features over the
+// training rows the baselines fit on (constants from here on; a resumed run has them in its
+// checkpoint).
+void set_ple_edges(const Dataset& ds, TrainState& st) {
+  const model::PerceptionConfig& pc = st.net.config();
+  const std::vector<float> edges =
+      training_ple_edges(ds, pc.ple_bins, st.cfg.baselines.max_fit_rows);
+  std::copy(
+      edges.begin(), edges.end(),
+      st.params.begin() + static_cast<std::ptrdiff_t>(model::perception_layout(pc).ple_edges));
 }
 
 // Keeps the metrics.jsonl lines of epochs <= last_epoch (a resumed run rewrites the rest).
@@ -234,7 +263,9 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
     const std::string only = st->perception() ? "" : model_kind_name(c.model);
     FXT_ASSIGN_OR_RETURN(st->baselines,
                          Baselines::fit(ds, c.horizons, c.baselines, c.threads, only));
-    if (st->perception() && c.input_skip == InputSkip::kLogReg) {
+    // The PLE edges first: a GAM start overwrites them with its own (the same values).
+    if (st->perception() && st->net.config().ple_bins > 0) set_ple_edges(ds, *st);
+    if (st->perception() && starts_from_fit(c.input_skip)) {
       FXT_RETURN_IF_ERROR(warm_start_input_skip(ds, *st));
     }
   }
@@ -271,8 +302,7 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
 
   // The logistic fallback's start: the untrained model (the logistic, exactly) validated once,
   // before the first step of a fresh run; a resumed run has it from its checkpoint.
-  if (!options.resume && st->perception() && c.input_skip == InputSkip::kLogReg &&
-      c.logistic_fallback) {
+  if (!options.resume && st->perception() && starts_from_fit(c.input_skip) && c.logistic_fallback) {
     FXT_ASSIGN_OR_RETURN(const ValResult val0, validate_epoch(*st, ds, ctx));
     st->logistic_start = train_detail::capture_logistic_start(st->net.config(), st->params, val0, stop);
     log_info("start (the logistic): val {:.5f} mean AUC {:.4f}", val0.loss, val0.metrics.mean_auc);

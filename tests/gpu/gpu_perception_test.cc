@@ -15,8 +15,10 @@
 #include <gtest/gtest.h>
 
 #include "gpu/perception.h"
+#include "gpu/ple.h"
 #include "gpu_test_util.h"
 #include "model/perception.h"
+#include "model/ple.h"
 
 namespace fxt::gpu {
 namespace {
@@ -34,11 +36,12 @@ struct Case {
   bool real_dt;
   bool input_skip = false;
   bool snapshot_heads = false;
+  int ple_bins = 0;
   std::string name() const {
-    char buf[80];
-    std::snprintf(buf, sizeof buf, "B%d K%d D%d N%d S%g%s%s%s", b, k, d, state,
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "B%d K%d D%d N%d S%g%s%s%s%s", b, k, d, state,
                   static_cast<double>(stride), real_dt ? " dt[]" : "", input_skip ? " skip" : "",
-                  snapshot_heads ? " xheads" : "");
+                  snapshot_heads ? " xheads" : "", ple_bins > 0 ? " ple" : "");
     return buf;
   }
 };
@@ -103,6 +106,7 @@ void check_against_cpu(const Case& c) {
   cfg.head_dim = c.d == 128 ? 64 : 16;
   cfg.input_skip = c.input_skip;
   cfg.snapshot_heads = c.snapshot_heads;
+  cfg.ple_bins = c.ple_bins;
   const model::PerceptionLayout l = model::perception_layout(cfg);
   std::vector<float> params(l.total);
   model::perception_init<float>(cfg, params.data(), 11);
@@ -174,6 +178,38 @@ TEST(PerceptionGpu, MatchesCpuWithSnapshotHeads) {
   FXT_SKIP_WITHOUT_GPU();
   check_against_cpu({4, 64, 128, 16, 1.0f, false, true, true});
   check_against_cpu({3, 5, 32, 8, 4.0f, true, false, true});
+}
+
+// The PLE path (a linear map of the piecewise-linear encoding of x): the encoding kernel, its
+// GEMMs in forward, forward_last and backward (dW_ple, d_x through the encoding's derivative)
+// against the CPU reference; init noise makes W_ple non-zero and moves the edges off their grid.
+TEST(PerceptionGpu, MatchesCpuWithPle) {
+  FXT_SKIP_WITHOUT_GPU();
+  check_against_cpu({4, 64, 128, 16, 1.0f, false, true, false, 16});
+  check_against_cpu({3, 5, 32, 8, 4.0f, true, false, false, 5});
+}
+
+// The encoding itself is bit-identical to the CPU's (the same float operations in order).
+TEST(PerceptionGpu, PleEncodingIsBitIdenticalToCpu) {
+  FXT_SKIP_WITHOUT_GPU();
+  const int rows = 300, f = 7, bins = 9;
+  std::vector<float> edges(static_cast<size_t>(f) * (bins + 1));
+  model::ple_default_edges(f, bins, edges.data());
+  edges[3] = edges[2];  // a degenerate interval
+  const std::vector<float> x = random_vector(static_cast<size_t>(rows) * f, 12, -4.0f, 4.0f);
+  const std::vector<float> d_enc = random_vector(static_cast<size_t>(rows) * f * bins, 13);
+  std::vector<float> enc(d_enc.size()), dx(x.size(), 0.5f);
+  model::ple_encode(x.data(), edges.data(), rows, f, bins, enc.data());
+  model::ple_backward(x.data(), edges.data(), d_enc.data(), rows, f, bins, dx.data());
+  Context ctx;
+  auto dev_x = to_device(x), dev_e = to_device(edges), dev_d = to_device(d_enc);
+  auto dev_dx = to_device(std::vector<float>(x.size(), 0.5f));
+  DeviceBuffer<float> dev_enc(enc.size());
+  ple_encode(ctx, dev_x.data(), dev_e.data(), rows, f, bins, dev_enc.data());
+  ple_backward(ctx, dev_x.data(), dev_e.data(), dev_d.data(), rows, f, bins, dev_dx.data());
+  ctx.sync();
+  EXPECT_EQ(dev_enc.download(), enc);
+  EXPECT_EQ(dev_dx.download(), dx);
 }
 
 TEST(PerceptionGpu, BackwardIsBitReproducible) {

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -58,7 +59,7 @@ std::vector<double> random_params(const PerceptionConfig& cfg, std::uint64_t see
   std::mt19937_64 rng(seed + 101);
   std::uniform_real_distribution<double> u(-0.5, 0.5);
   for (const ModelParamSpec& s : perception_param_specs(cfg)) {
-    if (s.weight_decay) continue;
+    if (s.weight_decay || s.name == "ple.edges") continue;  // the edges stay ordered
     // dt = softplus(dt_bias) S and A = -exp(A_log) kept where exp(dt A) does not underflow:
     // otherwise the A_log gradients are ~1e-12, below what central differences resolve.
     const bool dt_bias = s.name.ends_with(".dt_bias"), a_log = s.name.ends_with(".A_log");
@@ -156,6 +157,7 @@ CheckReport check_all(Problem& pb, const std::function<double()>& f_trunk,
     rep.overall = std::max(rep.overall, worst);
   };
   for (const ModelParamSpec& s : perception_param_specs(pb.cfg)) {
+    if (s.name == "ple.edges") continue;  // constants: no gradient by definition
     check(s.name, pb.params.data() + s.offset, grads.data() + s.offset, s.size,
           s.group == kGroupHeads ? f_heads : f_trunk);
   }
@@ -174,6 +176,19 @@ CheckReport check_linear(Problem& pb, std::size_t max_coords, double floor, std:
                       d_x.data());
   auto f = [&] { return pb.loss(); };
   return check_all(pb, f, f, grads, d_x, max_coords, floor, seed);
+}
+
+// Draws the tensors `pick` names uniformly in [-0.5, 0.5], so paths that start at zero (the skip
+// and PLE weights, the heads' output projections) carry gradients in a check.
+void move_off_init(Problem& pb, std::uint64_t seed,
+                   const std::function<bool(const std::string&)>& pick) {
+  std::mt19937_64 rng(seed);
+  for (const ModelParamSpec& s : perception_param_specs(pb.cfg)) {
+    if (!pick(s.name)) continue;
+    for (std::size_t i = 0; i < s.size; ++i) {
+      pb.params[s.offset + i] = std::uniform_real_distribution<double>(-0.5, 0.5)(rng);
+    }
+  }
 }
 
 TEST(Perception, ParamTableAndCount) {
@@ -369,14 +384,9 @@ TEST(PerceptionGrad, TinyFullWithInputSkip) {
   PerceptionConfig cfg = tiny_config();
   cfg.input_skip = true;
   Problem pb(cfg, 2, 6, 1.0, false, 17);
-  std::mt19937_64 rng(23);
-  for (const ModelParamSpec& s : perception_param_specs(cfg)) {
-    if (s.name == "skip.weight" || s.name.ends_with(".w_m") || s.name.ends_with(".w_s")) {
-      for (std::size_t i = 0; i < s.size; ++i) {
-        pb.params[s.offset + i] = std::uniform_real_distribution<double>(-0.5, 0.5)(rng);
-      }
-    }
-  }
+  move_off_init(pb, 23, [](const std::string& n) {
+    return n == "skip.weight" || n.ends_with(".w_m") || n.ends_with(".w_s");
+  });
   std::printf("perception grad check tiny B=2 K=6 S=1 with the input skip path, all coords\n");
   check_linear(pb, 1u << 20, 1e-8, 5);
 }
@@ -388,17 +398,90 @@ TEST(PerceptionGrad, TinyFullWithSnapshotHeads) {
   cfg.input_skip = true;
   cfg.snapshot_heads = true;
   Problem pb(cfg, 2, 6, 1.0, false, 19);
-  std::mt19937_64 rng(29);
-  for (const ModelParamSpec& s : perception_param_specs(cfg)) {
-    if (s.name == "skip.weight" || s.name.ends_with(".w_m") || s.name.ends_with(".w_s") ||
-        s.name.ends_with(".b_m")) {
-      for (std::size_t i = 0; i < s.size; ++i) {
-        pb.params[s.offset + i] = std::uniform_real_distribution<double>(-0.5, 0.5)(rng);
-      }
-    }
-  }
+  move_off_init(pb, 29, [](const std::string& n) {
+    return n == "skip.weight" || n.ends_with(".w_m") || n.ends_with(".w_s") || n.ends_with(".b_m");
+  });
   std::printf("perception grad check tiny B=2 K=6 S=1 with snapshot heads, all coords\n");
   check_linear(pb, 1u << 20, 1e-8, 5);
+}
+
+// The PLE path: W_ple (moved off its zero init), the rest of the model and d_x (through the
+// encoding's derivative) against central differences.
+TEST(PerceptionGrad, TinyFullWithPle) {
+  PerceptionConfig cfg = tiny_config();
+  cfg.input_skip = true;
+  cfg.ple_bins = 4;
+  Problem pb(cfg, 2, 6, 1.0, false, 31);
+  move_off_init(pb, 37, [](const std::string& n) {
+    return n == "skip.weight" || n == "ple.weight" || n.ends_with(".w_m") || n.ends_with(".w_s");
+  });
+  std::printf("perception grad check tiny B=2 K=6 S=1 with the PLE path, all coords\n");
+  check_linear(pb, 1u << 20, 1e-8, 5);
+}
+
+// The PLE path starts at zero, so the untrained model's logits do not change when it is added;
+// with W_ple set, each logit gains exactly enc(x) W_ple^T (the encoding by hand, full and
+// last-position forwards). Layout: edges [F, K + 1] then W_ple [H, F K], appended.
+TEST(Perception, PlePathAddsTheEncodedLinearMap) {
+  PerceptionConfig plain;
+  plain.input_skip = true;
+  PerceptionConfig cfg = plain;
+  cfg.ple_bins = 8;
+  const PerceptionLayout lp = perception_layout(plain), l = perception_layout(cfg);
+  EXPECT_EQ(l.ple_edges, lp.total);
+  EXPECT_EQ(l.ple_w, lp.total + 40u * 9u);
+  EXPECT_EQ(l.total, lp.total + 40u * 9u + 5u * 40u * 8u);
+  const int b = 2, k = 7, f = cfg.features, nh = cfg.horizons, bins = cfg.ple_bins;
+  std::vector<double> p(l.total);
+  perception_init(cfg, p.data(), 3);
+  std::vector<double> pplain(lp.total);
+  perception_init(plain, pplain.data(), 3);
+  EXPECT_TRUE(std::equal(pplain.begin(), pplain.end(), p.begin()));  // the rest is unchanged
+  EXPECT_EQ(p[l.ple_edges], -3.0);
+  EXPECT_EQ(p[l.ple_edges + 8], 3.0);
+  std::mt19937_64 rng(4);
+  const std::vector<double> x = random_vector(rng, static_cast<std::size_t>(b * k * f), -4.0, 4.0);
+  CpuContext ctx(2);
+  PerceptionWorkspace<double> ws, wsp;
+  ws.resize(cfg, b, k);
+  wsp.resize(plain, b, k);
+  const double* no_dt = nullptr;
+  perception_forward(cfg, ctx, p.data(), x.data(), 1.0, no_dt, &ws);
+  perception_forward(plain, ctx, pplain.data(), x.data(), 1.0, no_dt, &wsp);
+  EXPECT_EQ(ws.logits, wsp.logits);
+  const std::vector<double> w =
+      random_vector(rng, static_cast<std::size_t>(nh * f * bins), -1.0, 1.0);
+  std::copy(w.begin(), w.end(), p.begin() + static_cast<std::ptrdiff_t>(l.ple_w));
+  // The encoding of one value on the default edges -3 + 0.75 t, by hand.
+  auto path = [&](int row, int j) {
+    double z = 0.0;
+    for (int i = 0; i < f; ++i) {
+      const double v = x[static_cast<std::size_t>(row * f + i)];
+      for (int t = 0; t < bins; ++t) {
+        const double lo = -3.0 + 0.75 * t;
+        const double e = std::min(std::max((v - lo) / 0.75, 0.0), 1.0);
+        z += e * w[static_cast<std::size_t>((j * f + i) * bins + t)];
+      }
+    }
+    return z;
+  };
+  perception_forward(cfg, ctx, p.data(), x.data(), 1.0, no_dt, &ws);
+  for (int row = 0; row < b * k; ++row) {
+    for (int j = 0; j < nh; ++j) {
+      const auto at = static_cast<std::size_t>(row * nh + j);
+      EXPECT_NEAR(ws.logits[at], wsp.logits[at] + path(row, j), 1e-12);
+    }
+  }
+  perception_forward_last(cfg, ctx, p.data(), x.data(), 1.0, no_dt, &ws);
+  for (int i = 0; i < b; ++i) {
+    for (int j = 0; j < nh; ++j) {
+      const auto at = static_cast<std::size_t>(i * nh + j);
+      EXPECT_NEAR(
+          ws.logits[at],
+          wsp.logits[static_cast<std::size_t>((i * k + k - 1) * nh + j)] + path(i * k + k - 1, j),
+          1e-12);
+    }
+  }
 }
 
 // Snapshot heads start silent: the untrained model's logits do not change when they are added

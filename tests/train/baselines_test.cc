@@ -3,7 +3,9 @@
 // holding against a label-leaking feature, checkpoint round trips and the verdict lines.
 #include "train/baselines.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -264,6 +266,106 @@ TEST_F(BaselinesTest, FitOnTrainingRowsOnlyALeakInValidationIsNotLearned) {
   ASSERT_EQ(ck2.tensors.size(), ck.tensors.size());
   for (size_t i = 0; i < ck.tensors.size(); ++i) {
     EXPECT_EQ(ck2.tensors[i].data, ck.tensors[i].data) << ck.tensors[i].name;
+  }
+}
+
+// The GAM on the PLE encoding (--baselines ...,gam): slot 38 carries the h10 label only through
+// its magnitude (|v| = 1.5 for an up-move, 0.5 otherwise, the sign a hash of t), a U-shape no
+// linear model reads and a per-feature shape does. Its edges are the training rows' quantiles,
+// its columns x then enc(x), its logit by hand, and a checkpoint round trip scores the same.
+TEST_F(BaselinesTest, GamReadsAPerFeatureShapeTheLogisticCannot) {
+  auto ds = Dataset::open({*dir_ + "/store"}, config());
+  ASSERT_TRUE(ds.ok()) << ds.status().message();
+  ds->standardise_features(ds->measure_train_stats());
+  auto& s = const_cast<Dataset::Store&>(ds->store(0));
+  for (uint64_t t = 0; t < s.reader.size(); ++t) {
+    const float mag = s.labels.y[t * 2] != 0 ? 1.5f : 0.5f;
+    // A hashed sign: the training rows are thinned by a fixed stride, which a plain parity
+    // would alias.
+    s.features[t * 40 + 38] = ((t * 2654435761u) >> 9) % 2 != 0 ? mag : -mag;
+  }
+  BaselineConfig bc;
+  bc.lags = 1;
+  bc.gbdt = false;
+  bc.gam = true;
+  bc.gam_bins = 6;
+  bc.max_fit_rows = 4000;
+  const std::vector<int> hz = {10, 30};
+  auto b = Baselines::fit(*ds, hz, bc, 2);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  ASSERT_EQ(b->fitted().size(), 2u);
+  const FittedBaseline* gam = b->find("gam");
+  ASSERT_NE(gam, nullptr);
+  EXPECT_EQ(gam->ple_bins, 6);
+  EXPECT_EQ(gam->columns(), 40 * 7);
+  EXPECT_EQ(gam->ple_edges, training_ple_edges(*ds, 6, 4000));
+  ASSERT_EQ(gam->logistic[0].weights.size(), 280u);
+  // Slot 38's edges: its four values, the rest padded.
+  const float* e38 = gam->ple_edges.data() + 38 * 7;
+  EXPECT_EQ(std::vector<float>(e38, e38 + 4), (std::vector<float>{-1.5f, -0.5f, 0.5f, 1.5f}));
+  EXPECT_EQ(e38[6], 1.5f);
+
+  const GlobalRange v = ds->range(Split::kValidation);
+  std::vector<uint64_t> ends;
+  std::vector<uint8_t> y, m;
+  for (uint64_t t = v.begin; t < v.end; ++t) {
+    ends.push_back(t);
+    y.push_back(s.labels.y[t * 2]);
+    m.push_back(s.labels.mask[t * 2]);
+  }
+  auto auc_of = [&](const Baselines& bs, const std::string& name) {
+    for (size_t i = 0; i < bs.fitted().size(); ++i) {
+      if (bs.fitted()[i].name != name) continue;
+      auto lg = bs.score(i, s.features.data(), ends, 1, 1);
+      EXPECT_TRUE(lg.ok());
+      std::vector<float> h10;
+      for (size_t r = 0; r < ends.size(); ++r) h10.push_back((*lg)[r * 2]);
+      return roc_auc(std::span<const float>(h10), y, m);
+    }
+    return -1.0;
+  };
+  const double auc_gam = auc_of(*b, "gam"), auc_lr = auc_of(*b, "logreg");
+  std::printf("validation h10 AUC: gam %.4f, logreg %.4f\n", auc_gam, auc_lr);
+  EXPECT_GT(auc_gam, 0.99);
+  EXPECT_LT(auc_lr, 0.9);
+
+  // One row's logit by hand: bias + w . x + w_enc . clip((x - e_t) / (e_t+1 - e_t), 0, 1).
+  const uint64_t t0 = ends[17];
+  const float* x = s.features.data() + t0 * 40;
+  const LogisticSolution& sol = gam->logistic[1];
+  double z = sol.bias;
+  for (int i = 0; i < 40; ++i) {
+    z += sol.weights[static_cast<size_t>(i)] * x[i];
+    const float* e = gam->ple_edges.data() + i * 7;
+    for (int t = 0; t < 6; ++t) {
+      const float enc =
+          e[t + 1] > e[t] ? std::clamp((x[i] - e[t]) / (e[t + 1] - e[t]), 0.0f, 1.0f) : 0.0f;
+      z += sol.weights[static_cast<size_t>(40 + i * 6 + t)] * enc;
+    }
+  }
+  const size_t gi = static_cast<size_t>(gam - b->fitted().data());
+  auto one = b->score(gi, s.features.data(), std::span<const uint64_t>(&t0, 1), 1, 1);
+  ASSERT_TRUE(one.ok());
+  EXPECT_NEAR((*one)[1], z, 1e-5);
+
+  Checkpoint ck;
+  nlohmann::json meta;
+  b->save(&ck, &meta);
+  EXPECT_NE(ck.find("baseline.gam.edges"), nullptr);
+  auto back = Baselines::load(ck, meta, 2);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  auto l1 = b->score(gi, s.features.data(), ends, 1, 1);
+  auto l2 = back->score(gi, s.features.data(), ends, 1, 1);
+  ASSERT_TRUE(l1.ok() && l2.ok());
+  EXPECT_EQ(*l1, *l2);
+  // The horizons' logistic fits run one per thread: one thread gives the same coefficients.
+  auto one_thread = Baselines::fit(*ds, hz, bc, 1);
+  ASSERT_TRUE(one_thread.ok());
+  for (size_t i = 0; i < 2; ++i) {
+    for (size_t h = 0; h < 2; ++h) {
+      EXPECT_EQ(one_thread->fitted()[i].logistic[h].weights, b->fitted()[i].logistic[h].weights);
+      EXPECT_EQ(one_thread->fitted()[i].logistic[h].bias, b->fitted()[i].logistic[h].bias);
+    }
   }
 }
 

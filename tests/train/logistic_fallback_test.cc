@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/random.h"
@@ -67,9 +68,10 @@ TEST(LogisticFallback, JsonRoundTripAndBadSizes) {
   EXPECT_NE(bad.status().message().find("x.ckpt: meta.logistic_start"), std::string::npos);
 }
 
-// Without and with snapshot heads (a put-back horizon silences its snapshot head too).
-void check_put_back(bool snapshot_heads) {
-  SCOPED_TRACE(snapshot_heads ? "with snapshot heads" : "without snapshot heads");
+// Without and with snapshot heads and the PLE path (a put-back horizon silences its snapshot
+// head and its row of W_ple too).
+void check_put_back(bool snapshot_heads, int ple_bins) {
+  SCOPED_TRACE(fmt::format("snapshot heads {}, PLE bins {}", snapshot_heads, ple_bins));
   model::PerceptionConfig pc;
   pc.features = 6;
   pc.horizons = 3;
@@ -79,6 +81,7 @@ void check_put_back(bool snapshot_heads) {
   pc.head_mid = 8;
   pc.input_skip = true;
   pc.snapshot_heads = snapshot_heads;
+  pc.ple_bins = ple_bins;
   const model::PerceptionLayout l = model::perception_layout(pc);
   std::vector<float> p(l.total);
   model::perception_init(pc, p.data(), 3);
@@ -110,8 +113,10 @@ void check_put_back(bool snapshot_heads) {
 }
 
 TEST(LogisticFallback, APutBackHeadIsTheLogisticAndTheOthersAreUntouched) {
-  check_put_back(false);
-  check_put_back(true);
+  check_put_back(false, 0);
+  check_put_back(true, 0);
+  check_put_back(false, 4);
+  check_put_back(true, 6);
 }
 
 }  // namespace

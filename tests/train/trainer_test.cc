@@ -15,6 +15,7 @@
 
 #include "core/file_util.h"
 #include "test_util.h"
+#include "train/baselines.h"
 #include "train/checkpoint.h"
 
 namespace fxt {
@@ -83,16 +84,20 @@ TEST_F(TrainerTest, ConfigRoundTripsThroughJson) {
   c.early_stop = "auc_h30";
   c.model = ModelKind::kLogReg;
   c.perception.snapshot_heads = true;
+  c.perception.ple_bins = 12;
   auto back = TrainConfig::from_json(c.to_json());
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->to_json(), c.to_json());
   EXPECT_TRUE(back->perception.snapshot_heads);
-  // A config from before the snapshot heads loads without them.
+  EXPECT_EQ(back->perception.ple_bins, 12);
+  // A config from before the snapshot heads and the PLE path loads without them.
   nlohmann::json old = c.to_json();
   old.erase("snapshot_heads");
+  old.erase("ple_bins");
   auto before = TrainConfig::from_json(old);
   ASSERT_TRUE(before.ok()) << before.status().message();
   EXPECT_FALSE(before->perception.snapshot_heads);
+  EXPECT_EQ(before->perception.ple_bins, 0);
   EXPECT_FALSE(TrainConfig::from_json(nlohmann::json::object()).ok());
 }
 
@@ -329,6 +334,87 @@ TEST_F(TrainerTest, LogisticFallbackPutsTheStartBackWhereItValidatesBetter) {
   EXPECT_FALSE(off_best->meta.contains("logistic_start"));
   EXPECT_FALSE(off_best->meta.contains("logistic_heads"));
   EXPECT_FALSE(nlohmann::json::parse(lines(off + "/metrics.jsonl")[0]).contains("logistic_heads"));
+}
+
+// --ple-bins: the PLE path's edges in the checkpoint are the training rows' quantiles of the
+// standardised features (training_ple_edges on the dataset train() builds), unchanged by
+// training (constants), while W_ple trains off zero; the run evaluates.
+TEST_F(TrainerTest, PleEdgesAreTheTrainingQuantilesAndStayConstant) {
+  const std::string run = test::scratch_dir() + "/run";
+  TrainConfig c = small_config();
+  c.perception.ple_bins = 8;
+  ASSERT_TRUE(train(c, {store()}, run).ok());
+  auto ds = Dataset::open({store()}, c.dataset_config());
+  ASSERT_TRUE(ds.ok()) << ds.status().message();
+  ds->standardise_features(ds->measure_train_stats());
+  const std::vector<float> want = training_ple_edges(*ds, 8, c.baselines.max_fit_rows);
+  ASSERT_EQ(want.size(), 40u * 9u);
+  int spread = 0;  // features with several intervals
+  for (int i = 0; i < 40; ++i) {
+    for (int t = 0; t < 8; ++t)
+      EXPECT_LE(want[static_cast<size_t>(i * 9 + t)], want[static_cast<size_t>(i * 9 + t + 1)]);
+    spread += want[static_cast<size_t>(i * 9 + 2)] > want[static_cast<size_t>(i * 9 + 1)];
+  }
+  EXPECT_GT(spread, 10);
+  for (const char* name : {"/last.ckpt", "/best.ckpt"}) {
+    auto ck = read_checkpoint(run + name);
+    ASSERT_TRUE(ck.ok());
+    auto edges = ck->get_f32("ple.edges");
+    ASSERT_TRUE(edges.ok()) << edges.status().message();
+    EXPECT_EQ(*edges, want) << name;
+  }
+  auto last = read_checkpoint(run + "/last.ckpt");
+  auto w = last->get_f32("ple.weight");
+  ASSERT_TRUE(w.ok());
+  EXPECT_GT(*std::max_element(w->begin(), w->end()), 0.0f);
+  EvalOptions o;
+  o.bootstrap = 0;
+  EXPECT_TRUE(evaluate(run + "/best.ckpt", {}, o).ok());
+}
+
+// --input-skip gam: the model starts as the gam baseline. The start in the checkpoint holds the
+// GAM's coefficients (W_skip its first 40, W_ple the rest, b_s its bias) and the PLE edges are the
+// GAM's; a GAM with other bins than the model's is refused.
+TEST_F(TrainerTest, GamStartIsTheGamBaseline) {
+  const std::string run = test::scratch_dir() + "/run";
+  TrainConfig c = small_config();
+  c.perception.ple_bins = 6;
+  c.input_skip = InputSkip::kGam;
+  c.baselines.gbdt = false;
+  c.baselines.gam = true;
+  c.baselines.gam_bins = 6;
+  ASSERT_TRUE(train(c, {store()}, run).ok());
+  auto ck = read_checkpoint(run + "/last.ckpt");
+  ASSERT_TRUE(ck.ok());
+  auto gam_w = ck->get_f64("baseline.gam.weight");
+  auto gam_b = ck->get_f64("baseline.gam.bias");
+  ASSERT_TRUE(gam_w.ok() && gam_b.ok());
+  ASSERT_EQ(gam_w->size(), 2u * 40u * 7u);
+  const nlohmann::json& start = ck->meta["logistic_start"];
+  const auto skip = start["skip_w"].get<std::vector<float>>();
+  const auto ple = start["ple_w"].get<std::vector<float>>();
+  const auto bias = start["bias"].get<std::vector<float>>();
+  ASSERT_EQ(skip.size(), 80u);
+  ASSERT_EQ(ple.size(), 2u * 240u);
+  for (size_t h = 0; h < 2; ++h) {
+    EXPECT_EQ(bias[h], static_cast<float>((*gam_b)[h]));
+    for (size_t i = 0; i < 40; ++i) {
+      EXPECT_EQ(skip[h * 40 + i], static_cast<float>((*gam_w)[h * 280 + i]));
+    }
+    for (size_t i = 0; i < 240; ++i) {
+      EXPECT_EQ(ple[h * 240 + i], static_cast<float>((*gam_w)[h * 280 + 40 + i]));
+    }
+  }
+  EXPECT_EQ(*ck->get_f32("ple.edges"), *ck->get_f32("baseline.gam.edges"));
+  EvalOptions o;
+  o.bootstrap = 0;
+  auto j = evaluate(run + "/best.ckpt", {}, o);
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_TRUE((*j)["baselines"].contains("gam"));
+  c.baselines.gam_bins = 8;
+  EXPECT_NE(c.validate().message().find("--gam-bins"), std::string::npos);
+  c.perception.ple_bins = 0;
+  EXPECT_NE(c.validate().message().find("--ple-bins"), std::string::npos);
 }
 
 TEST_F(TrainerTest, LogRegModelTrainsAndEvaluates) {

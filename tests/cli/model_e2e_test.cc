@@ -130,6 +130,8 @@ TEST(ModelEndToEnd, QuickstartComparesTheModelWithTheBaselines) {
   for (const char* b : {"logreg", "logreg_lags", "gbdt", "gbdt_lags"}) {
     EXPECT_EQ(ev["baselines"].contains(b), b[0] == 'l' || gbdt_available()) << b;
   }
+  // The model started from the GAM (--gam-bins 8 by default), which is reported as a baseline.
+  EXPECT_TRUE(ev["baselines"].contains("gam"));
   for (const auto& e : ev["vs_best_baseline"]["horizons"]) {
     EXPECT_NE(q.output.find(e["line"].get<std::string>()), std::string::npos) << q.output;
   }

@@ -118,6 +118,20 @@ Result<std::vector<LogisticSolution>> fit_logistic_horizons(
   return sol;
 }
 
+// PLE edges [40, bins + 1] of the standardised features over `rows` (model::ple_edges_from_sample
+// per feature).
+std::vector<float> ple_edges_of_rows(const Dataset& ds, const std::vector<Row>& rows, int bins) {
+  std::vector<float> edges(static_cast<size_t>(kF) * static_cast<size_t>(bins + 1));
+  std::vector<float> values(rows.size());
+  for (int i = 0; i < kF; ++i) {
+    for (size_t r = 0; r < rows.size(); ++r) {
+      values[r] = ds.store(rows[r].store).features[rows[r].t * kF + static_cast<uint64_t>(i)];
+    }
+    model::ple_edges_from_sample(values, bins, edges.data() + static_cast<size_t>(i) * (bins + 1));
+  }
+  return edges;
+}
+
 // The GAM's design: each row's 40 features, then their encoding [40 K] (model::ple_encode).
 DesignMatrix to_gam_design(const RowSet& r, const std::vector<float>& edges, int bins) {
   DesignMatrix d;
@@ -156,16 +170,7 @@ std::string tensor_name(const FittedBaseline& b, const std::string& what) {
 }  // namespace
 
 std::vector<float> training_ple_edges(const Dataset& ds, int bins, int64_t max_rows) {
-  const std::vector<Row> rows = window_rows(ds, ds.anchors(Split::kTrain), max_rows);
-  std::vector<float> edges(static_cast<size_t>(kF) * static_cast<size_t>(bins + 1));
-  std::vector<float> values(rows.size());
-  for (int i = 0; i < kF; ++i) {
-    for (size_t r = 0; r < rows.size(); ++r) {
-      values[r] = ds.store(rows[r].store).features[rows[r].t * kF + static_cast<uint64_t>(i)];
-    }
-    model::ple_edges_from_sample(values, bins, edges.data() + static_cast<size_t>(i) * (bins + 1));
-  }
-  return edges;
+  return ple_edges_of_rows(ds, window_rows(ds, ds.anchors(Split::kTrain), max_rows), bins);
 }
 
 void lagged_row(const float* features, uint64_t t, int lags, int stride, float* out) {
@@ -306,7 +311,7 @@ Result<Baselines> Baselines::fit(const Dataset& ds, std::span<const int> horizon
     }
     if (want_gam && lags == 1) {
       const int bins = cfg.gam_bins;
-      const std::vector<float> edges = training_ple_edges(ds, bins, cfg.max_fit_rows);
+      const std::vector<float> edges = ple_edges_of_rows(ds, train_rows, bins);  // its own rows
       const DesignMatrix dtr = to_gam_design(tr, edges, bins), dva = to_gam_design(va, edges, bins);
       FXT_RETURN_IF_ERROR(
           fit_family("gam", BaselineKind::kLogistic, [&](FittedBaseline& b) -> Status {
@@ -353,24 +358,22 @@ Result<std::vector<float>> Baselines::score(size_t i, const float* features,
                                             int threads) const {
   const FittedBaseline& b = fitted_.at(i);
   const auto nh = static_cast<size_t>(horizons_);
-  const auto cols = static_cast<size_t>(b.columns());
-  // Rows of the lagged features (the GAM's rows leave room for their encoding).
-  std::vector<float> x(ends.size() * cols);
+  // Rows of the lagged features (lags x 40); the GAM's design rows add their encoding.
+  const size_t lagged = static_cast<size_t>(b.lags) * kF;
+  std::vector<float> x(ends.size() * lagged);
   for (size_t r = 0; r < ends.size(); ++r) {
-    lagged_row(features, ends[r], b.lags, stride, x.data() + r * cols);
+    lagged_row(features, ends[r], b.lags, stride, x.data() + r * lagged);
   }
   std::vector<float> logits(ends.size() * nh);
   if (b.kind == BaselineKind::kLogistic) {
-    std::vector<double> row(cols);
+    std::vector<double> row(static_cast<size_t>(b.columns()));
     std::vector<float> enc(static_cast<size_t>(kF) * static_cast<size_t>(b.ple_bins));
     for (size_t r = 0; r < ends.size(); ++r) {
+      const float* xr = x.data() + r * lagged;
+      std::copy_n(xr, lagged, row.data());
       if (b.ple_bins > 0) {  // the GAM: x, then enc(x)
-        const float* xr = x.data() + r * cols;
-        std::copy_n(xr, kF, row.data());
         model::ple_encode(xr, b.ple_edges.data(), 1, kF, b.ple_bins, enc.data());
         std::copy(enc.begin(), enc.end(), row.begin() + kF);
-      } else {
-        std::copy_n(x.data() + r * cols, cols, row.data());
       }
       for (size_t h = 0; h < nh; ++h) {
         logits[r * nh + h] = static_cast<float>(logistic_logit(b.logistic[h], row.data()));
@@ -380,7 +383,7 @@ Result<std::vector<float>> Baselines::score(size_t i, const float* features,
   }
   for (size_t h = 0; h < nh; ++h) {
     FXT_ASSIGN_OR_RETURN(std::vector<float> lh,
-                         gbdt_logits(b.gbdt[h], x, static_cast<int64_t>(cols), threads));
+                         gbdt_logits(b.gbdt[h], x, static_cast<int64_t>(lagged), threads));
     for (size_t r = 0; r < ends.size(); ++r) logits[r * nh + h] = lh[r];
   }
   return logits;

@@ -263,8 +263,10 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
     const std::string only = st->perception() ? "" : model_kind_name(c.model);
     FXT_ASSIGN_OR_RETURN(st->baselines,
                          Baselines::fit(ds, c.horizons, c.baselines, c.threads, only));
-    // The PLE edges first: a GAM start overwrites them with its own (the same values).
-    if (st->perception() && st->net.config().ple_bins > 0) set_ple_edges(ds, *st);
+    // A GAM start sets the PLE edges to the GAM's (the same rows' quantiles).
+    if (st->perception() && st->net.config().ple_bins > 0 && c.input_skip != InputSkip::kGam) {
+      set_ple_edges(ds, *st);
+    }
     if (st->perception() && starts_from_fit(c.input_skip)) {
       FXT_RETURN_IF_ERROR(warm_start_input_skip(ds, *st));
     }

@@ -98,6 +98,23 @@ void register_synth(CLI::App& app) {
                   "activity regime: mean life of an active spell, seconds")
       ->capture_default_str()
       ->check(finite_number(1e-3, 1e9));
+  cmd->add_option("--response-regime-life", a->config.response_regime_s,
+                  "response regime: mean life of a regime, seconds (0 = off; docs/SYNTH.md)")
+      ->capture_default_str()
+      ->check(finite_number(0, 1e6));
+  cmd->add_option("--response-regime-beta", a->config.response_regime_beta,
+                  "response regime: the market orders' answer to the touch imbalance in the "
+                  "second regime (the first: --imbalance-beta)")
+      ->capture_default_str()
+      ->check(finite_number(-0.999, 0.999));
+  cmd->add_option("--response-cancel-skew", a->config.response_cancel_skew,
+                  "response regime: touch cancels x exp(-/+ skew b imb) on the bid / ask")
+      ->capture_default_str()
+      ->check(finite_number(0, 5));
+  cmd->add_option("--imbalance-beta", a->config.market_imbalance_beta,
+                  "market buys x (1 + beta imb), sells x (1 - beta imb)")
+      ->capture_default_str()
+      ->check(finite_number(0, 0.999));
   cmd->add_flag("--json", a->json, "print the run's statistics as JSON");
   cmd->add_flag("--latent", a->latent,
                 "also write OUT.latent (latent state per event) and OUT.synth.json (the config "

@@ -259,6 +259,13 @@ Status SynthMarket::validate(const SynthConfig& c) {
         "synth: activity_quiet_s and activity_active_s must be > 0, activity_speed in [1, 10], "
         "activity gains in [0, 10]");
   }
+  if (!non_negative(c.response_regime_s) || c.response_regime_s > 1e6 ||
+      !(c.response_regime_beta > -1 && c.response_regime_beta < 1) ||
+      !non_negative(c.response_cancel_skew) || c.response_cancel_skew > 5) {
+    return UsageError(
+        "synth: response_regime_s must be in [0, 1e6] (0: off), response_regime_beta in (-1, 1), "
+        "response_cancel_skew in [0, 5]");
+  }
   if (!non_negative(c.feed_latency_min_ns) || !non_negative(c.feed_latency_extra_ns) ||
       c.feed_latency_min_ns + 20 * c.feed_latency_extra_ns > 1e9) {
     return UsageError("synth: feed latencies must be >= 0 and well under a second");
@@ -297,6 +304,7 @@ SynthMarket::SynthMarket(const SynthConfig& config) : cfg_(config), rng_(config.
     const double lives = cfg_.activity_quiet_s + cfg_.activity_active_s;
     activity_ = rand_unit() * lives < cfg_.activity_active_s ? 1 : 0;
   }
+  if (cfg_.response_on()) response_ = rand_unit() < 0.5 ? 1 : -1;
   last_mid_2ticks_ = side_[kBid].best + side_[kAsk].best;
   update_drift(0.0);
   last_recv_ns_ = static_cast<uint64_t>(cfg_.start_ts_ns);
@@ -379,6 +387,9 @@ void SynthMarket::update_drift(double dt_s) {
     if (dt_s > 0 && rand_unit() < -std::expm1(-dt_s / spell_s)) activity_ = 1 - activity_;
     gain = activity_ != 0 ? cfg_.activity_active_gain : cfg_.activity_quiet_gain;
   }
+  // The response regime: flip with probability 1 - exp(-dt / its mean life).
+  if (cfg_.response_on() && dt_s > 0 && rand_unit() < -std::expm1(-dt_s / cfg_.response_regime_s))
+    response_ = -response_;
   const int64_t mid_2ticks = side_[kBid].best + side_[kAsk].best;
   momentum_ticks_ = momentum_ticks_ * std::exp2(-dt_s / cfg_.momentum_halflife_s) +
                     0.5 * static_cast<double>(mid_2ticks - last_mid_2ticks_);
@@ -492,13 +503,16 @@ const dbn::Mbp10Msg& SynthMarket::next() {
   const int64_t spread = ask.best - bid.best;
   // Soft price floor: near zero the bid touch is neither cancelled nor hit, so it cannot fall.
   const bool at_floor = bid.best <= cfg_.window_levels;
-  const double beta = cfg_.market_imbalance_beta;
+  const double beta = response_ < 0 ? cfg_.response_regime_beta : cfg_.market_imbalance_beta;
 
   double rate[kNumKinds];
   rate[kAddTouchBid] = cfg_.touch_add_rate / (1.0 + qb / cfg_.touch_add_half_lots) * f_add_[kBid];
   rate[kAddTouchAsk] = cfg_.touch_add_rate / (1.0 + qa / cfg_.touch_add_half_lots) * f_add_[kAsk];
-  rate[kCancelTouchBid] = at_floor ? 0.0 : cfg_.touch_cancel_rate * bid.ct[0] * f_cancel_[kBid];
-  rate[kCancelTouchAsk] = cfg_.touch_cancel_rate * ask.ct[0] * f_cancel_[kAsk];
+  // The response regime's pull of touch orders (1 when off: response_ is 0).
+  const double pull = std::exp(cfg_.response_cancel_skew * response_ * imb);
+  rate[kCancelTouchBid] =
+      at_floor ? 0.0 : cfg_.touch_cancel_rate * bid.ct[0] * f_cancel_[kBid] / pull;
+  rate[kCancelTouchAsk] = cfg_.touch_cancel_rate * ask.ct[0] * f_cancel_[kAsk] * pull;
   rate[kAddDeepBid] = cfg_.deep_add_rate * f_add_[kBid];
   rate[kAddDeepAsk] = cfg_.deep_add_rate * f_add_[kAsk];
   rate[kCancelDeepBid] = cfg_.deep_cancel_rate * static_cast<double>(bid.deep_ct) * f_cancel_[kBid];
@@ -647,7 +661,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(
     deep_add_decay, deep_cancel_rate, market_rate, market_imbalance_beta, inside_add_rate,
     drift_tau_s, drift_sigma, drift_market_skew, drift_book_skew, regime_tau_s, momentum_halflife_s,
     momentum_skew, activity_quiet_s, activity_active_s, activity_speed, activity_quiet_gain,
-    activity_active_gain, feed_latency_min_ns, feed_latency_extra_ns)
+    activity_active_gain, response_regime_s, response_regime_beta, response_cancel_skew,
+    feed_latency_min_ns, feed_latency_extra_ns)
 
 nlohmann::json synth_config_to_json(const SynthConfig& c) {
   return c;
@@ -656,12 +671,14 @@ nlohmann::json synth_config_to_json(const SynthConfig& c) {
 Result<SynthConfig> synth_config_from_json(const nlohmann::json& j, const std::string& where) {
   SynthConfig c;
   try {
-    // A config written before the activity regime existed regenerates without it (the default).
+    // A config written before the activity or response regime existed regenerates without it
+    // (the default).
     nlohmann::json full = j;
     if (full.is_object()) {
       const nlohmann::json defaults = c;
       for (const char* key : {"activity_quiet_s", "activity_active_s", "activity_speed",
-                              "activity_quiet_gain", "activity_active_gain"}) {
+                              "activity_quiet_gain", "activity_active_gain", "response_regime_s",
+                              "response_regime_beta", "response_cancel_skew"}) {
         if (!full.contains(key)) full[key] = defaults[key];
       }
     }
@@ -691,15 +708,17 @@ nlohmann::json synth_stats_json(const std::string& out_path, const SynthStats& s
 
 namespace {
 constexpr char kLatentMagic[8] = {'F', 'X', 'T', 'L', 'A', 'T', 'N', 'T'};
-constexpr uint32_t kLatentVersion = 2;
+constexpr uint32_t kLatentVersion = 3;
 struct LatentRecord {
   float drift;
   float momentum_ticks;
   int32_t regime;
   int32_t activity;
+  int32_t response;
 };
-static_assert(sizeof(LatentRecord) == 16);
-constexpr size_t kLatentRecordV1 = 12;  // version 1: no activity
+static_assert(sizeof(LatentRecord) == 20);
+constexpr size_t kLatentRecordV1 = 12;  // version 1: no activity, no response
+constexpr size_t kLatentRecordV2 = 16;  // version 2: no response
 }  // namespace
 
 Result<std::vector<SynthLatent>> read_latent_sidecar(const std::string& path) {
@@ -714,10 +733,10 @@ Result<std::vector<SynthLatent>> read_latent_sidecar(const std::string& path) {
   std::memcpy(&bytes, in.data() + 12, 4);
   std::memcpy(&n, in.data() + 16, 8);
   if (!(version == kLatentVersion && bytes == sizeof(LatentRecord)) &&
-      !(version == 1 && bytes == kLatentRecordV1)) {
+      !(version == 2 && bytes == kLatentRecordV2) && !(version == 1 && bytes == kLatentRecordV1)) {
     return InvalidInput(
-        "{}: offset 8: version {} with {}-byte records (expected 2 and 16, or 1 and 12)", path,
-        version, bytes);
+        "{}: offset 8: version {} with {}-byte records (expected 3 and 20, 2 and 16, or 1 and 12)",
+        path, version, bytes);
   }
   if (n > (uint64_t{1} << 36) || in.size() != kHead + n * bytes) {
     return InvalidInput("{}: {} bytes for {} events (expected {})", path, in.size(), n,
@@ -725,9 +744,10 @@ Result<std::vector<SynthLatent>> read_latent_sidecar(const std::string& path) {
   }
   std::vector<SynthLatent> out(n);
   for (uint64_t i = 0; i < n; ++i) {
-    LatentRecord r{};  // a version-1 record leaves activity 0
+    LatentRecord r{};  // older records leave response (and activity) 0
     std::memcpy(&r, in.data() + kHead + i * bytes, bytes);
-    out[i] = {r.drift, static_cast<int>(r.regime), r.momentum_ticks, static_cast<int>(r.activity)};
+    out[i] = {r.drift, static_cast<int>(r.regime), r.momentum_ticks, static_cast<int>(r.activity),
+              static_cast<int>(r.response)};
   }
   return out;
 }
@@ -773,7 +793,7 @@ Status synthesize_market(const SynthConfig& config, const std::string& out_path,
     if (!latent_path.empty()) {
       const SynthLatent l = market.latent();
       const LatentRecord r{static_cast<float>(l.drift), static_cast<float>(l.momentum_ticks),
-                           l.regime, l.activity};
+                           l.regime, l.activity, l.response};
       FXT_RETURN_IF_ERROR(latent.write(&r, sizeof(r)));
     }
     if (stats != nullptr) collector.observe(msg);

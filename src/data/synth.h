@@ -96,6 +96,19 @@ struct SynthConfig {
     return activity_speed != 1.0 || activity_quiet_gain != 1.0 || activity_active_gain != 1.0;
   }
 
+  // Latent response regime b = +1 / -1 (docs/SYNTH.md), off by default (response_regime_s 0):
+  // flipping as a Poisson process with mean life response_regime_s, it sets how market orders
+  // answer the touch imbalance: buy rate x (1 + beta_b imb), sell x (1 - beta_b imb), with
+  // beta_{+1} = market_imbalance_beta and beta_{-1} = response_regime_beta. One snapshot shows the
+  // imbalance but not which way the flow answers it; the window's trades do (each trade's side
+  // against the imbalance before it). Off draws no random numbers for it.
+  // With response_cancel_skew k, touch cancels follow the regime too: bid touch cancels
+  // x exp(-k b imb), ask x exp(+k b imb) (b = -1: the heavy side's orders are pulled).
+  double response_regime_s = 0.0;
+  double response_regime_beta = -0.6;
+  double response_cancel_skew = 0.0;
+  bool response_on() const { return response_regime_s > 0; }
+
   // Feed latency: ts_recv = max(previous ts_recv, ts_event + min + Exp * mean_extra).
   double feed_latency_min_ns = 20'000.0;
   double feed_latency_extra_ns = 10'000.0;
@@ -172,6 +185,7 @@ struct SynthLatent {
   int regime = 1;             // the momentum regime r (+1 persist, -1 fade)
   double momentum_ticks = 0;  // m, the mid's recent move the regime acts on
   int activity = 0;           // the activity regime a (0 quiet, 1 active; 0 when off)
+  int response = 0;           // the response regime b (+1 / -1; 0 when off)
 };
 
 // The generator. next() advances the simulation by one event and returns its record, valid
@@ -193,7 +207,7 @@ class SynthMarket {
   int64_t best_bid_ticks() const { return side_[kBid].best; }
   int64_t best_ask_ticks() const { return side_[kAsk].best; }
   double drift() const { return drift_x_; }
-  SynthLatent latent() const { return {drift_x_, regime_, momentum_ticks_, activity_}; }
+  SynthLatent latent() const { return {drift_x_, regime_, momentum_ticks_, activity_, response_}; }
   // Twice the mid in ticks (best bid + best ask).
   int64_t mid_2ticks() const { return side_[kBid].best + side_[kAsk].best; }
   // Replaces the random stream (a branch of this state for Monte Carlo).
@@ -241,6 +255,7 @@ class SynthMarket {
   int regime_ = 1;               // the momentum regime r
   double momentum_ticks_ = 0;    // m: the mid's recent move, ticks
   int activity_ = 0;             // the activity regime a (0 quiet, 1 active)
+  int response_ = 0;             // the response regime b (+1 / -1; 0 when off)
   int64_t last_mid_2ticks_ = 0;  // best bid + best ask at the last update (2 x mid in ticks)
   double f_add_[2] = {1, 1}, f_cancel_[2] = {1, 1}, f_market_[2] = {1, 1};
   dbn::Mbp10Msg msg_{};
@@ -258,10 +273,11 @@ Status synthesize_market(const SynthConfig& config, const std::string& out_path,
 // A run's statistics as `fxt synth --json` prints them (without the wall time).
 nlohmann::json synth_stats_json(const std::string& out_path, const SynthStats& s);
 
-// The latent sidecar: magic "FXTLATNT", u32 version 2, u32 record bytes 16, u64 events, then per
+// The latent sidecar: magic "FXTLATNT", u32 version 3, u32 record bytes 20, u64 events, then per
 // event (in record order, event i = snapshot i of the ingested store) f32 drift, f32
-// momentum_ticks, i32 regime, i32 activity; little-endian. Written atomically. Version 1 files
-// (12-byte records, no activity) read with activity 0.
+// momentum_ticks, i32 regime, i32 activity, i32 response; little-endian. Written atomically.
+// Version 2 files (16-byte records, no response) read with response 0, version 1 (12-byte
+// records, no activity) with activity 0 too.
 Result<std::vector<SynthLatent>> read_latent_sidecar(const std::string& path);
 
 }  // namespace fxt

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <Eigen/Dense>
 
@@ -36,10 +37,39 @@ double logistic_logit(const LogisticSolution& s, const double* x) {
   return z;
 }
 
-Result<LogisticSolution> fit_logistic(const DesignMatrix& x, std::span<const uint8_t> labels,
-                                      std::span<const uint8_t> row_weights, double lambda,
-                                      const LogisticOptions& options,
-                                      const LogisticSolution* start) {
+namespace {
+
+// The data part of the Newton matrix, [X 1]' D [X 1] / n ((p + 1) x (p + 1), no penalty), kept
+// across the iterations of one fit and across the penalties of a path.
+struct DataHessian {
+  Eigen::MatrixXd m;
+  bool valid = false;
+};
+
+void compute_data_hessian(const ConstRowMap& X, const Eigen::VectorXd& d, double n,
+                          DataHessian* h) {
+  const int64_t p = X.cols();
+  const RowMatrix xs = X.array().colwise() * d.array().sqrt();
+  h->m.setZero(p + 1, p + 1);
+  h->m.topLeftCorner(p, p).selfadjointView<Eigen::Lower>().rankUpdate(xs.transpose(), 1.0 / n);
+  h->m.topLeftCorner(p, p) = h->m.topLeftCorner(p, p).selfadjointView<Eigen::Lower>();
+  const Eigen::VectorXd xd = X.transpose() * d / n;
+  h->m.block(0, p, p, 1) = xd;
+  h->m.block(p, 0, 1, p) = xd.transpose();
+  h->m(p, p) = d.sum() / n;
+  h->valid = true;
+}
+
+// Newton's method with the data Hessian reused (the fit's cost is that O(n p^2) product; a
+// gradient is O(n p)): the step solves against the last computed matrix plus this penalty, and
+// the matrix is recomputed at the current point only when the last step cut the gradient norm
+// by less than 4x, backtracked, or failed. Any such matrix is positive definite (lambda > 0),
+// so every step is a descent direction, and the stopping rule (the gradient, in double
+// precision, below the tolerance) is unchanged: the same optimum, with 2-4x fewer matrices.
+Result<LogisticSolution> newton_fit(const DesignMatrix& x, std::span<const uint8_t> labels,
+                                    std::span<const uint8_t> row_weights, double lambda,
+                                    const LogisticOptions& options, const LogisticSolution* start,
+                                    DataHessian* hessian) {
   const int64_t n_rows = x.rows, p = x.cols;
   if (static_cast<int64_t>(labels.size()) != n_rows ||
       static_cast<int64_t>(row_weights.size()) != n_rows ||
@@ -53,6 +83,7 @@ Result<LogisticSolution> fit_logistic(const DesignMatrix& x, std::span<const uin
   double n = 0.0;
   for (uint8_t s : row_weights) n += s != 0 ? 1.0 : 0.0;
   if (n == 0.0) return InvalidInput("fit_logistic: no row to fit");
+  if (hessian->valid && hessian->m.rows() != p + 1) hessian->valid = false;
 
   const ConstRowMap X(x.values.data(), n_rows, p);
   Eigen::VectorXd w = Eigen::VectorXd::Zero(p);
@@ -68,7 +99,11 @@ Result<LogisticSolution> fit_logistic(const DesignMatrix& x, std::span<const uin
   LogisticSolution sol;
   sol.lambda = lambda;
   Eigen::VectorXd r(n_rows), d(n_rows), g(p + 1), dir(p + 1);
-  Eigen::MatrixXd h(p + 1, p + 1);
+  Eigen::LDLT<Eigen::MatrixXd> ldlt;
+  bool factored = false;           // ldlt holds hessian->m + the penalty
+  bool fresh = false;              // hessian->m was computed at the current point
+  bool refresh = !hessian->valid;  // compute it at the current point before the next step
+  double last_gnorm = std::numeric_limits<double>::infinity();
   for (int it = 0;; ++it) {
     for (int64_t i = 0; i < n_rows; ++i) {
       const bool on = row_weights[static_cast<size_t>(i)] != 0;
@@ -90,18 +125,23 @@ Result<LogisticSolution> fit_logistic(const DesignMatrix& x, std::span<const uin
           "{:g})",
           options.max_iterations, gnorm, lambda);
     }
-    // Hessian of the augmented [X, 1] problem: [X'DX/n + lambda I, X'd/n; d'X/n, sum d/n].
-    const RowMatrix xs = X.array().colwise() * d.array().sqrt();
-    h.setZero();
-    h.topLeftCorner(p, p).selfadjointView<Eigen::Lower>().rankUpdate(xs.transpose(), 1.0 / n);
-    h.topLeftCorner(p, p) = h.topLeftCorner(p, p).selfadjointView<Eigen::Lower>();
-    h.topLeftCorner(p, p).diagonal().array() += lambda;
-    const Eigen::VectorXd xd = X.transpose() * d / n;
-    h.block(0, p, p, 1) = xd;
-    h.block(p, 0, 1, p) = xd.transpose();
-    h(p, p) = d.sum() / n + 1e-12;  // keeps the bias row definite when every p(1-p) underflows
-    dir = -h.ldlt().solve(g);
-    // Backtracking (Armijo) line search: the full Newton step near the optimum.
+    if (!fresh && (gnorm > 0.25 * last_gnorm || !options.reuse_hessian)) refresh = true;
+    if (refresh) {
+      compute_data_hessian(X, d, n, hessian);
+      ++sol.hessians;
+      refresh = false;
+      fresh = true;
+      factored = false;
+    }
+    if (!factored) {
+      Eigen::MatrixXd h = hessian->m;
+      h.topLeftCorner(p, p).diagonal().array() += lambda;
+      h(p, p) += 1e-12;  // keeps the bias row definite when every p(1-p) underflows
+      ldlt.compute(h);
+      factored = true;
+    }
+    dir = -ldlt.solve(g);
+    // Backtracking (Armijo) line search: the full step near the optimum.
     const double slope = g.dot(dir);
     double t = 1.0;
     Eigen::VectorXd w_new, z_new;
@@ -119,6 +159,10 @@ Result<LogisticSolution> fit_logistic(const DesignMatrix& x, std::span<const uin
       }
     }
     if (!accepted || (!(f_new < f) && gnorm <= 1e3 * options.gradient_tolerance)) {
+      if (!fresh) {  // an old matrix: retry this point with the exact Newton step
+        refresh = true;
+        continue;
+      }
       // No decrease along the Newton direction (or a step that leaves f unchanged): the
       // gradient is at rounding level. On large, well-fit problems it can stall just above the
       // tolerance (1.3e-8 seen at 1e-8), so within 1e3 x the tolerance that is convergence.
@@ -130,6 +174,9 @@ Result<LogisticSolution> fit_logistic(const DesignMatrix& x, std::span<const uin
       }
       break;
     }
+    if (t < 1.0) refresh = true;  // the matrix's model of the objective was poor
+    last_gnorm = gnorm;
+    fresh = false;
     w = std::move(w_new);
     b = b_new;
     z = std::move(z_new);
@@ -139,6 +186,16 @@ Result<LogisticSolution> fit_logistic(const DesignMatrix& x, std::span<const uin
   sol.bias = b;
   sol.objective = f;
   return sol;
+}
+
+}  // namespace
+
+Result<LogisticSolution> fit_logistic(const DesignMatrix& x, std::span<const uint8_t> labels,
+                                      std::span<const uint8_t> row_weights, double lambda,
+                                      const LogisticOptions& options,
+                                      const LogisticSolution* start) {
+  DataHessian hessian;
+  return newton_fit(x, labels, row_weights, lambda, options, start, &hessian);
 }
 
 double logistic_log_loss(const LogisticSolution& s, const DesignMatrix& x,
@@ -164,11 +221,15 @@ Result<LogisticPathResult> fit_logistic_path(
   LogisticPathResult res;
   LogisticSolution prev;
   const LogisticSolution* start = nullptr;
+  // Each penalty starts from the last one's optimum, and its first step uses the data Hessian
+  // the last fit computed (near that point).
+  DataHessian hessian;
   double best_loss = 0.0;
   for (size_t i = 0; i < lambdas.size(); ++i) {
-    FXT_ASSIGN_OR_RETURN(LogisticSolution s,
-                         fit_logistic(train_x, train_y, train_w, lambdas[i], options, start));
+    FXT_ASSIGN_OR_RETURN(LogisticSolution s, newton_fit(train_x, train_y, train_w, lambdas[i],
+                                                        options, start, &hessian));
     const double vl = logistic_log_loss(s, val_x, val_y, val_w);
+    s.validation_log_loss = vl;
     res.lambdas.push_back(lambdas[i]);
     res.validation_log_loss.push_back(vl);
     // Strictly better only: a tie keeps the earlier (larger) penalty.

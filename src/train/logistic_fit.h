@@ -5,14 +5,16 @@
 // n = sum_i s_i (row weights s_i in {0, 1} select the rows of one horizon), the bias
 // unpenalised. Newton's method with a backtracking line search (the objective is strictly
 // convex for lambda > 0), in double precision, to a gradient-norm tolerance: the result is the
-// unique optimum up to that tolerance, whatever the starting point. Deterministic: single-threaded
-// Eigen products in a fixed order.
+// unique optimum up to that tolerance, whatever the starting point. The Hessian's data part is
+// reused across steps while the steps converge fast (logistic_fit.cc). Deterministic:
+// single-threaded Eigen products in a fixed order.
 //
 // fit_logistic_path() fits a decreasing penalty grid with warm starts and keeps the penalty with
 // the lowest validation log loss (ties: the larger penalty).
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -30,6 +32,9 @@ struct DesignMatrix {
 struct LogisticOptions {
   double gradient_tolerance = 1e-8;  // stop when the gradient's 2-norm is below this
   int max_iterations = 100;
+  // Reuse the data Hessian while steps converge fast (logistic_fit.cc); false: recompute it at
+  // every step (plain Newton, for comparison; the same optimum up to the tolerance).
+  bool reuse_hessian = true;
 };
 
 struct LogisticSolution {
@@ -37,8 +42,11 @@ struct LogisticSolution {
   double bias = 0.0;
   double lambda = 0.0;
   int iterations = 0;
+  int hessians = 0;  // data Hessians computed (the O(n p^2) products; see logistic_fit.cc)
   double gradient_norm = 0.0;  // at the solution
   double objective = 0.0;
+  // fit_logistic_path: the validation log loss at this penalty (NaN from fit_logistic alone).
+  double validation_log_loss = std::numeric_limits<double>::quiet_NaN();
 };
 
 // One fit at penalty lambda > 0. labels/row_weights: [rows] (0/1; a zero weight leaves the row

@@ -137,6 +137,95 @@ TEST(SynthLatent, ActivityRegimeRunsTheClockFasterInActiveSpells) {
             std::string::npos);
 }
 
+TEST(SynthLatent, ResponseRegimeSetsHowTheTradesAnswerTheImbalance) {
+  // Off by default: no draws for it, response 0 throughout.
+  SynthConfig off = small(2000);
+  EXPECT_FALSE(off.response_on());
+  {
+    SynthMarket m(off);
+    for (int i = 0; i < 2000; ++i) EXPECT_EQ((m.next(), m.latent().response), 0);
+  }
+  // On, with the trades following the imbalance in b = +1 and fading it in b = -1: the share of
+  // trades on the side the touch imbalance before them points to is (1 + beta |imb|) / 2 on
+  // average, so well above one half in b = +1 and well below in b = -1. The drift and momentum
+  // skews are switched off so the imbalance is the trades' only lean.
+  SynthConfig on = off;
+  on.events = 300000;
+  on.response_regime_s = 20.0;
+  on.market_imbalance_beta = 0.8;
+  on.response_regime_beta = -0.8;
+  on.drift_market_skew = 0.0;
+  on.momentum_skew = 0.0;
+  EXPECT_TRUE(on.response_on());
+  SynthMarket m(on);
+  double agree[2] = {0, 0}, trades[2] = {0, 0}, events[2] = {0, 0};
+  int switches = 0, last = 0;
+  double imb = 0;
+  for (uint64_t i = 0; i < on.events; ++i) {
+    const dbn::Mbp10Msg& msg = m.next();
+    const int b = m.latent().response;
+    ASSERT_TRUE(b == 1 || b == -1);
+    // The regime can only flip in update_drift, after the event: the event's regime is the one
+    // before it, which `last` holds.
+    const int k = (i == 0 ? b : last) > 0 ? 0 : 1;
+    events[k] += 1;
+    if (msg.action == 'T' && imb != 0) {
+      trades[k] += 1;
+      if ((msg.side == 'B') == (imb > 0)) agree[k] += 1;
+    }
+    if (i > 0 && b != last) ++switches;
+    last = b;
+    const double qb = msg.levels[0].bid_sz, qa = msg.levels[0].ask_sz;
+    imb = (qb - qa) / (qb + qa);
+  }
+  ASSERT_GT(trades[0], 2000);
+  ASSERT_GT(trades[1], 2000);
+  EXPECT_GT(agree[0] / trades[0], 0.6) << agree[0] / trades[0];
+  EXPECT_LT(agree[1] / trades[1], 0.4) << agree[1] / trades[1];
+  EXPECT_GT(switches, 10);
+  EXPECT_NEAR(events[0] / (events[0] + events[1]), 0.5, 0.2);
+  // The sidecar carries it (version 3); a version-2 file (16-byte records) reads with response 0.
+  const std::string dir = test::scratch_dir();
+  on.events = 3000;
+  ASSERT_TRUE(synthesize_market(on, dir + "/r.dbn", nullptr, nullptr, /*latent=*/true).ok());
+  auto lat = read_latent_sidecar(dir + "/r.dbn.latent");
+  ASSERT_TRUE(lat.ok()) << lat.status().message();
+  SynthMarket again(on);
+  for (size_t i = 0; i < 3000; ++i) {
+    again.next();
+    ASSERT_EQ((*lat)[i].response, again.latent().response) << i;
+  }
+  std::string v2 = "FXTLATNT";
+  const uint32_t head[2] = {2, 16};
+  const uint64_t count = 1;
+  const float drift = 0.25f, mom = 1.0f;
+  const int32_t regime = 1, activity = 1;
+  v2.append(reinterpret_cast<const char*>(head), 8);
+  v2.append(reinterpret_cast<const char*>(&count), 8);
+  v2.append(reinterpret_cast<const char*>(&drift), 4);
+  v2.append(reinterpret_cast<const char*>(&mom), 4);
+  v2.append(reinterpret_cast<const char*>(&regime), 4);
+  v2.append(reinterpret_cast<const char*>(&activity), 4);
+  ASSERT_TRUE(write_file_atomic(dir + "/v2.latent", v2).ok());
+  auto old = read_latent_sidecar(dir + "/v2.latent");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  ASSERT_EQ(old->size(), 1u);
+  EXPECT_EQ((*old)[0].drift, 0.25);
+  EXPECT_EQ((*old)[0].activity, 1);
+  EXPECT_EQ((*old)[0].response, 0);
+  // A config written before the regime existed loads with it off; a bad beta is refused.
+  nlohmann::json j = synth_config_to_json(on);
+  j.erase("response_regime_s");
+  j.erase("response_regime_beta");
+  auto back = synth_config_from_json(j, "old.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_FALSE(back->response_on());
+  j = synth_config_to_json(on);
+  j["response_regime_beta"] = -1.5;
+  EXPECT_NE(synth_config_from_json(j, "cfg.json").status().message().find("response_regime_beta"),
+            std::string::npos);
+}
+
 TEST(SynthOracle, ACopyContinuesTheStreamAndTheOracleIsDeterministic) {
   const SynthConfig c = small(2000);
   SynthMarket m(c);

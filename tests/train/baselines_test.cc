@@ -103,6 +103,48 @@ TEST(LogisticFit, MatchesAnIndependentGradientDescentSolve) {
   for (size_t j = 0; j < 3; ++j) EXPECT_NEAR(again->weights[j], s->weights[j], 1e-7);
 }
 
+TEST(LogisticFit, ReusingTheHessianReachesThePlainNewtonOptimumWithFewerMatrices) {
+  // A wider problem (the GAM's shape: many correlated columns) fit down the default path both
+  // ways: the same penalty, the same coefficients to the tolerance's scale, fewer O(n p^2)
+  // products.
+  const int n = 3000, p = 24;
+  Rng rng(21);
+  DesignMatrix xt, xv;
+  std::vector<uint8_t> yt, yv;
+  for (DesignMatrix* x : {&xt, &xv}) {
+    std::vector<uint8_t>* y = x == &xt ? &yt : &yv;
+    x->rows = n;
+    x->cols = p;
+    x->values.resize(static_cast<size_t>(n) * p);
+    for (int i = 0; i < n; ++i) {
+      double* r = x->values.data() + static_cast<size_t>(i) * p;
+      const double u = normal(rng);
+      for (int j = 0; j < p; ++j) r[j] = std::max(0.0, u - (j - p / 2) * 0.2) + 0.3 * normal(rng);
+      y->push_back(rng.unit() < sigmoid(2.0 * std::abs(u) - 1.5 + r[0] - r[p - 1]) ? 1 : 0);
+    }
+  }
+  const std::vector<uint8_t> wt(yt.size(), 1), wv(yv.size(), 1);
+  const std::vector<double> grid = default_lambda_grid();
+  LogisticOptions plain;
+  plain.reuse_hessian = false;
+  auto a = fit_logistic_path(xt, yt, wt, xv, yv, wv, grid);
+  auto b = fit_logistic_path(xt, yt, wt, xv, yv, wv, grid, plain);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(a->best.lambda, b->best.lambda);
+  EXPECT_LT(a->best.gradient_norm, 1e-8);
+  EXPECT_LT(b->best.gradient_norm, 1e-8);
+  EXPECT_EQ(b->best.hessians, b->best.iterations);  // plain Newton: one matrix per step
+  EXPECT_LT(a->best.hessians, b->best.hessians);
+  for (int j = 0; j < p; ++j)
+    EXPECT_NEAR(a->best.weights[static_cast<size_t>(j)], b->best.weights[static_cast<size_t>(j)],
+                1e-6)
+        << j;
+  EXPECT_NEAR(a->best.bias, b->best.bias, 1e-6);
+  for (size_t i = 0; i < grid.size(); ++i)
+    EXPECT_NEAR(a->validation_log_loss[i], b->validation_log_loss[i], 1e-8) << i;
+}
+
 TEST(LogisticFit, PathPicksThePenaltyWithTheLowestValidationLoss) {
   DesignMatrix xt, xv;
   std::vector<uint8_t> yt, yv;

@@ -30,11 +30,6 @@ __device__ __forceinline__ float gelu_grad_f(float x) {
 size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 constexpr size_t kAlignFloats = 64;  // 256 bytes between carved arrays
 
-int grid_for(size_t n, int threads) {
-  const size_t g = (n + threads - 1) / threads;
-  return static_cast<int>(g < 1 ? 1 : (g > 8192 ? 8192 : g));
-}
-
 // ================================================================================================
 // CfC recurrence kernels
 // ================================================================================================
@@ -763,10 +758,10 @@ void heads_forward(const Context& ctx, const HeadDims& dims, const HeadOffsets& 
                zs, H);
   const size_t n_z = static_cast<size_t>(H) * zs;
   if (fits_index32(n_z)) {
-    heads_bias_gelu_kernel<uint32_t><<<grid_for(n_z, 256), 256, 0, ctx.stream()>>>(
+    heads_bias_gelu_kernel<uint32_t><<<grid_stride_blocks(n_z, 256, 8192), 256, 0, ctx.stream()>>>(
         params, o.size, o.b1, R, H, mid, z1, a1);
   } else {
-    heads_bias_gelu_kernel<uint64_t><<<grid_for(n_z, 256), 256, 0, ctx.stream()>>>(
+    heads_bias_gelu_kernel<uint64_t><<<grid_stride_blocks(n_z, 256, 8192), 256, 0, ctx.stream()>>>(
         params, o.size, o.b1, R, H, mid, z1, a1);
   }
   FXT_CUDA_LAUNCH_CHECK();
@@ -813,10 +808,10 @@ void heads_backward(const Context& ctx, const HeadDims& dims, const HeadOffsets&
   const size_t n_z = static_cast<size_t>(R) * H * mid;
   if (fits_index32(n_z)) {
     heads_gelu_backward_kernel<uint32_t>
-        <<<grid_for(n_z, 256), 256, 0, ctx.stream()>>>(z1, R, H, mid, l.ldu, u);
+        <<<grid_stride_blocks(n_z, 256, 8192), 256, 0, ctx.stream()>>>(z1, R, H, mid, l.ldu, u);
   } else {
     heads_gelu_backward_kernel<uint64_t>
-        <<<grid_for(n_z, 256), 256, 0, ctx.stream()>>>(z1, R, H, mid, l.ldu, u);
+        <<<grid_stride_blocks(n_z, 256, 8192), 256, 0, ctx.stream()>>>(z1, R, H, mid, l.ldu, u);
   }
   FXT_CUDA_LAUNCH_CHECK();
   // dW1[h] += dz1[h]^T s (s shared: one product over the H*mid adjacent dz1 columns per chunk).
@@ -842,13 +837,14 @@ void heads_backward(const Context& ctx, const HeadDims& dims, const HeadOffsets&
   gemm_tn_rows(ctx, H, D, R, dlogits, H, 0, s, D, 0, 1.0f, dparams + o.ws, ldsz, 0);
   // Every bias: the column sums of U's used columns, then scattered.
   column_sum(ctx, u, R, l.used, l.ldu, sums, /*accumulate=*/false);
-  heads_scatter_biases_kernel<<<grid_for(static_cast<size_t>(H) * (2 * mid + 3), 256), 256, 0,
-                                ctx.stream()>>>(sums, o, H, mid, l, dparams);
+  heads_scatter_biases_kernel<<<grid_stride_blocks(static_cast<size_t>(H) * (2 * mid + 3), 256,
+                                                   8192),
+                                256, 0, ctx.stream()>>>(sums, o, H, mid, l, dparams);
   FXT_CUDA_LAUNCH_CHECK();
   // ds += sum_h lambda_h (dz1[h] W1[h] + dl[:, h] w_s[h]) = [dz1 | dl] V: one GEMM.
   if (ds != nullptr) {
-    heads_build_v_kernel<<<grid_for(static_cast<size_t>(H) * (mid + 1) * D, 256), 256, 0,
-                           ctx.stream()>>>(params, o, H, mid, D, trunk_scale, v);
+    heads_build_v_kernel<<<grid_stride_blocks(static_cast<size_t>(H) * (mid + 1) * D, 256, 8192),
+                           256, 0, ctx.stream()>>>(params, o, H, mid, D, trunk_scale, v);
     FXT_CUDA_LAUNCH_CHECK();
     gemm(ctx, false, false, R, D, H * (mid + 1), 1.0f, u, l.ldu, v, D, 1.0f, ds, D);
   }

@@ -4,11 +4,6 @@
 namespace fxt::gpu {
 namespace {
 
-int blocks_for(size_t n, int threads) {
-  const size_t g = (n + threads - 1) / threads;
-  return static_cast<int>(g < 1 ? 1 : (g > 4096 ? 4096 : g));
-}
-
 // One thread per output element (r, i, t), grid-stride.
 __global__ void ple_encode_kernel(const float* __restrict__ x, const float* __restrict__ edges,
                                   int rows, int f, int bins, float* __restrict__ out) {
@@ -50,7 +45,8 @@ void ple_encode(const Context& ctx, const float* x, const float* edges, int rows
                 float* out) {
   const size_t n = static_cast<size_t>(rows) * f * bins;
   if (n == 0) return;
-  ple_encode_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream()>>>(x, edges, rows, f, bins, out);
+  ple_encode_kernel<<<grid_stride_blocks(n, 256), 256, 0, ctx.stream()>>>(x, edges, rows, f, bins,
+                                                                          out);
   FXT_CUDA_LAUNCH_CHECK();
 }
 
@@ -58,8 +54,8 @@ void ple_backward(const Context& ctx, const float* x, const float* edges, const 
                   int rows, int f, int bins, float* d_x) {
   const size_t n = static_cast<size_t>(rows) * f;
   if (n == 0) return;
-  ple_backward_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream()>>>(x, edges, d_enc, rows, f, bins,
-                                                                    d_x);
+  ple_backward_kernel<<<grid_stride_blocks(n, 256), 256, 0, ctx.stream()>>>(x, edges, d_enc, rows,
+                                                                            f, bins, d_x);
   FXT_CUDA_LAUNCH_CHECK();
 }
 

@@ -264,11 +264,6 @@ __global__ void sum_chunks_kernel(const float* __restrict__ part, int chunks, in
   }
 }
 
-int grid_for(size_t n, int threads) {
-  const size_t g = (n + threads - 1) / threads;
-  return static_cast<int>(g < 1 ? 1 : (g > 4096 ? 4096 : g));
-}
-
 // How k rows are split for a split-row reduction whose partial for one chunk holds
 // `chunk_floats` floats: chunks of ~k / kTargetChunks rows (at least kMinChunkRows, a multiple
 // of 32), as many as the context's scratch holds. A function of the shape only, so the sums'
@@ -306,8 +301,8 @@ void add_chunk_partials(const Context& ctx, const float* part, int chunks, int b
   if (total >= (size_t{1} << 31)) {
     cuda_fail("add_chunk_partials", "more than 2^31 outputs", __FILE__, __LINE__);
   }
-  sum_chunks_kernel<<<grid_for(total, 256), 256, 0, ctx.stream()>>>(part, chunks, batch, m, n,
-                                                                    accumulate, c, ldc, sc);
+  sum_chunks_kernel<<<grid_stride_blocks(total, 256), 256, 0, ctx.stream()>>>(
+      part, chunks, batch, m, n, accumulate, c, ldc, sc);
   FXT_CUDA_LAUNCH_CHECK();
 }
 
@@ -352,9 +347,11 @@ void gemm_tn_rows(const Context& ctx, int m, int n, int k, const float* a, int l
 void broadcast_rows(const Context& ctx, const float* b, float* y, int rows, int cols) {
   const size_t n = static_cast<size_t>(rows) * cols;
   if (fits_index32(n)) {
-    broadcast_rows_kernel<uint32_t><<<grid_for(n, 256), 256, 0, ctx.stream()>>>(b, y, rows, cols);
+    broadcast_rows_kernel<uint32_t>
+        <<<grid_stride_blocks(n, 256), 256, 0, ctx.stream()>>>(b, y, rows, cols);
   } else {
-    broadcast_rows_kernel<uint64_t><<<grid_for(n, 256), 256, 0, ctx.stream()>>>(b, y, rows, cols);
+    broadcast_rows_kernel<uint64_t>
+        <<<grid_stride_blocks(n, 256), 256, 0, ctx.stream()>>>(b, y, rows, cols);
   }
   FXT_CUDA_LAUNCH_CHECK();
 }
@@ -384,13 +381,13 @@ void column_sum(const Context& ctx, const float* x, int rows, int cols, int ld, 
 
 void fill(const Context& ctx, float* p, float value, size_t n) {
   if (!n) return;
-  fill_kernel<<<grid_for(n, 256), 256, 0, ctx.stream()>>>(p, value, n);
+  fill_kernel<<<grid_stride_blocks(n, 256), 256, 0, ctx.stream()>>>(p, value, n);
   FXT_CUDA_LAUNCH_CHECK();
 }
 
 void add_inplace(const Context& ctx, const float* x, float* y, size_t n) {
   if (!n) return;
-  add_kernel<<<grid_for(n, 256), 256, 0, ctx.stream()>>>(x, y, n);
+  add_kernel<<<grid_stride_blocks(n, 256), 256, 0, ctx.stream()>>>(x, y, n);
   FXT_CUDA_LAUNCH_CHECK();
 }
 

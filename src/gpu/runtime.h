@@ -278,6 +278,13 @@ void linear_backward(const Context& ctx, const float* x, const float* w, const f
 // added to an index cannot wrap a uint32_t.
 inline bool fits_index32(size_t n) { return n < (size_t{1} << 31); }
 
+// Blocks of `threads` for a grid-stride kernel over n elements: ceil(n / threads), at least 1,
+// at most max_blocks (the kernel's stride loop covers the rest).
+inline int grid_stride_blocks(size_t n, int threads, int max_blocks = 4096) {
+  const size_t g = (n + static_cast<size_t>(threads) - 1) / static_cast<size_t>(threads);
+  return static_cast<int>(g < 1 ? 1 : (g > static_cast<size_t>(max_blocks) ? max_blocks : g));
+}
+
 // ---- small deterministic helpers ----------------------------------------------------------------
 // out[c] = (accumulate ? out[c] : 0) + sum_{r < rows} x[r * ld + c] for c < cols, summed in a
 // fixed order: rows split into chunks (split_rows) summed by separate blocks (a fixed partition

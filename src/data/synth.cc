@@ -508,8 +508,8 @@ const dbn::Mbp10Msg& SynthMarket::next() {
   double rate[kNumKinds];
   rate[kAddTouchBid] = cfg_.touch_add_rate / (1.0 + qb / cfg_.touch_add_half_lots) * f_add_[kBid];
   rate[kAddTouchAsk] = cfg_.touch_add_rate / (1.0 + qa / cfg_.touch_add_half_lots) * f_add_[kAsk];
-  // The response regime's pull of touch orders (1 when off: response_ is 0).
-  const double pull = std::exp(cfg_.response_cancel_skew * response_ * imb);
+  // The response regime's pull of touch orders (none while it is off).
+  const double pull = response_ != 0 ? std::exp(cfg_.response_cancel_skew * response_ * imb) : 1.0;
   rate[kCancelTouchBid] =
       at_floor ? 0.0 : cfg_.touch_cancel_rate * bid.ct[0] * f_cancel_[kBid] / pull;
   rate[kCancelTouchAsk] = cfg_.touch_cancel_rate * ask.ct[0] * f_cancel_[kAsk] * pull;

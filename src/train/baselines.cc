@@ -408,9 +408,6 @@ nlohmann::json Baselines::summary(bool with_timings) const {
         per.push_back({{"lambda", s.lambda},
                        {"iterations", s.iterations},
                        {"hessians", s.hessians},
-                       {"validation_log_loss", std::isfinite(s.validation_log_loss)
-                                                   ? nlohmann::json(s.validation_log_loss)
-                                                   : nlohmann::json(nullptr)},
                        {"gradient_norm", s.gradient_norm}});
       } else {
         per.push_back(
@@ -487,8 +484,6 @@ Result<Baselines> Baselines::load(const Checkpoint& ck, const nlohmann::json& me
           s.lambda = per[h].at("lambda").get<double>();
           s.iterations = per[h].at("iterations").get<int>();
           s.hessians = per[h].value("hessians", 0);  // absent before 2026-12-04
-          if (per[h].contains("validation_log_loss") && per[h]["validation_log_loss"].is_number())
-            s.validation_log_loss = per[h]["validation_log_loss"].get<double>();
           s.gradient_norm = per[h].at("gradient_norm").get<double>();
           for (double v : s.weights) {
             if (!std::isfinite(v)) {

@@ -83,7 +83,6 @@ Result<LogisticSolution> newton_fit(const DesignMatrix& x, std::span<const uint8
   double n = 0.0;
   for (uint8_t s : row_weights) n += s != 0 ? 1.0 : 0.0;
   if (n == 0.0) return InvalidInput("fit_logistic: no row to fit");
-  if (hessian->valid && hessian->m.rows() != p + 1) hessian->valid = false;
 
   const ConstRowMap X(x.values.data(), n_rows, p);
   Eigen::VectorXd w = Eigen::VectorXd::Zero(p);
@@ -229,7 +228,6 @@ Result<LogisticPathResult> fit_logistic_path(
     FXT_ASSIGN_OR_RETURN(LogisticSolution s, newton_fit(train_x, train_y, train_w, lambdas[i],
                                                         options, start, &hessian));
     const double vl = logistic_log_loss(s, val_x, val_y, val_w);
-    s.validation_log_loss = vl;
     res.lambdas.push_back(lambdas[i]);
     res.validation_log_loss.push_back(vl);
     // Strictly better only: a tie keeps the earlier (larger) penalty.

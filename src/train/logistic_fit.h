@@ -14,7 +14,6 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <span>
 #include <vector>
 
@@ -45,8 +44,6 @@ struct LogisticSolution {
   int hessians = 0;  // data Hessians computed (the O(n p^2) products; see logistic_fit.cc)
   double gradient_norm = 0.0;  // at the solution
   double objective = 0.0;
-  // fit_logistic_path: the validation log loss at this penalty (NaN from fit_logistic alone).
-  double validation_log_loss = std::numeric_limits<double>::quiet_NaN();
 };
 
 // One fit at penalty lambda > 0. labels/row_weights: [rows] (0/1; a zero weight leaves the row

@@ -145,11 +145,12 @@ def default_train_config() -> dict:
 
 def train(stores, run_dir: Union[str, os.PathLike], config: Optional[Mapping[str, Any]] = None,
           resume: bool = False, stop_after: int = 0, threads: int = 1, device: str = "auto",
-          tf32: bool = False, callback: Optional[Callable[[dict], None]] = None) -> dict:
+          precision: str = "fp32", callback: Optional[Callable[[dict], None]] = None) -> dict:
     """``fxt train``: trains into run_dir (checkpoints, metrics.jsonl, run.json) and returns the
     summary. ``config`` overrides keys of ``default_train_config()`` (as saved in a
     checkpoint: ``epochs``, ``steps_per_epoch``, ``batch``, ``window``, ``horizons``, ``lr``,
-    ``model`` ...). Each epoch's metrics line goes to the ``foxhunt`` logger and to
+    ``model`` ...). ``precision``: the GPU's matrix products, "fp32", "tf32" or "bf16" (as
+    ``--precision``; the CPU path is fp32 only). Each epoch's metrics line goes to the ``foxhunt`` logger and to
     ``callback(dict)``. The GIL is released while training."""
     merged = default_train_config()
     config = dict(config or {})
@@ -166,7 +167,7 @@ def train(stores, run_dir: Union[str, os.PathLike], config: Optional[Mapping[str
     try:
         return _foxhunt._train(merged, _store_paths(stores) if stores else [], run_dir,
                                bool(resume), "horizons" in config, int(stop_after), int(threads),
-                               device, bool(tf32))
+                               device, str(precision))
     finally:
         stop.set()
         follower.join()
@@ -188,7 +189,7 @@ class Checkpoint:
     def __repr__(self) -> str:
         return f"foxhunt.Checkpoint({self.path!r}, horizons={self.horizons})"
 
-    def predict(self, store, device: str = "auto", threads: int = 1):
+    def predict(self, store, device: str = "auto", threads: int = 1, precision: str = "fp32"):
         """``fxt predict``: P(up) per horizon for every snapshot of the store (inference windows
         ending at each snapshot) as a DataFrame with ts_ns and p_h<h> columns - the values of
         the CLI's CSV, read back from it."""
@@ -200,7 +201,7 @@ class Checkpoint:
         tmp = tempfile.mkdtemp(prefix="foxhunt-predict-")
         try:
             out = os.path.join(tmp, "predictions.csv")
-            _foxhunt._predict(self.path, path[0], out, int(threads), device)
+            _foxhunt._predict(self.path, path[0], out, int(threads), device, str(precision))
             frame = pd.read_csv(out, dtype={"ts_ns": np.int64}, float_precision="round_trip")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

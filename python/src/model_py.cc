@@ -6,6 +6,14 @@
 #include "train/trainer.h"
 
 namespace fxt::python {
+namespace {
+// The `precision` argument ("fp32", "tf32", "bf16"), as --precision.
+Precision precision_arg(const std::string& name) {
+  const std::optional<Precision> p = precision_from_name(name);
+  if (!p) raise(UsageError("precision must be fp32, tf32 or bf16 (got '{}')", name));
+  return *p;
+}
+}  // namespace
 
 void bind_model(py::module_& m) {
   m.def("_default_train_config", [] { return to_python(TrainConfig{}.to_json()); });
@@ -14,11 +22,11 @@ void bind_model(py::module_& m) {
       "_train",
       [](const py::dict& config, const std::vector<std::string>& stores, const std::string& run_dir,
          bool resume, bool horizons_given, int stop_after, int threads, const std::string& device,
-         bool tf32) {
+         const std::string& precision) {
         TrainConfig c = unwrap(TrainConfig::from_json(from_python(config)));
         c.threads = threads;
         c.device = device;
-        c.tf32 = tf32;
+        c.precision = precision_arg(precision);
         // A resumed run takes its horizons from the checkpoint unless they are given (as fxt).
         if (resume && !horizons_given) c.horizons.clear();
         if (stop_after < 0) raise(UsageError("--stop-after must be >= 0"));
@@ -42,13 +50,13 @@ void bind_model(py::module_& m) {
       },
       py::arg("config"), py::arg("stores"), py::arg("run_dir"), py::arg("resume"),
       py::arg("horizons_given"), py::arg("stop_after"), py::arg("threads"), py::arg("device"),
-      py::arg("tf32"));
+      py::arg("precision"));
 
   m.def(
       "evaluate",
       [](const std::string& checkpoint, const std::vector<std::string>& stores,
          const std::string& split, const std::vector<int>& horizons, int threads, int bootstrap,
-         uint64_t bootstrap_seed, const std::string& device) {
+         uint64_t bootstrap_seed, const std::string& device, const std::string& precision) {
         EvalOptions o;
         o.split = unwrap(parse_eval_split(split));
         o.expect_horizons = horizons;
@@ -58,6 +66,7 @@ void bind_model(py::module_& m) {
         o.bootstrap = bootstrap;
         o.bootstrap_seed = bootstrap_seed;
         o.device = device;
+        o.precision = precision_arg(precision);
         Result<nlohmann::json> j = InternalError("not run");
         {
           py::gil_scoped_release release;
@@ -68,22 +77,23 @@ void bind_model(py::module_& m) {
       py::arg("checkpoint"), py::arg("stores") = std::vector<std::string>{},
       py::arg("split") = "test", py::arg("horizons") = std::vector<int>{}, py::arg("threads") = 1,
       py::arg("bootstrap") = 200, py::arg("bootstrap_seed") = 1, py::arg("device") = "auto",
-      "`fxt eval` as a dict: the same JSON `fxt eval --out` writes");
+      py::arg("precision") = "fp32", "`fxt eval` as a dict: the same JSON `fxt eval --out` writes");
 
   m.def(
       "_predict",
       [](const std::string& checkpoint, const std::string& store, const std::string& out_csv,
-         int threads, const std::string& device) {
+         int threads, const std::string& device, const std::string& precision) {
         if (threads < 1) raise(UsageError("--threads must be >= 1"));
+        const Precision p = precision_arg(precision);
         Status st;
         {
           py::gil_scoped_release release;
-          st = predict(checkpoint, store, out_csv, threads, device);
+          st = predict(checkpoint, store, out_csv, threads, device, p);
         }
         check(st);
       },
       py::arg("checkpoint"), py::arg("store"), py::arg("out_csv"), py::arg("threads"),
-      py::arg("device"));
+      py::arg("device"), py::arg("precision"));
 
   m.def(
       "_read_checkpoint",

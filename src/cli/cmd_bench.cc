@@ -25,10 +25,11 @@
 #include "core/file_util.h"
 #include "core/random.h"
 #include "core/text.h"
+#include "features/sequences.h"
 #include "model/loss.h"
 #include "model/perception.h"
 #include "train/optimizer.h"
-#include "features/sequences.h"
+#include "train/trainer.h"
 #if FXT_HAVE_CUDA
 #include "gpu/train_step.h"
 #include "gpu/window_scorer.h"
@@ -40,7 +41,7 @@ namespace {
 struct BenchArgs {
   std::string device = "auto", batches = "32,256", out;
   int window = 64, steps = 200, warmup = 20, fwd_steps = 200, profile = 20;
-  bool tf32 = false;
+  Precision precision = Precision::kFp32;
   int64_t rows = 262'144;  // bench predict: snapshots of the random store, every one scored
 };
 
@@ -117,7 +118,7 @@ Status bench_gpu(const BenchArgs& a, const std::vector<int>& batches, nlohmann::
     cfg.window = a.window;
     cfg.schedule.warmup_steps = 500;
     cfg.schedule.total_steps = 20000;
-    cfg.tf32 = a.tf32;
+    cfg.precision = a.precision;
     const size_t free_before = device_free_bytes();
     gpu::TrainStep step(cfg);
     // Everything the step allocates for this batch size (model activations and gradients,
@@ -175,7 +176,7 @@ Status bench_gpu(const BenchArgs& a, const std::vector<int>& batches, nlohmann::
   // logits out: upload, forward, download, synchronise).
   {
     gpu::Context ctx;
-    ctx.set_tf32(a.tf32);
+    ctx.set_precision(a.precision);
     gpu::PerceptionGpu m(pc);
     m.resize(1, a.window);
     std::vector<float> params(model::perception_layout(pc).total);
@@ -312,7 +313,7 @@ Status bench_predict_gpu(const BenchArgs& a, const std::vector<int>& batches, nl
     shape.window = a.window;
     shape.batch = batch;
     auto sc = std::make_unique<gpu::WindowScorer>(pc, shape);
-    sc->set_tf32(a.tf32);
+    sc->set_precision(a.precision);
     sc->set_params(params);
     sc->upload_rows(data.features.data(), nullptr, n);
     return sc;
@@ -413,6 +414,7 @@ Result<bool> bench_on_cuda(const BenchArgs& a) {
   const bool have_gpu = cuda_compiled() && !list_cuda_devices().empty();
   const bool cuda = a.device == "cuda" || (a.device == "auto" && have_gpu);
   if (cuda && !have_gpu) return UsageError("--device cuda: no CUDA device is available");
+  FXT_RETURN_IF_ERROR(check_precision(a.precision, cuda));
   return cuda;
 }
 
@@ -422,7 +424,7 @@ nlohmann::json bench_header(const char* command, const BenchArgs& a, bool cuda) 
   out["device"] = device_json(cuda);
   out["git_revision"] = FXT_GIT_REV;
   out["build_type"] = FXT_BUILD_TYPE;
-  out["tf32"] = a.tf32;
+  out["precision"] = precision_name(a.precision);
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&now, &tm);
@@ -494,7 +496,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--profile", a->profile, "uncaptured steps timed per phase (0: none)")
       ->capture_default_str()
       ->check(int_range(0, 1000000));
-  cmd->add_flag("--tf32", a->tf32, "TF32 tensor-core GEMMs (FP32 by default)");
+  add_precision_flag(cmd, &a->precision);
   cmd->add_option("--out", a->out, "JSON output file");
 
   auto p = std::make_shared<BenchArgs>();
@@ -516,7 +518,7 @@ void register_bench(CLI::App& app) {
   pred->add_option("--fwd-steps", p->fwd_steps, "timed one-snapshot passes")
       ->capture_default_str()
       ->check(int_range(1, 1000000));
-  pred->add_flag("--tf32", p->tf32, "TF32 tensor-core GEMMs (FP32 by default)");
+  add_precision_flag(pred, &p->precision);
   pred->add_option("--out", p->out, "JSON output file");
 }
 

@@ -125,6 +125,8 @@ Status run_quickstart(QuickstartArgs a) {
   t0 = Clock::now();
   EvalOptions eo;
   eo.threads = threads;
+  eo.device = tc.device;
+  eo.precision = tc.precision;
   eo.oracle_config = dbn + ".synth.json";
   eo.oracle_rows = a.oracle_rows;
   FXT_ASSIGN_OR_RETURN(nlohmann::json ev, evaluate(run + "/best.ckpt", {store}, eo));
@@ -148,7 +150,8 @@ Status run_quickstart(QuickstartArgs a) {
 
   // 6. The model's probabilities for every snapshot of that session.
   t0 = Clock::now();
-  FXT_RETURN_IF_ERROR(predict(run + "/best.ckpt", oos_store, predictions, threads));
+  FXT_RETURN_IF_ERROR(
+      predict(run + "/best.ckpt", oos_store, predictions, threads, tc.device, tc.precision));
   fmt::print("[6/8] predict {} ({:.1f} s)\n", predictions, seconds_since(t0));
 
   // 7. Backtests on it: the signal strategy trading the predictions, and the market maker
@@ -266,6 +269,12 @@ void register_quickstart(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "CPU threads (0 = every core)")
       ->capture_default_str()
       ->check(int_range(0, 4096));
+  cmd->add_option("--device", a->train.device,
+                  "backend of training, eval and predict: auto (the GPU when built with CUDA and "
+                  "one is present), cpu, cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  add_precision_flag(cmd, &a->train.precision);
   cmd->add_option("--epochs", a->train.epochs, "training epochs")
       ->capture_default_str()
       ->check(int_range(1, 1000000));

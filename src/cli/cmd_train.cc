@@ -47,6 +47,7 @@ struct EvalArgs {
   int threads = default_threads(), bootstrap = 200;
   uint64_t bootstrap_seed = 1;
   std::string device = "auto";
+  Precision precision = Precision::kFp32;
   std::string oracle;
   int oracle_rows = 2000, oracle_paths = 64, oracle_max_horizon = 1000;
 };
@@ -60,6 +61,7 @@ Status run_eval(const EvalArgs& a) {
   if (a.threads < 1) return UsageError("--threads must be >= 1");
   o.threads = a.threads;
   o.device = a.device;
+  o.precision = a.precision;
   if (a.bootstrap < 0) return UsageError("--bootstrap must be >= 0");
   o.bootstrap = a.bootstrap;
   o.bootstrap_seed = a.bootstrap_seed;
@@ -121,6 +123,7 @@ Status run_eval(const EvalArgs& a) {
 
 struct PredictArgs {
   std::string checkpoint, store, out, device = "auto";
+  Precision precision = Precision::kFp32;
   int threads = default_threads();
 };
 
@@ -186,13 +189,15 @@ void register_eval(CLI::App& app) {
   cmd->add_option("--device", a->device, "auto, cpu or cuda (as fxt train)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
+  add_precision_flag(cmd, &a->precision);
 }
 
 void register_predict(CLI::App& app) {
   auto a = std::make_shared<PredictArgs>();
   CLI::App* cmd = add_command(
-      app, "predict", "write ts_ns and one probability per horizon for every snapshot (CSV)",
-      [a] { return predict(a->checkpoint, a->store, a->out, a->threads, a->device); });
+      app, "predict", "write ts_ns and one probability per horizon for every snapshot (CSV)", [a] {
+        return predict(a->checkpoint, a->store, a->out, a->threads, a->device, a->precision);
+      });
   cmd->add_option("--checkpoint", a->checkpoint, "checkpoint file")->required();
   cmd->add_option("--store", a->store, "snapshot store directory")->required();
   cmd->add_option("--out", a->out, "output CSV file (written atomically)")->required();
@@ -202,6 +207,7 @@ void register_predict(CLI::App& app) {
   cmd->add_option("--device", a->device, "auto, cpu or cuda (as fxt train)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
+  add_precision_flag(cmd, &a->precision);
 }
 
 }  // namespace fxt::cli

@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/precision.h"
 #include "core/status.h"
 
 namespace fxt::cli {
@@ -39,5 +40,8 @@ void guard_numeric_flags(CLI::App& app);
 // error naming the flag and the item (std::stoi read "1e3" as 1).
 Result<std::vector<int>> parse_int_list(const std::string& flag, const std::string& text, int lo,
                                         int hi);
+
+// `--precision fp32|tf32|bf16` written into *p: the GPU's matrix products (core/precision.h).
+CLI::Option* add_precision_flag(CLI::App* cmd, Precision* p);
 
 }  // namespace fxt::cli

@@ -21,7 +21,7 @@ void add_train_flags(CLI::App* cmd, TrainFlags* f, TrainFlagsFor who) {
                   "backend: auto (the GPU when built with CUDA and one is present), cpu, cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
-  cmd->add_flag("--tf32", c.tf32, "TF32 tensor-core matrix products on the GPU (FP32 by default)");
+  add_precision_flag(cmd, &c.precision);
   cmd->add_option("--seed", c.seed, "random seed")->capture_default_str();
   cmd->add_option("--epochs", c.epochs, cv ? "epochs per fold" : "epochs")->check(int_range(1, 1000000))->capture_default_str();
   cmd->add_option("--steps-per-epoch", c.steps_per_epoch, "optimizer steps per epoch")

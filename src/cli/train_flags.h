@@ -35,7 +35,8 @@ enum class TrainFlagsFor {
 // (results do not depend on the thread count).
 int default_threads();
 
-// Registers every training flag fxt train and fxt cv share (--device, --tf32, --seed, --epochs,
+// Registers every training flag fxt train and fxt cv share (--device, --precision, --seed,
+// --epochs,
 // ... --threads), with their help texts, defaults and checks, in this order.
 void add_train_flags(CLI::App* cmd, TrainFlags* f, TrainFlagsFor who);
 

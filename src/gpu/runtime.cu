@@ -53,7 +53,6 @@ Context::Context(int device) : device_(device) {
   FXT_CUDA_CHECK(
       cudaMalloc(reinterpret_cast<void**>(&reduce_scratch_), kReduceScratchFloats * sizeof(float)));
   reduce_scratch_floats_ = kReduceScratchFloats;
-  set_tf32(false);
 }
 
 Context::~Context() {
@@ -61,12 +60,6 @@ Context::~Context() {
   if (blas_) cublasDestroy(blas_);
   if (blas_workspace_) cudaFree(blas_workspace_);
   if (stream_) cudaStreamDestroy(stream_);
-}
-
-void Context::set_tf32(bool on) {
-  tf32_ = on;
-  FXT_CUBLAS_CHECK(cublasSetMathMode(blas_, on ? CUBLAS_TF32_TENSOR_OP_MATH
-                                               : CUBLAS_DEFAULT_MATH));
 }
 
 std::string Context::device_name() const {
@@ -159,21 +152,39 @@ void PhaseTimer::end(double weight) {
   release();
 }
 
+namespace {
+// The cuBLAS compute type of a precision: FP32 inputs and outputs in every mode; TF32 and BF16
+// let cuBLAS convert the inputs and run tensor-core kernels that accumulate in FP32.
+cublasComputeType_t compute_type(Precision p) {
+  switch (p) {
+    case Precision::kTf32:
+      return CUBLAS_COMPUTE_32F_FAST_TF32;
+    case Precision::kBf16:
+      return CUBLAS_COMPUTE_32F_FAST_16BF;
+    case Precision::kFp32:
+      break;
+  }
+  return CUBLAS_COMPUTE_32F;
+}
+}  // namespace
+
 // Row-major C = A B is column-major C^T = B^T A^T: swap the operands and the m/n roles.
 void gemm(const Context& ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
           const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
-  FXT_CUBLAS_CHECK(cublasSgemm(ctx.blas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                               trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a,
-                               lda, &beta, c, ldc));
+  FXT_CUBLAS_CHECK(cublasGemmEx(ctx.blas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, CUDA_R_32F,
+                                ldb, a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F, ldc,
+                                compute_type(ctx.precision()), CUBLAS_GEMM_DEFAULT));
 }
 
 void gemm_batched(const Context& ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                   const float* a, int lda, long long stride_a, const float* b, int ldb,
                   long long stride_b, float beta, float* c, int ldc, long long stride_c,
                   int batch) {
-  FXT_CUBLAS_CHECK(cublasSgemmStridedBatched(
-      ctx.blas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m,
-      k, &alpha, b, ldb, stride_b, a, lda, stride_a, &beta, c, ldc, stride_c, batch));
+  FXT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      ctx.blas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
+      &alpha, b, CUDA_R_32F, ldb, stride_b, a, CUDA_R_32F, lda, stride_a, &beta, c, CUDA_R_32F, ldc,
+      stride_c, batch, compute_type(ctx.precision()), CUBLAS_GEMM_DEFAULT));
 }
 
 void linear_forward(const Context& ctx, const float* x, const float* w, const float* b, float* y,

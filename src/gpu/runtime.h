@@ -27,6 +27,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "core/precision.h"
+
 namespace fxt::gpu {
 
 // True when a CUDA device can be used by this process (driver present, at least one GPU).
@@ -142,7 +144,7 @@ class Context {
  public:
   // device: CUDA device index. Creates a non-blocking stream and a cuBLAS handle bound to it
   // with a preallocated workspace (so GEMMs inside a captured graph allocate nothing), pointer
-  // mode host, FP32 math (TF32 off) unless set_tf32(true).
+  // mode host, FP32 products unless set_precision says otherwise.
   explicit Context(int device = 0);
   ~Context();
   Context(const Context&) = delete;
@@ -151,8 +153,10 @@ class Context {
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t blas() const { return blas_; }
   int device() const { return device_; }
-  void set_tf32(bool on);
-  bool tf32() const { return tf32_; }
+  // The arithmetic of every gemm / gemm_batched on this context (core/precision.h); set it
+  // before capturing a graph, which keeps the products' kernels it was captured with.
+  void set_precision(Precision p) { precision_ = p; }
+  Precision precision() const { return precision_; }
   void sync() const { FXT_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
   std::string device_name() const;
   // Device scratch owned by the context for the split-row reductions of gemm_tn_rows and
@@ -168,7 +172,7 @@ class Context {
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   void* blas_workspace_ = nullptr;
-  bool tf32_ = false;
+  Precision precision_ = Precision::kFp32;
 };
 
 // A CUDA Graph captured from the work one callable enqueues on a context's stream, then

@@ -60,7 +60,7 @@ TrainStep::TrainStep(const TrainStepConfig& cfg, int device)
       ctrl_(cfg.model.horizons),
       loss_out_(cfg.model.horizons),
       report_(static_cast<size_t>(kSumLossH + cfg.model.horizons)) {
-  ctx_->set_tf32(cfg.tf32);
+  ctx_->set_precision(cfg.precision);
   const int b = cfg.batch, k = cfg.window, f = cfg.model.features, nh = horizons_;
   const size_t r = static_cast<size_t>(b) * static_cast<size_t>(k);
   model_.resize(b, k);

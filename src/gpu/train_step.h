@@ -43,7 +43,7 @@ struct TrainStepConfig {
   LrSchedule schedule;
   // Learning-rate multiplier per model parameter group ("mamba", "cfc", "heads").
   double lr_mult_mamba = 1.0, lr_mult_cfc = 1.0, lr_mult_heads = 1.0;
-  bool tf32 = false;     // TF32 tensor-core GEMMs (FP32 by default)
+  Precision precision = Precision::kFp32;  // the matrix products' arithmetic
 };
 
 // The dataset as the device keeps it (gpu/batch.h): concatenated rows of every store.
@@ -141,6 +141,7 @@ class InferenceGpu {
   ~InferenceGpu();
   void set_params(const std::vector<float>& host);  // uploads (owned copy)
   void use_params(const float* device_params);      // non-owning (e.g. TrainStep::params())
+  void set_precision(Precision p) { ctx_->set_precision(p); }  // the products' arithmetic
   // x [b, k, F] host; dt [b, k] host or nullptr. Logits [b, k, H] (last = false) or [b, H]
   // (last = true) into *out. Synchronous.
   void forward(const float* x, const float* dt, int b, int k, int stride, bool last,

@@ -29,8 +29,8 @@ WindowScorer::WindowScorer(const model::PerceptionConfig& cfg, const ScoringShap
 
 WindowScorer::~WindowScorer() { cudaStreamSynchronize(ctx_.stream()); }
 
-void WindowScorer::set_tf32(bool on) {
-  ctx_.set_tf32(on);
+void WindowScorer::set_precision(Precision p) {
+  ctx_.set_precision(p);
   graph_.reset();
 }
 

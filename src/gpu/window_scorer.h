@@ -34,7 +34,7 @@ class WindowScorer {
   WindowScorer(const WindowScorer&) = delete;
   WindowScorer& operator=(const WindowScorer&) = delete;
 
-  void set_tf32(bool on);                           // before the first pass
+  void set_precision(Precision p);                  // the products' arithmetic (FP32 default)
   void set_params(const std::vector<float>& host);  // layout().total floats; synchronous
   // One store's rows: features [rows, F] standardised, elapsed [rows] (gpu::elapsed_per_row)
   // when shape.elapsed, else ignored. Synchronous; replaces the previous store.

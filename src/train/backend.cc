@@ -23,6 +23,13 @@ Result<bool> resolve_cuda(const std::string& device, ModelKind model) {
   return true;
 }
 
+Status check_precision(Precision precision, bool use_cuda) {
+  if (use_cuda || precision == Precision::kFp32) return Status::Ok();
+  return UsageError(
+      "--precision {}: the CPU backend computes in FP32 only (it needs --device cuda)",
+      precision_name(precision));
+}
+
 std::string backend_name(bool cuda) {
   if (!cuda) return "cpu";
   const std::vector<CudaDevice> d = list_cuda_devices();

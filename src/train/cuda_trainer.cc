@@ -38,7 +38,7 @@ CudaTrainer::CudaTrainer(TrainState& st, const Dataset& ds, const LrSchedule& sc
   data.rows = ds.total_snapshots();
   step_.upload_data(data);
   upload(st);
-  st.net.use_gpu(step_.params(), st.params);
+  st.net.use_gpu(step_.params(), st.params, st.cfg.precision);
 }
 
 Status CudaTrainer::download(TrainState& st) const {
@@ -71,7 +71,7 @@ gpu::TrainStepConfig CudaTrainer::step_config(const TrainConfig& c, const LrSche
   g.lr_mult_mamba = c.lr_mult_mamba;
   g.lr_mult_cfc = c.lr_mult_cfc;
   g.lr_mult_heads = c.lr_mult_heads;
-  g.tf32 = c.tf32;
+  g.precision = c.precision;
   return g;
 }
 

@@ -121,8 +121,10 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
   TrainConfig& c = st->cfg;
   c.threads = options.threads;
   FXT_ASSIGN_OR_RETURN(const bool use_cuda, resolve_cuda(options.device, c.model));
+  FXT_RETURN_IF_ERROR(check_precision(options.precision, use_cuda));
+  c.precision = options.precision;
 #if FXT_HAVE_CUDA
-  if (use_cuda) st->net.use_gpu(nullptr, st->params);
+  if (use_cuda) st->net.use_gpu(nullptr, st->params, c.precision);
 #endif
   if (!options.expect_horizons.empty() && options.expect_horizons != c.horizons) {
     return UsageError("{} was trained for horizons {}; --horizons asks for {}", checkpoint_path,
@@ -230,6 +232,7 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
   j["stride"] = c.stride;
   j["model_kind"] = model_kind_name(c.model);
   j["device"] = backend_name(use_cuda);
+  j["precision"] = precision_name(c.precision);
   j["base_rates"] = st->base_rates;
   j["model"] = mm.to_json();
   j["baselines"] = baseline_metrics;
@@ -251,12 +254,15 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
 }
 
 Status predict(const std::string& checkpoint_path, const std::string& store_dir,
-               const std::string& out_csv, int threads, const std::string& device) {
+               const std::string& out_csv, int threads, const std::string& device,
+               Precision precision) {
   FXT_ASSIGN_OR_RETURN(std::unique_ptr<TrainState> st, load_state(checkpoint_path));
+  FXT_ASSIGN_OR_RETURN(const bool use_cuda, resolve_cuda(device, st->cfg.model));
+  FXT_RETURN_IF_ERROR(check_precision(precision, use_cuda));
+  st->cfg.precision = precision;
   const TrainConfig& c = st->cfg;
-  FXT_ASSIGN_OR_RETURN(const bool use_cuda, resolve_cuda(device, c.model));
 #if FXT_HAVE_CUDA
-  if (use_cuda) st->net.use_gpu(nullptr, st->params);
+  if (use_cuda) st->net.use_gpu(nullptr, st->params, precision);
 #endif
   (void)use_cuda;
   FXT_ASSIGN_OR_RETURN(StoreReader store, StoreReader::open(store_dir));

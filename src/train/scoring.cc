@@ -114,6 +114,7 @@ Status score_inference_gpu(const TrainState& st, const StoreReader& store, const
   shape.batch = std::max(c.eval_batch, kGpuScoringBatch);
   shape.elapsed = c.cfc_time_real;
   gpu::WindowScorer scorer(st.net.config(), shape);
+  scorer.set_precision(c.precision);
   scorer.set_params(st.params);
   const uint64_t rows = store.size();
   std::vector<float> elapsed;

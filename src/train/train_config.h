@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/precision.h"
 #include "core/status.h"
 #include "features/sequences.h"
 #include "model/loss.h"
@@ -68,7 +69,9 @@ struct TrainConfig {
   // Backend (not part of the saved config): "auto" = the CUDA backend when it is built and a GPU
   // is present (perception model), else the CPU; "cpu"; "cuda" (an error without a GPU).
   std::string device = "auto";
-  bool tf32 = false;  // TF32 tensor-core GEMMs on the GPU (FP32 by default)
+  // The GPU's matrix products (not part of the saved config): FP32, or TF32 / BF16 tensor-core
+  // products with FP32 accumulation (core/precision.h). The CPU backend is FP32 only.
+  Precision precision = Precision::kFp32;
 
   // Checks every field; the message names the flag.
   Status validate() const;

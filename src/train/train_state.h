@@ -57,9 +57,11 @@ class Net {
   void init(float* p, uint64_t seed) const { model::perception_init(pc_, p, seed); }
 #if FXT_HAVE_CUDA
   // Forward passes then run on the GPU with the parameters at device_params (a TrainStep's, kept
-  // current by the trainer) or, when null, a device copy of `host` (evaluation, prediction).
-  void use_gpu(const float* device_params, const std::vector<float>& host) {
+  // current by the trainer) or, when null, a device copy of `host` (evaluation, prediction);
+  // their matrix products in `precision`.
+  void use_gpu(const float* device_params, const std::vector<float>& host, Precision precision) {
     if (!gpu_) gpu_ = std::make_unique<gpu::InferenceGpu>(pc_);
+    gpu_->set_precision(precision);
     if (device_params != nullptr) {
       gpu_->use_params(device_params);
     } else {

@@ -198,6 +198,10 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
   for (const std::string& d : store_dirs) {
     stores.push_back(fs::absolute(fs::path(d)).lexically_normal().string());
   }
+  {  // a GPU-only precision on the CPU backend fails before any data is read
+    FXT_ASSIGN_OR_RETURN(const bool cuda, resolve_cuda(config_in.device, config_in.model));
+    FXT_RETURN_IF_ERROR(check_precision(config_in.precision, cuda));
+  }
   std::unique_ptr<TrainState> st;
   if (options.resume) {
     if (!fs::exists(last_path)) return NotFound("--resume: {} does not exist", last_path);
@@ -211,7 +215,7 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
     }
     st->cfg.threads = config_in.threads;
     st->cfg.device = config_in.device;
-    st->cfg.tf32 = config_in.tf32;
+    st->cfg.precision = config_in.precision;
     FXT_RETURN_IF_ERROR(check_same_stores(st->stores, st->store_ids, last_path));
     FXT_RETURN_IF_ERROR(truncate_metrics(metrics_path, st->epoch));
   } else {
@@ -287,7 +291,9 @@ Result<TrainSummary> train(const TrainConfig& config_in, const std::vector<std::
   sched.min_lr_ratio = c.min_lr_ratio;
   FXT_RETURN_IF_ERROR(sched.validate());
   FXT_ASSIGN_OR_RETURN(const bool use_cuda, resolve_cuda(c.device, c.model));
+  FXT_RETURN_IF_ERROR(check_precision(c.precision, use_cuda));
   record.set_device(backend_name(use_cuda));
+  record.set("precision", precision_name(c.precision));
 #if FXT_HAVE_CUDA
   std::unique_ptr<train_detail::CudaTrainer> cuda;
   if (use_cuda) cuda = std::make_unique<train_detail::CudaTrainer>(*st, ds, sched);

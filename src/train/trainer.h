@@ -68,6 +68,7 @@ struct EvalOptions {
   int bootstrap = 200;  // block-bootstrap replicates for confidence intervals; 0 = none
   uint64_t bootstrap_seed = 1;
   std::string device = "auto";  // as TrainConfig::device
+  Precision precision = Precision::kFp32;  // as TrainConfig::precision
   // The synthetic market's oracle (data/synth_oracle.h): the OUT.synth.json that `fxt synth
   // --latent` wrote for the evaluated store; empty = none. Computed on oracle_rows evenly spaced
   // rows of the evaluated ones, for horizons <= oracle_max_horizon (Monte Carlo cost grows
@@ -105,12 +106,15 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
 // Probabilities per horizon for every snapshot of one store (inference windows), as CSV:
 // "ts_ns,p_h<h>..." written atomically to out_csv.
 Status predict(const std::string& checkpoint_path, const std::string& store_dir,
-               const std::string& out_csv, int threads = 1, const std::string& device = "auto");
+               const std::string& out_csv, int threads = 1, const std::string& device = "auto",
+               Precision precision = Precision::kFp32);
 
 // The backend a run uses: true for the CUDA backend. device: "auto" (CUDA when it is built, a
 // GPU is present and the model is the perception model), "cpu" or "cuda" (an error when CUDA is
 // not built or no GPU is present, and for --model logreg, which runs on the CPU only).
 Result<bool> resolve_cuda(const std::string& device, ModelKind model);
+// --precision other than fp32 needs the CUDA backend: the CPU path computes in FP32 only.
+Status check_precision(Precision precision, bool use_cuda);
 // The name of the backend for run records: "cpu" or the GPU's name.
 std::string backend_name(bool cuda);
 

@@ -99,8 +99,14 @@ std::vector<T> slice(const std::vector<T>& v, size_t at, size_t n) {
           v.begin() + static_cast<std::ptrdiff_t>(at + n)};
 }
 
-void check_against_cpu(const Case& c) {
+// One case's model, parameters and inputs (the same for every comparison below).
+struct Inputs {
   model::PerceptionConfig cfg;
+  std::vector<float> params, x, dt, dlogits, lambda;
+};
+Inputs make_inputs(const Case& c) {
+  Inputs in;
+  model::PerceptionConfig& cfg = in.cfg;
   cfg.d_model = c.d;
   cfg.d_state = c.state;
   cfg.head_dim = c.d == 128 ? 64 : 16;
@@ -108,16 +114,26 @@ void check_against_cpu(const Case& c) {
   cfg.snapshot_heads = c.snapshot_heads;
   cfg.ple_bins = c.ple_bins;
   const model::PerceptionLayout l = model::perception_layout(cfg);
-  std::vector<float> params(l.total);
-  model::perception_init<float>(cfg, params.data(), 11);
+  in.params.assign(l.total, 0.0f);
+  model::perception_init<float>(cfg, in.params.data(), 11);
   // A non-zero pool query and perturbed norms, so every path carries a gradient.
   const std::vector<float> noise = random_vector(l.total, 5, -0.05f, 0.05f);
-  for (size_t i = 0; i < l.total; ++i) params[i] += noise[i];
+  for (size_t i = 0; i < l.total; ++i) in.params[i] += noise[i];
   const size_t r = static_cast<size_t>(c.b) * static_cast<size_t>(c.k);
-  const std::vector<float> x = random_vector(r * cfg.features, 2, -2.0f, 2.0f);
-  const std::vector<float> dt = random_vector(r, 3, 0.2f, 3.0f);
-  const std::vector<float> dlogits = random_vector(r * cfg.horizons, 4, -1.0f, 1.0f);
-  const std::vector<float> lambda = {1.0f, 1.5f, 2.0f, 1.2f, 1.7f};
+  in.x = random_vector(r * cfg.features, 2, -2.0f, 2.0f);
+  in.dt = random_vector(r, 3, 0.2f, 3.0f);
+  in.dlogits = random_vector(r * cfg.horizons, 4, -1.0f, 1.0f);
+  in.lambda = {1.0f, 1.5f, 2.0f, 1.2f, 1.7f};
+  return in;
+}
+
+void check_against_cpu(const Case& c) {
+  const Inputs in = make_inputs(c);
+  const model::PerceptionConfig& cfg = in.cfg;
+  const std::vector<float>&params = in.params, &x = in.x, &dt = in.dt, &dlogits = in.dlogits,
+        &lambda = in.lambda;
+  const model::PerceptionLayout l = model::perception_layout(cfg);
+  const size_t r = static_cast<size_t>(c.b) * static_cast<size_t>(c.k);
   const CpuRun<float> ref = run_cpu<float>(cfg, c, params, x, dt, dlogits, lambda);
   const CpuRun<double> ref64 = run_cpu<double>(cfg, c, params, x, dt, dlogits, lambda);
 
@@ -210,6 +226,69 @@ TEST(PerceptionGpu, PleEncodingIsBitIdenticalToCpu) {
   ctx.sync();
   EXPECT_EQ(dev_enc.download(), enc);
   EXPECT_EQ(dev_dx.download(), dx);
+}
+
+// ||a - b|| / ||b|| over a whole tensor.
+double normwise_error(const std::vector<float>& a, const std::vector<double>& b) {
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    const double d = static_cast<double>(a[i]) - b[i];
+    num += d * d;
+    den += b[i] * b[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+// TF32 and BF16 products (everything else FP32) against the CPU model in double, normwise over
+// the logits, the whole gradient and d_x, in units of the precision's input rounding e
+// (core/precision.h: 2^-10 TF32, 2^-7 BF16): each <= kForward e / kBackward e. The same
+// constants hold both precisions, so the errors scale with the format, as they must. Per-tensor
+// gradient errors are printed (tensors whose gradient is a cancelling sum have larger relative
+// errors and are judged within the whole gradient).
+TEST(PerceptionGpu, ReducedPrecisionWithinItsRoundingScale) {
+  FXT_SKIP_WITHOUT_GPU();
+  constexpr double kForward = 2.0, kBackward = 8.0;
+  for (const Case& c :
+       {Case{8, 64, 128, 16, 1.0f, false}, Case{4, 64, 128, 16, 4.0f, true, true, false, 16}}) {
+    const Inputs in = make_inputs(c);
+    const model::PerceptionLayout l = model::perception_layout(in.cfg);
+    const size_t r = static_cast<size_t>(c.b) * static_cast<size_t>(c.k);
+    const CpuRun<double> ref =
+        run_cpu<double>(in.cfg, c, in.params, in.x, in.dt, in.dlogits, in.lambda);
+    for (Precision p : {Precision::kTf32, Precision::kBf16}) {
+      Context ctx;
+      ctx.set_precision(p);
+      PerceptionGpu m(in.cfg);
+      m.resize(c.b, c.k);
+      auto dp = to_device(in.params), dx_in = to_device(in.x), ddt = to_device(in.dt),
+           ddl = to_device(in.dlogits), dlam = to_device(in.lambda);
+      DeviceBuffer<float> grads(l.total), dx(r * in.cfg.features);
+      const float* dt = c.real_dt ? ddt.data() : nullptr;
+      m.forward(ctx, dp.data(), dx_in.data(), c.stride, dt);
+      ctx.sync();
+      const std::vector<float> logits = to_host(m.logits(), r * in.cfg.horizons);
+      m.backward(ctx, dp.data(), dx_in.data(), c.stride, dt, ddl.data(), dlam.data(), grads.data(),
+                 dx.data());
+      ctx.sync();
+      const std::vector<float> g = grads.download();
+      const double e = precision_input_error(p);
+      const double el = normwise_error(logits, ref.logits), eg = normwise_error(g, ref.grads),
+                   ex = normwise_error(dx.download(), ref.dx);
+      std::printf(
+          "[gpu-perception %-22s] %s: normwise logits %.3e  gradient %.3e  d_x %.3e  "
+          "(e = %.3e: %.2f e / %.2f e / %.2f e)\n",
+          c.name().c_str(), precision_name(p), el, eg, ex, e, el / e, eg / e, ex / e);
+      for (const model::ModelParamSpec& s : model::perception_param_specs(in.cfg)) {
+        std::printf("    %-28s %.3e\n", s.name.c_str(),
+                    normwise_error(slice(g, s.offset, s.size), slice(ref.grads, s.offset, s.size)));
+      }
+      EXPECT_LE(el, kForward * e) << c.name() << " " << precision_name(p) << " logits";
+      EXPECT_LE(eg, kBackward * e) << c.name() << " " << precision_name(p) << " gradient";
+      EXPECT_LE(ex, kBackward * e) << c.name() << " " << precision_name(p) << " d_x";
+      // Reduced precision is in effect: FP32 products agree to ~1e-6 (the tests above).
+      EXPECT_GT(el, 1e-5) << c.name() << " " << precision_name(p) << " ran in FP32";
+    }
+  }
 }
 
 TEST(PerceptionGpu, BackwardIsBitReproducible) {

@@ -2,7 +2,9 @@
 // and strided-batched GEMM against a naive double host product, the linear layer against
 // model::linear_*, column_sum against a double host sum, the split-row weight-gradient product
 // gemm_tn_rows against the host product, and fill / broadcast / add / copy.
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -125,6 +127,89 @@ TEST(GpuRuntime, GemmBatched) {
                   (shared_b ? " shared B" : ""));
       }
     }
+  }
+}
+
+// Every precision's products against the double product, elementwise within the bound of its
+// arithmetic: each input rounded with relative error e (precision_input_error: 2^-10 TF32,
+// 2^-7 BF16, 0 for FP32), so a product is off by at most (2e + e^2) of |a b|, plus FP32
+// accumulation over k terms (k 2^-24 of the sum of |a b|) and the output's rounding:
+//   |c - c_ref| <= ((2e + e^2) + (k + 2) 2^-24) (|alpha| sum_p |a_ip b_pj| + |beta| |c0_ij|).
+// With `engaged`, TF32's and BF16's worst error must also exceed FP32's bound, so the test fails
+// if an aligned product silently ran in FP32 (cuBLAS may keep FP32 kernels for odd shapes).
+// Returns the worst error in units of sum |a b|.
+double run_gemm_precision(Precision p, bool ta, bool tb, int m, int n, int k, int batch,
+                          bool engaged, uint64_t seed) {
+  const int lda = ta ? m : k, ldb = tb ? k : n, ldc = n;
+  const long long sa = static_cast<long long>(m) * k, sb = static_cast<long long>(k) * n,
+                  sc = static_cast<long long>(m) * n;
+  const auto a = random_vector(static_cast<size_t>(sa) * batch, seed);
+  const auto b = random_vector(static_cast<size_t>(sb) * batch, seed + 1);
+  const auto c0 = random_vector(static_cast<size_t>(sc) * batch, seed + 2);
+  const float alpha = 0.75f, beta = -0.5f;
+  Context ctx;
+  ctx.set_precision(p);
+  auto ga = to_device(a), gb = to_device(b), gc = to_device(c0);
+  if (batch == 1) {
+    gemm(ctx, ta, tb, m, n, k, alpha, ga.data(), lda, gb.data(), ldb, beta, gc.data(), ldc);
+  } else {
+    gemm_batched(ctx, ta, tb, m, n, k, alpha, ga.data(), lda, sa, gb.data(), ldb, sb, beta,
+                 gc.data(), ldc, sc, batch);
+  }
+  ctx.sync();
+  const std::vector<float> out = gc.download();
+  const double e = precision_input_error(p), u = std::ldexp(1.0, -24);
+  const double per_term = (p == Precision::kFp32 ? 0.0 : 2 * e + e * e) + (k + 2) * u;
+  double worst = 0.0;
+  for (int q = 0; q < batch; ++q) {
+    for (int i = 0; i < m; ++i) {
+      for (int j = 0; j < n; ++j) {
+        double s = 0.0, mag = 0.0;
+        for (int t = 0; t < k; ++t) {
+          const double av =
+              a[static_cast<size_t>(q * sa) +
+                (ta ? static_cast<size_t>(t) * lda + i : static_cast<size_t>(i) * lda + t)];
+          const double bv =
+              b[static_cast<size_t>(q * sb) +
+                (tb ? static_cast<size_t>(j) * ldb + t : static_cast<size_t>(t) * ldb + j)];
+          s += av * bv;
+          mag += std::abs(av * bv);
+        }
+        const size_t o = static_cast<size_t>(q * sc) + static_cast<size_t>(i) * ldc + j;
+        const double ref = alpha * s + beta * static_cast<double>(c0[o]);
+        const double scale = std::abs(alpha) * mag + std::abs(beta) * std::abs(c0[o]);
+        const double err = std::abs(out[o] - ref);
+        worst = std::max(worst, err / scale);
+        if (err > per_term * scale) {
+          ADD_FAILURE() << precision_name(p) << " gemm " << (ta ? "T" : "N") << (tb ? "T" : "N")
+                        << " " << m << "x" << n << "x" << k << " batch " << batch << " at (" << q
+                        << ", " << i << ", " << j << "): error " << err << " > bound "
+                        << per_term * scale;
+          return worst;
+        }
+      }
+    }
+  }
+  if (engaged && p != Precision::kFp32) {
+    EXPECT_GT(worst, (k + 2) * u) << precision_name(p) << ": the products ran in FP32";
+  }
+  return worst;
+}
+
+TEST(GpuRuntime, GemmEveryPrecisionWithinItsRoundingBound) {
+  FXT_SKIP_WITHOUT_GPU();
+  for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kBf16}) {
+    double worst = 0.0;
+    for (int ta = 0; ta < 2; ++ta) {
+      for (int tb = 0; tb < 2; ++tb) {
+        const uint64_t seed = 70 + 4 * static_cast<uint64_t>(p) + ta * 2 + tb;
+        worst = std::max(worst, run_gemm_precision(p, ta, tb, 128, 96, 256, 1, true, seed));
+        worst = std::max(worst, run_gemm_precision(p, ta, tb, 64, 48, 128, 3, true, seed + 100));
+        worst = std::max(worst, run_gemm_precision(p, ta, tb, 37, 23, 19, 1, false, seed + 200));
+      }
+    }
+    std::printf("[gemm precision] %s: worst error %.3e of sum |a b| (input rounding %.3e)\n",
+                precision_name(p), worst, precision_input_error(p));
   }
 }
 
@@ -312,11 +397,11 @@ TEST(GpuRuntime, ContextAndMappedHost) {
   FXT_SKIP_WITHOUT_GPU();
   Context ctx;
   EXPECT_FALSE(ctx.device_name().empty());
-  EXPECT_FALSE(ctx.tf32());
-  ctx.set_tf32(true);
-  EXPECT_TRUE(ctx.tf32());
-  ctx.set_tf32(false);
-  EXPECT_FALSE(ctx.tf32());
+  EXPECT_EQ(ctx.precision(), Precision::kFp32);
+  ctx.set_precision(Precision::kBf16);
+  EXPECT_EQ(ctx.precision(), Precision::kBf16);
+  ctx.set_precision(Precision::kFp32);
+  EXPECT_EQ(ctx.precision(), Precision::kFp32);
   // The device writes mapped host memory; the host reads it after a sync, without a copy.
   MappedHost<float> mapped(4);
   for (int i = 0; i < 4; ++i) mapped.host()[i] = 0.0f;

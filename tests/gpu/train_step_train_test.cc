@@ -2,7 +2,9 @@
 // the same anchors (loss trajectories within 1e-4 relative), bit-identical repeat runs, graph
 // replay equal to uncaptured steps, a state round trip that continues bit for bit, and inference
 // after captured training equal to the CPU forward on the downloaded parameters.
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -159,6 +161,45 @@ TEST(TrainStepGpu, SameSeedGivesIdenticalBytes) {
   EXPECT_EQ(sa.opt.m, sb.opt.m);
   EXPECT_EQ(sa.opt.v, sb.opt.v);
   EXPECT_EQ(sa.controller.ema, sb.controller.ema);
+}
+
+// TF32 and BF16 steps (products in reduced precision, the rest FP32) follow the FP32 run: the
+// loss of each of 50 steps within 4 e of FP32's (relative; e = the format's input rounding,
+// core/precision.h), the loss falls, and a second run with the same seed is bit-identical.
+TEST(TrainStepGpu, ReducedPrecisionFollowsFp32AndIsReproducible) {
+  FXT_SKIP_WITHOUT_GPU();
+  const int steps = 50;
+  const Data d = make_data(4000, 64);
+  auto losses = [&](Precision p, std::vector<float>* params) {
+    TrainStepConfig c = small_config(32, 64);
+    c.precision = p;
+    auto s = make_step(c, d);
+    std::vector<double> out;
+    for (int i = 0; i < steps; ++i) {
+      s->run(1);
+      out.push_back(s->take_sums().loss);
+    }
+    *params = s->download_state().params;
+    return out;
+  };
+  std::vector<float> p32, p_again;
+  const std::vector<double> fp32 = losses(Precision::kFp32, &p32);
+  for (Precision p : {Precision::kTf32, Precision::kBf16}) {
+    std::vector<float> pp;
+    const std::vector<double> lp = losses(p, &pp);
+    const double e = precision_input_error(p);
+    double worst = 0.0;
+    for (int i = 0; i < steps; ++i) worst = std::max(worst, std::abs(lp[i] - fp32[i]) / fp32[i]);
+    std::printf(
+        "[train-step precision] %s: worst relative loss difference to FP32 over %d steps "
+        "%.3e (%.2f e); loss %.5f -> %.5f (FP32 %.5f -> %.5f)\n",
+        precision_name(p), steps, worst, worst / e, lp.front(), lp.back(), fp32.front(),
+        fp32.back());
+    EXPECT_LE(worst, 4 * e) << precision_name(p);
+    EXPECT_LT(lp.back(), lp.front()) << precision_name(p);
+    EXPECT_EQ(losses(p, &p_again), lp) << precision_name(p);
+    EXPECT_EQ(p_again, pp) << precision_name(p);
+  }
 }
 
 TEST(TrainStepGpu, GraphReplayEqualsUncapturedSteps) {

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Issue 15's precision call on the GPU machine (docs/PERFORMANCE.md "Mixed precision"), one
 # device call with carry [".devdeps", ".devdata"]:
-#   1. the PyTorch peer's compile+graph rows (quadratic SSD form; TF32, BF16 autocast, FP32;
+#   1. the PyTorch peer's compile+graph rows (quadratic SSD form; BF16 autocast, TF32, FP32;
 #      B = 32 and 256) while foxhunt builds at nice 19 (compilation is CPU work; the peer's
 #      timed replays were measured equal within 0.3 % with and without the build beside them);
 #   2. the GPU test programs (every precision's parity tests among them);
-#   3. `fxt bench train` and `fxt bench predict` at FP32, TF32 and BF16, and the ratios against
-#      the best peer row per precision (scripts/bench_train_gpu.sh);
+#   3. `fxt bench train` and `fxt bench predict` at FP32 and TF32, the peer's graph rows, and the
+#      ratios against the best peer row per precision (scripts/bench_train_gpu.sh);
 #   quality: `fxt quickstart --device cuda` at each precision side by side (5 threads each),
 #      then every horizon's model AUC and verdict against the baselines next to FP32's;
 #   sanitize: compute-sanitizer over the GPU tests (device_check.sh's set plus the precision
@@ -28,7 +28,7 @@ if ! has bench; then
 fi
 if has bench; then
 FXT_SKIP_FXT=1 FXT_BENCH_DIR="$OUT/bench" FXT_PEER_LIMIT=${FXT_PEER_LIMIT:-300} \
-  FXT_PEER_PLAN="${FXT_PEER_PLAN:-compile+graph|quadratic|tf32 bf16;compile+graph|quadratic|fp32}" \
+  FXT_PEER_PLAN="${FXT_PEER_PLAN:-compile+graph|quadratic|bf16 tf32;compile+graph|quadratic|fp32}" \
   bash scripts/bench_train_gpu.sh build-dev > "$OUT/peer.log" 2>&1 &
 peer=$!
 OUT="$OUT/build" nice -n 19 bash scripts/device_check.sh
@@ -37,11 +37,12 @@ wait $peer
 echo "peer done at $(( $(date +%s) - t0 )) s"
 OUT="$OUT/gpu" bash scripts/device_check.sh gpu
 echo "tests done at $(( $(date +%s) - t0 )) s"
-FXT_BENCH_DIR="$OUT/bench" FXT_PEER_PLAN="" FXT_SCALING_BATCHES=${FXT_SCALING_BATCHES:-32,256} \
+FXT_BENCH_DIR="$OUT/bench" FXT_PEER_PLAN="graph|quadratic chunked|fp32 tf32 bf16" \
+  FXT_PEER_LIMIT=120 FXT_SCALING_BATCHES=${FXT_SCALING_BATCHES:-32,256} \
   bash scripts/bench_train_gpu.sh build-dev 2>&1 | tee "$OUT/bench.log" | tail -40
 fi
 if has quality; then
-  for p in fp32 tf32 bf16; do
+  for p in fp32 tf32; do
     # Outside $OUT (stores and market files are hundreds of MB); eval.json is copied back.
     (build-dev/bin/fxt quickstart --device cuda --precision $p --threads 5 --out "/tmp/qs_$p" \
        > "$OUT/qs_$p.log" 2>&1
@@ -53,7 +54,7 @@ if has quality; then
 import json, os, sys
 out = sys.argv[1]
 ev = {}
-for p in ("fp32", "tf32", "bf16"):
+for p in ("fp32", "tf32"):
     f = f"{out}/qs_{p}/eval.json"
     if os.path.exists(f):
         ev[p] = json.load(open(f))

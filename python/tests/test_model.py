@@ -78,13 +78,13 @@ def test_train_config_errors(synth_store, tmp_path):
 
 def test_reduced_precision_is_a_gpu_precision(checkpoint, synth_store, tmp_path):
     # The CLI's message, word for word, for each entry point; an unknown name is refused too.
-    says = "--precision bf16: the CPU backend computes in FP32 only (it needs --device cuda)"
+    says = "--precision tf32: the CPU backend computes in FP32 only (it needs --device cuda)"
     with pytest.raises(foxhunt.Error, match=says.replace("(", r"\(").replace(")", r"\)")):
-        foxhunt.train([synth_store], tmp_path / "r", device="cpu", precision="bf16")
+        foxhunt.train([synth_store], tmp_path / "r", device="cpu", precision="tf32")
     assert not (tmp_path / "r").exists()
-    with pytest.raises(foxhunt.Error, match="--precision bf16: the CPU backend"):
-        foxhunt.Checkpoint(checkpoint).predict(synth_store, device="cpu", precision="bf16")
-    with pytest.raises(foxhunt.Error, match="--precision bf16: the CPU backend"):
-        foxhunt.evaluate(checkpoint, [synth_store], device="cpu", precision="bf16")
-    with pytest.raises(foxhunt.Error, match="precision must be fp32, tf32 or bf16 .got 'fp16'."):
-        foxhunt.train([synth_store], tmp_path / "r3", device="cpu", precision="fp16")
+    with pytest.raises(foxhunt.Error, match="--precision tf32: the CPU backend"):
+        foxhunt.Checkpoint(checkpoint).predict(synth_store, device="cpu", precision="tf32")
+    with pytest.raises(foxhunt.Error, match="--precision tf32: the CPU backend"):
+        foxhunt.evaluate(checkpoint, [synth_store], device="cpu", precision="tf32")
+    with pytest.raises(foxhunt.Error, match="precision must be fp32 or tf32 .got 'bf16'."):
+        foxhunt.train([synth_store], tmp_path / "r3", device="cpu", precision="bf16")

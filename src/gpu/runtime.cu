@@ -153,18 +153,10 @@ void PhaseTimer::end(double weight) {
 }
 
 namespace {
-// The cuBLAS compute type of a precision: FP32 inputs and outputs in every mode; TF32 and BF16
-// let cuBLAS convert the inputs and run tensor-core kernels that accumulate in FP32.
+// The cuBLAS compute type of a precision: FP32 inputs and outputs in every mode; TF32 lets cuBLAS
+// run tensor-core kernels that read the inputs rounded to TF32 and accumulate in FP32.
 cublasComputeType_t compute_type(Precision p) {
-  switch (p) {
-    case Precision::kTf32:
-      return CUBLAS_COMPUTE_32F_FAST_TF32;
-    case Precision::kBf16:
-      return CUBLAS_COMPUTE_32F_FAST_16BF;
-    case Precision::kFp32:
-      break;
-  }
-  return CUBLAS_COMPUTE_32F;
+  return p == Precision::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
 }  // namespace
 

@@ -56,9 +56,9 @@ TEST(BenchCli, BadFlagsExitTwoWithOneLine) {
         Bad{"bench predict --device cpu --batch 1e3", "item '1e3' is not an integer"},
         Bad{"bench predict --device cpu --rows 10 --window 64", "--rows must be >= --window (64)"},
         Bad{"bench train --device cpu --batch ,", "--batch ',': item '' is not an integer"},
-        Bad{"bench train --device cpu --precision bf16",
-            "--precision bf16: the CPU backend computes in FP32 only (it needs --device cuda)"},
-        Bad{"bench predict --device cpu --precision fp16", "--precision: fp16 not in"}}) {
+        Bad{"bench train --device cpu --precision tf32",
+            "--precision tf32: the CPU backend computes in FP32 only (it needs --device cuda)"},
+        Bad{"bench predict --device cpu --precision bf16", "--precision: bf16 not in"}}) {
     auto r = run_fxt(b.args);
     EXPECT_EQ(r.exit_code, 2) << b.args << ": " << r.output;
     EXPECT_NE(r.output.find(b.says), std::string::npos) << b.args << ": " << r.output;

@@ -239,12 +239,11 @@ double normwise_error(const std::vector<float>& a, const std::vector<double>& b)
   return std::sqrt(num / std::max(den, 1e-300));
 }
 
-// TF32 and BF16 products (everything else FP32) against the CPU model in double, normwise over
-// the logits, the whole gradient and d_x, in units of the precision's input rounding e
-// (core/precision.h: 2^-10 TF32, 2^-7 BF16): each <= kForward e / kBackward e. The same
-// constants hold both precisions, so the errors scale with the format, as they must. Per-tensor
-// gradient errors are printed (tensors whose gradient is a cancelling sum have larger relative
-// errors and are judged within the whole gradient).
+// TF32 products (everything else FP32) against the CPU model in double, normwise over the
+// logits, the whole gradient and d_x, in units of TF32's input rounding e = 2^-10
+// (core/precision.h): logits <= 2 e, gradient and d_x <= 8 e (measured on the H200: 0.4-0.7 e,
+// 0.7-1.0 e, 1.0-1.2 e). Per-tensor gradient errors are printed (tensors whose gradient is a
+// cancelling sum have larger relative errors and are judged within the whole gradient).
 TEST(PerceptionGpu, ReducedPrecisionWithinItsRoundingScale) {
   FXT_SKIP_WITHOUT_GPU();
   constexpr double kForward = 2.0, kBackward = 8.0;
@@ -255,7 +254,7 @@ TEST(PerceptionGpu, ReducedPrecisionWithinItsRoundingScale) {
     const size_t r = static_cast<size_t>(c.b) * static_cast<size_t>(c.k);
     const CpuRun<double> ref =
         run_cpu<double>(in.cfg, c, in.params, in.x, in.dt, in.dlogits, in.lambda);
-    for (Precision p : {Precision::kTf32, Precision::kBf16}) {
+    for (Precision p : {Precision::kTf32}) {
       Context ctx;
       ctx.set_precision(p);
       PerceptionGpu m(in.cfg);
@@ -285,7 +284,7 @@ TEST(PerceptionGpu, ReducedPrecisionWithinItsRoundingScale) {
       EXPECT_LE(el, kForward * e) << c.name() << " " << precision_name(p) << " logits";
       EXPECT_LE(eg, kBackward * e) << c.name() << " " << precision_name(p) << " gradient";
       EXPECT_LE(ex, kBackward * e) << c.name() << " " << precision_name(p) << " d_x";
-      // Reduced precision is in effect: FP32 products agree to ~1e-6 (the tests above).
+      // TF32 is in effect: FP32 products agree to ~1e-6 (the tests above).
       EXPECT_GT(el, 1e-5) << c.name() << " " << precision_name(p) << " ran in FP32";
     }
   }

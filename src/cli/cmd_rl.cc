@@ -105,6 +105,7 @@ Status run_rl_train(RlTrainArgs a) {
   if (a.opts.eval_every < 0 || a.opts.checkpoint_every < 0)
     return UsageError("--eval-every and --checkpoint-every must be >= 0");
   FXT_RETURN_IF_ERROR(check_learns(a.cfg));
+  FXT_RETURN_IF_ERROR(rl::check_mirror_flags(a.cfg, a.env));  // before the run directory
   if (a.device != "cpu" && a.device != "cuda")
     return UsageError("--device '{}': expected cpu or cuda", a.device);
 #if FXT_HAVE_CUDA
@@ -227,6 +228,9 @@ void register_rl(CLI::App& app) {
   train->add_flag("--munchausen", t->cfg.munchausen, "Munchausen target (tau, alpha, l0 below)");
   train->add_flag("--mirror", t->cfg.mirror,
                   "also store each transition's mirror image (mm: q -> -q, bid <-> ask)");
+  train->add_flag("--symmetric-policy", t->cfg.symmetric_policy,
+                  "act and bootstrap on (Q(s,a) + Q(m(s),m(a)))/2 under the env's mirror m "
+                  "(mm; c51 or qrdqn, egreedy)");
   train->add_option("--m-tau", t->cfg.mdqn.tau, "Munchausen temperature")->capture_default_str();
   train->add_option("--m-alpha", t->cfg.mdqn.alpha, "Munchausen bonus scale")->capture_default_str();
   train->add_option("--m-l0", t->cfg.mdqn.l0, "Munchausen clip")->capture_default_str();
@@ -297,6 +301,12 @@ void register_rl(CLI::App& app) {
   train->add_option("--mm-phi", t->env.mm.phi, "mm: running penalty (0 with --mm-alpha 0: PnL)")
       ->capture_default_str();
   train->add_option("--mm-alpha", t->env.mm.alpha, "mm: terminal penalty")->capture_default_str();
+  train->add_option("--mm-depths", t->env.mm.num_depths, "mm: grid depths per side (A: square)")
+      ->capture_default_str();
+  train->add_option("--mm-min-depth", t->env.mm.min_depth, "mm: smallest grid depth")
+      ->capture_default_str();
+  train->add_option("--mm-max-depth", t->env.mm.max_depth, "mm: largest grid depth")
+      ->capture_default_str();
   train->add_flag("--mm-expected-reward", t->env.mm.expected_reward,
                   "mm: train on the reward's expectation given inventory and depths (same "
                   "expected criterion, less noise; evaluation scores the drawn reward)");
@@ -310,7 +320,8 @@ void register_rl(CLI::App& app) {
   eval->add_option("--seed", e->seed, "episode seed (both policies see the same paths)")
       ->capture_default_str();
   eval->add_option("--reference", e->reference,
-                   "execution: optimal; mm: cj (default) or as");
+                   "execution: optimal; mm: cj (default), cj-grid (CJ rounded to the action "
+                   "grid) or as");
   eval->add_option("--gamma", e->gamma, "AS risk aversion")->capture_default_str();
   eval->add_option("-o,--out", e->out, "output JSON file")->required();
 }

@@ -25,6 +25,7 @@ Status device_learner_supports(const DqnConfig& cfg) {
   if (cfg.per_alpha > 0) return no("prioritised replay (--per-alpha 0 only)");
   if (cfg.munchausen) return no("Munchausen target (--munchausen)");
   if (cfg.mirror) return no("mirror augmentation (--mirror)");
+  if (cfg.symmetric_policy) return no("symmetric policy (--symmetric-policy)");
   if (cfg.exploration != Exploration::kEpsilonGreedy) return no("Thompson exploration");
   if (cfg.hidden.size() > 7) return no("torso deeper than 7 layers (--hidden)");
   if (cfg.num_envs > cfg.buffer_size)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <utility>
 
 #include "rl/dqn_schedule.h"
 
@@ -52,6 +53,11 @@ Status DqnConfig::validate() const {
     return UsageError("--eps-start/--eps-end must be in [0, 1]");
   if (!(exploration_fraction > 0 && exploration_fraction <= 1))
     return UsageError("--exploration-fraction must be in (0, 1]");
+  if (symmetric_policy && algo == Algo::kIqn)
+    return UsageError("--symmetric-policy: C51 or QR-DQN only (--algo c51 or qrdqn)");
+  if (symmetric_policy && exploration != Exploration::kEpsilonGreedy)
+    return UsageError(
+        "--symmetric-policy: epsilon-greedy exploration only (--exploration egreedy)");
   if (total_steps < 1) return UsageError("--steps must be >= 1");
   if (num_envs < 1) return UsageError("--envs must be >= 1, got {}", num_envs);
   return Status::Ok();
@@ -93,6 +99,7 @@ nlohmann::json DqnConfig::to_json() const {
           {"per_beta0", per_beta0},
           {"munchausen", munchausen},
           {"mirror", mirror},
+          {"symmetric_policy", symmetric_policy},
           {"m_tau", mdqn.tau},
           {"m_alpha", mdqn.alpha},
           {"m_l0", mdqn.l0},
@@ -139,6 +146,7 @@ Result<DqnConfig> DqnConfig::from_json(const nlohmann::json& j) {
     j.at("per_beta0").get_to(c.per_beta0);
     j.at("munchausen").get_to(c.munchausen);
     c.mirror = j.value("mirror", false);  // absent before 2026-12-04
+    c.symmetric_policy = j.value("symmetric_policy", false);  // absent before 2026-12-05
     j.at("m_tau").get_to(c.mdqn.tau);
     j.at("m_alpha").get_to(c.mdqn.alpha);
     j.at("m_l0").get_to(c.mdqn.l0);
@@ -198,6 +206,26 @@ DqnAgent::DqnAgent(const DqnConfig& cfg, int obs_dim, int num_actions)
   (void)s;
 }
 
+void DqnAgent::set_mirror(MirrorMap m) {
+  assert(m.obs && m.action.size() == static_cast<size_t>(num_actions_));
+  mirror_ = std::move(m);
+}
+
+void DqnAgent::mirror_rows(std::span<const float> obs, int n, std::vector<float>* out) const {
+  assert(has_mirror());
+  const size_t d = static_cast<size_t>(obs_dim_);
+  out->assign(obs.begin(), obs.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(n) * d));
+  for (size_t i = 0; i < static_cast<size_t>(n); ++i) mirror_.obs({out->data() + i * d, d});
+}
+
+void DqnAgent::row_values(const float* rows, const float* m_rows, float* q) const {
+  const size_t A = static_cast<size_t>(num_actions_), K = static_cast<size_t>(cfg_.num_outputs());
+  for (size_t a = 0; a < A; ++a) q[a] = expected_value(rows + a * K);
+  if (m_rows == nullptr) return;
+  for (size_t a = 0; a < A; ++a)
+    q[a] = 0.5f * (q[a] + expected_value(m_rows + static_cast<size_t>(mirror_.action[a]) * K));
+}
+
 void DqnAgent::forward(const std::vector<float>& p, std::span<const float> obs, int n,
                        std::vector<float>* out, QNetwork<float>::Workspace* ws) {
   out->resize(static_cast<size_t>(n) * static_cast<size_t>(num_actions_ * cfg_.num_outputs()));
@@ -234,9 +262,15 @@ void DqnAgent::q_values(std::span<const float> obs, int n, std::vector<float>* q
     return;
   }
   forward(params_, obs, n, &out_, &ws_aux_);
+  const bool sym = cfg_.symmetric_policy;
+  if (sym) {
+    mirror_rows(obs, n, &obs_m_);
+    forward(params_, obs_m_, n, &out_m_, &ws_aux_);
+  }
   const size_t A = static_cast<size_t>(num_actions_), K = static_cast<size_t>(cfg_.num_outputs());
   q->resize(static_cast<size_t>(n) * A);
-  for (size_t i = 0; i < static_cast<size_t>(n) * A; ++i) (*q)[i] = expected_value(&out_[i * K]);
+  for (size_t i = 0; i < static_cast<size_t>(n); ++i)
+    row_values(&out_[i * A * K], sym ? &out_m_[i * A * K] : nullptr, &(*q)[i * A]);
 }
 
 void DqnAgent::act(std::span<const float> obs, int n, double epsilon, Rng& rng,
@@ -273,6 +307,15 @@ void DqnAgent::act(std::span<const float> obs, int n, double epsilon, Rng& rng,
     } else {
       for (size_t a = 1; a < A; ++a)
         if (q[i * A + a] > q[i * A + static_cast<size_t>(best)]) best = static_cast<int>(a);
+      // A state that is its own mirror ties every action with its mirror image: a fair coin
+      // picks between them, so the policy (not only its values) is symmetric.
+      if (cfg_.symmetric_policy) {
+        const int mb = mirror_.action[static_cast<size_t>(best)];
+        if (mb != best &&
+            q[i * A + static_cast<size_t>(mb)] == q[i * A + static_cast<size_t>(best)] &&
+            rng.unit() < 0.5)
+          best = mb;
+      }
     }
     (*actions)[i] = best;
   }
@@ -287,10 +330,24 @@ UpdateStats DqnAgent::update(ReplayBuffer* replay, double beta, Rng& rng) {
   const bool need_online_next = cfg_.double_q && !cfg_.munchausen;
   if (need_online_next) forward(params_, batch_.next_obs, B, &out_next_online_, &ws_aux_);
   if (cfg_.munchausen) forward(target_, batch_.obs, B, &out_cur_target_, &ws_aux_);
-  forward(params_, batch_.obs, B, &out_, &ws_train_);
+  // --symmetric-policy: the same networks at the mirrored states; every value that picks the
+  // bootstrap (argmax or softmax policy) is ½[Q(s, a) + Q(m(s), m(a))], and the bootstrap
+  // distribution of action j is the even mixture of Z(s', j) and Z(m(s'), m(j)).
+  const bool sym = cfg_.symmetric_policy;
+  if (sym) {
+    mirror_rows(batch_.next_obs, B, &next_obs_m_);
+    forward(target_, next_obs_m_, B, &out_next_target_m_, &ws_aux_);
+    if (need_online_next) forward(params_, next_obs_m_, B, &out_next_online_m_, &ws_aux_);
+    if (cfg_.munchausen) {
+      mirror_rows(batch_.obs, B, &obs_m_);
+      forward(target_, obs_m_, B, &out_cur_target_m_, &ws_aux_);
+    }
+  }
+  forward(params_, batch_.obs, B, &out_, &ws_train_);  // last: backward reads ws_train_
   d_out_.assign(out_.size(), 0.0f);
 
-  std::vector<float> m(K), p(K), q_next(A), q_cur(A), online(A), log_pi(A), targets, target_w;
+  std::vector<float> m(K), p(K), p_m(K), q_next(A), q_cur(A), online(A), log_pi(A), targets,
+      target_w;
   std::vector<float> p_next(A * K);
   std::vector<float> priority(static_cast<size_t>(B));
   UpdateStats stats;
@@ -299,17 +356,21 @@ UpdateStats DqnAgent::update(ReplayBuffer* replay, double beta, Rng& rng) {
     const size_t a = static_cast<size_t>(batch_.action[b]);
     const float r = batch_.reward[b], g = batch_.discount[b], w = batch_.weight[b];
     const float* next_t = &out_next_target_[b * A * K];
-    for (size_t j = 0; j < A; ++j) q_next[j] = expected_value(next_t + j * K);
+    const float* next_tm = sym ? &out_next_target_m_[b * A * K] : nullptr;
+    auto mj = [&](size_t j) { return static_cast<size_t>(mirror_.action[j]); };
+    row_values(next_t, next_tm, q_next.data());
     float log_pi_a = 0;
     if (cfg_.munchausen) {
-      for (size_t j = 0; j < A; ++j) q_cur[j] = expected_value(&out_cur_target_[(b * A + j) * K]);
+      row_values(&out_cur_target_[b * A * K], sym ? &out_cur_target_m_[b * A * K] : nullptr,
+                 q_cur.data());
       log_policy<float>(q_cur, cfg_.mdqn.tau, log_pi);
       log_pi_a = log_pi[a];
     }
     size_t a_star = 0;  // the bootstrap action (not used by the Munchausen target)
     if (!cfg_.munchausen) {
       if (need_online_next)
-        for (size_t j = 0; j < A; ++j) online[j] = expected_value(&out_next_online_[(b * A + j) * K]);
+        row_values(&out_next_online_[b * A * K], sym ? &out_next_online_m_[b * A * K] : nullptr,
+                   online.data());
       const std::vector<float>& pick = need_online_next ? online : q_next;
       for (size_t j = 1; j < A; ++j)
         if (pick[j] > pick[a_star]) a_star = j;
@@ -319,12 +380,21 @@ UpdateStats DqnAgent::update(ReplayBuffer* replay, double beta, Rng& rng) {
     float loss = 0;
     if (cfg_.algo == Algo::kC51) {
       if (cfg_.munchausen) {
-        for (size_t j = 0; j < A; ++j)
-          softmax_row<float>({next_t + j * K, K}, {p_next.data() + j * K, K});
+        for (size_t j = 0; j < A; ++j) {
+          const std::span<float> pj(p_next.data() + j * K, K);
+          softmax_row<float>({next_t + j * K, K}, pj);
+          if (!sym) continue;
+          softmax_row<float>({next_tm + mj(j) * K, K}, p_m);
+          for (size_t k = 0; k < K; ++k) pj[k] = 0.5f * (pj[k] + p_m[k]);
+        }
         c51_munchausen_target<float>(cfg_.support, cfg_.mdqn, r, g, log_pi_a, q_next, p_next, m);
       } else {
         std::fill(m.begin(), m.end(), 0.0f);
         softmax_row<float>({next_t + a_star * K, K}, p);
+        if (sym) {
+          softmax_row<float>({next_tm + mj(a_star) * K, K}, p_m);
+          for (size_t k = 0; k < K; ++k) p[k] = 0.5f * (p[k] + p_m[k]);
+        }
         c51_project_add<float>(cfg_.support, r, g, p, 1.0f, m);
       }
       loss = c51_loss<float>(pred, m, w * inv_b, d_pred);
@@ -336,17 +406,25 @@ UpdateStats DqnAgent::update(ReplayBuffer* replay, double beta, Rng& rng) {
         const float bonus = static_cast<float>(cfg_.mdqn.alpha) *
                             std::clamp(tau * log_pi_a, static_cast<float>(cfg_.mdqn.l0), 0.0f);
         log_policy<float>(q_next, cfg_.mdqn.tau, log_pi);
+        const float share = sym ? 0.5f : 1.0f;  // the mixture's halves
         for (size_t j = 0; j < A; ++j) {
           const float pi = std::exp(log_pi[j]);
           for (size_t k = 0; k < K; ++k) {
             targets.push_back(r + bonus + g * (next_t[j * K + k] - tau * log_pi[j]));
-            target_w.push_back(pi / static_cast<float>(K));
+            target_w.push_back(share * pi / static_cast<float>(K));
+            if (!sym) continue;
+            targets.push_back(r + bonus + g * (next_tm[mj(j) * K + k] - tau * log_pi[j]));
+            target_w.push_back(share * pi / static_cast<float>(K));
           }
         }
       } else {
+        const float share = sym ? 0.5f : 1.0f;
         for (size_t k = 0; k < K; ++k) {
           targets.push_back(r + g * next_t[a_star * K + k]);
-          target_w.push_back(1.0f / static_cast<float>(K));
+          target_w.push_back(share / static_cast<float>(K));
+          if (!sym) continue;
+          targets.push_back(r + g * next_tm[mj(a_star) * K + k]);
+          target_w.push_back(share / static_cast<float>(K));
         }
       }
       loss = quantile_huber_loss<float>(pred, targets, target_w, w * inv_b, d_pred);

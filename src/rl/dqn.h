@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -60,6 +61,10 @@ struct DqnConfig {
   MunchausenConfig mdqn;
   // Also store every transition's mirror image (VecEnv::mirror; refused for envs without one).
   bool mirror = false;
+  // Act, and pick the bootstrap policy or argmax, on the symmetrised values
+  // ½[Q(s, a) + Q(m(s), m(a))] under the env's mirror m (VecEnv::mirror; the agent needs
+  // set_mirror before use). C51 and QR-DQN, ε-greedy only.
+  bool symmetric_policy = false;
   Exploration exploration = Exploration::kEpsilonGreedy;
   double eps_start = 1, eps_end = 0.05, exploration_fraction = 0.5;
   int64_t total_steps = 500000;  // env steps over all lanes
@@ -77,6 +82,13 @@ struct DqnConfig {
   static Result<DqnConfig> from_json(const nlohmann::json& j);
 };
 
+// An env's mirror symmetry as the agent uses it (--symmetric-policy): obs maps one observation
+// row in place, action[a] = m(a) (an involution).
+struct MirrorMap {
+  std::function<void(std::span<float>)> obs;
+  std::vector<int> action;
+};
+
 struct UpdateStats {
   double loss = 0;    // IS-weighted mean over the batch
   double mean_q = 0;  // mean expected value of the taken actions
@@ -92,10 +104,17 @@ class DqnAgent {
   int num_actions() const { return num_actions_; }
   int64_t updates() const { return adam_.step_count(); }
 
-  // Expected action values q [n, A] of the online network.
+  // The mirror symmetric_policy acts on (required before act/update when it is set).
+  void set_mirror(MirrorMap m);
+  bool has_mirror() const { return static_cast<bool>(mirror_.obs); }
+
+  // Expected action values q [n, A] of the online network; with symmetric_policy the
+  // symmetrised ½[Q(s, a) + Q(m(s), m(a))].
   void q_values(std::span<const float> obs, int n, std::vector<float>* q);
   // Greedy actions; with probability epsilon a uniform action instead (ε-greedy), or with
-  // Thompson exploration an action whose sampled return is highest.
+  // Thompson exploration an action whose sampled return is highest. With symmetric_policy a
+  // greedy action tied with its mirror image (a state that is its own mirror) is either, by a
+  // fair coin.
   void act(std::span<const float> obs, int n, double epsilon, Rng& rng, std::vector<int>* actions);
 
   // One gradient step on a replay batch; writes the new priorities back when prioritised.
@@ -119,6 +138,10 @@ class DqnAgent {
              std::vector<float>* out_k, std::vector<float>* q);
   UpdateStats update_iqn(ReplayBuffer* replay, double beta, Rng& rng);
   float expected_value(const float* row) const;  // one action's output row -> E[Z]
+  // The n observation rows of obs under the mirror, into out.
+  void mirror_rows(std::span<const float> obs, int n, std::vector<float>* out) const;
+  // q [A] of one state's output rows [A, K] (and, with symmetric_policy, its mirror's rows).
+  void row_values(const float* rows, const float* mirror_rows, float* q) const;
   DqnConfig cfg_;
   int obs_dim_, num_actions_;
   QNetwork<float> net_;
@@ -128,6 +151,9 @@ class DqnAgent {
   QNetwork<float>::Workspace ws_train_, ws_aux_;
   std::vector<float> out_, out_next_online_, out_next_target_, out_cur_target_, d_out_;
   std::vector<float> taus_, taus_next_, taus_policy_, scratch_;
+  MirrorMap mirror_;
+  std::vector<float> obs_m_, next_obs_m_, out_m_, out_next_target_m_, out_next_online_m_,
+      out_cur_target_m_;
   ReplayBatch batch_;
 };
 

@@ -37,9 +37,15 @@ EvalResult run_episodes(const EnvSpec& spec, int episodes, uint64_t seed, const 
   size_t remaining = n;
   auto record_inventory = [&](size_t k) {
     if (!model_env) return;
-    if (r.mean_inventory.size() <= k) r.mean_inventory.resize(k + 1, 0.0);
-    for (size_t i = 0; i < n; ++i)
-      r.mean_inventory[k] += lane_inventory(*env, static_cast<int>(i)) / static_cast<double>(n);
+    if (r.mean_inventory.size() <= k) {
+      r.mean_inventory.resize(k + 1, 0.0);
+      r.mean_abs_inventory.resize(k + 1, 0.0);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const double q = lane_inventory(*env, static_cast<int>(i)) / static_cast<double>(n);
+      r.mean_inventory[k] += q;
+      r.mean_abs_inventory[k] += std::abs(q);
+    }
   };
   record_inventory(0);
   StepResult out;
@@ -79,7 +85,7 @@ Result<EvalResult> evaluate_reference(const EnvSpec& spec, const std::string& re
                           e.step_speeds(speeds, out);
                         });
   }
-  if (spec.name == "mm" && (reference == "as" || reference == "cj")) {
+  if (spec.name == "mm" && (reference == "as" || reference == "cj" || reference == "cj-grid")) {
     if (reference == "as" && !(std::isfinite(gamma) && gamma > 0))
       return UsageError("--gamma must be > 0 for the AS reference, got {}", gamma);
     std::unique_ptr<MarketMakingAgent> agent;
@@ -88,16 +94,31 @@ Result<EvalResult> evaluate_reference(const EnvSpec& spec, const std::string& re
     } else {
       agent = std::make_unique<CarteaJaimungalAgent>(spec.mm);
     }
+    // cj-grid: the CJ depths rounded to the nearest depth of the env's action grid (what the
+    // best grid policy can do is at least this, near enough). CJ's h table holds NaN in a few
+    // states (|q| near 20 in the last steps: ω rounded to <= 0), which the CJ agent itself never
+    // reaches on the evaluation paths but a grid too coarse to skew does: there the rounded
+    // agent quotes the smallest depth (the side that would cross the bound is not quoted).
+    const MarketMakingDynamics d = market_making_dynamics(spec.mm);
+    auto to_grid = [&](double depth) {
+      if (std::isnan(depth)) return d.min_depth;  // unload: the other side is not quoted
+      const double x = (depth - d.min_depth) / (d.max_depth - d.min_depth) * (d.num_depths - 1);
+      return d.depth(static_cast<int>(std::clamp(std::round(x), 0.0, d.num_depths - 1.0)));
+    };
     std::vector<double> bid, ask;
     return run_episodes(spec, episodes, seed,
                         [&](VecEnv& env, std::span<const float>, StepResult* out) {
                           auto& m = static_cast<MarketMakingEnv&>(env);
                           agent->depths(m, &bid, &ask);
+                          if (reference == "cj-grid")
+                            for (size_t i = 0; i < bid.size(); ++i)
+                              bid[i] = to_grid(bid[i]), ask[i] = to_grid(ask[i]);
                           m.step_depths(bid, ask, out);
                         });
   }
-  return UsageError("--reference '{}' does not apply to env '{}' (execution: optimal; mm: as, cj)",
-                    reference, spec.name);
+  return UsageError(
+      "--reference '{}' does not apply to env '{}' (execution: optimal; mm: as, cj, cj-grid)",
+      reference, spec.name);
 }
 
 nlohmann::json compare_to_reference(const EvalResult& policy, const EvalResult& reference,
@@ -121,6 +142,17 @@ nlohmann::json compare_to_reference(const EvalResult& policy, const EvalResult& 
     for (size_t k = 0; k < policy.mean_inventory.size(); ++k)
       worst = std::max(worst, std::abs(policy.mean_inventory[k] - reference.mean_inventory[k]));
     j["max_inventory_gap"] = worst / q_scale;
+    // E|q| averaged over the steps and at the end: a policy symmetric in q has a mean
+    // inventory path near 0 however far single paths drift.
+    auto time_mean = [](const std::vector<double>& v) {
+      double s = 0;
+      for (double x : v) s += x / static_cast<double>(v.size());
+      return s;
+    };
+    j["policy_mean_abs_inventory"] = time_mean(policy.mean_abs_inventory);
+    j["reference_mean_abs_inventory"] = time_mean(reference.mean_abs_inventory);
+    j["policy_final_abs_inventory"] = policy.mean_abs_inventory.back();
+    j["reference_final_abs_inventory"] = reference.mean_abs_inventory.back();
     j["policy_inventory_path"] = policy.mean_inventory;
     j["reference_inventory_path"] = reference.mean_inventory;
   }

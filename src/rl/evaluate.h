@@ -18,6 +18,7 @@ namespace fxt::rl {
 struct EvalResult {
   std::vector<double> returns;         // per episode
   std::vector<double> mean_inventory;  // model envs: mean inventory at steps 0..T (else empty)
+  std::vector<double> mean_abs_inventory;  // model envs: mean |inventory| at steps 0..T
   double mean = 0, std = 0;            // of returns (sample std)
 };
 

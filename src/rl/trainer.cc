@@ -5,6 +5,8 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <utility>
 
 #include "core/file_util.h"
 #include "core/progress.h"
@@ -62,6 +64,30 @@ bool RunLog::record_eval(const TrainOptions& opts, int64_t step, double mean,
   return true;
 }
 
+Result<MirrorMap> env_mirror_map(const EnvSpec& spec) {
+  std::shared_ptr<const VecEnv> env = spec.make(1);
+  std::vector<float> probe(static_cast<size_t>(env->obs_dim()), 0.0f);
+  MirrorMap m;
+  m.action.resize(static_cast<size_t>(env->num_actions()));
+  for (int a = 0; a < env->num_actions(); ++a) {
+    int b = a;
+    if (!env->mirror(probe, &b)) return InvalidInput("env '{}' has no mirror symmetry", spec.name);
+    m.action[static_cast<size_t>(a)] = b;
+  }
+  m.obs = [env](std::span<float> row) { env->mirror(row, nullptr); };
+  return m;
+}
+
+Status check_mirror_flags(const DqnConfig& cfg, const EnvSpec& spec) {
+  if (!cfg.mirror && !cfg.symmetric_policy) return Status::Ok();
+  auto env = spec.make(1);
+  std::vector<float> probe(static_cast<size_t>(env->obs_dim()), 0.0f);
+  int probe_action = 0;
+  if (env->mirror(probe, &probe_action)) return Status::Ok();
+  return UsageError("{}: env '{}' has no mirror symmetry",
+                    cfg.mirror ? "--mirror" : "--symmetric-policy", spec.name);
+}
+
 Status write_agent_checkpoint(const std::string& path, const DqnAgent& agent, const EnvSpec& spec,
                               int64_t env_steps) {
   Checkpoint ckpt;
@@ -92,6 +118,11 @@ Result<LoadedAgent> read_agent_checkpoint(const std::string& path) {
                         obs_dim.dump(), num_actions.dump(), out.spec.name, env->obs_dim(),
                         env->num_actions());
   out.agent = std::make_unique<DqnAgent>(cfg.value(), env->obs_dim(), env->num_actions());
+  if (cfg->symmetric_policy) {
+    auto m = env_mirror_map(out.spec);
+    if (!m.ok()) return InvalidInput("{}: symmetric_policy: {}", path, m.status().message());
+    out.agent->set_mirror(std::move(m).value());
+  }
   Status s = out.agent->load(ckpt);
   if (!s.ok()) return InvalidInput("{}: {}", path, s.message());
   if (ckpt.meta.contains("env_steps") && ckpt.meta["env_steps"].is_number_integer())
@@ -106,11 +137,13 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
   RunLog log;
   FXT_RETURN_IF_ERROR(log.open(opts.out_dir));
   ReplayBuffer replay(cfg.buffer_size, d, cfg.per_alpha);
+  FXT_RETURN_IF_ERROR(check_mirror_flags(cfg, spec));
+  if (cfg.symmetric_policy && !agent->has_mirror()) {
+    FXT_ASSIGN_OR_RETURN(MirrorMap m, env_mirror_map(spec));
+    agent->set_mirror(std::move(m));
+  }
   // --mirror: each transition is stored with its mirror image (same reward and discount).
   std::vector<float> mirror_obs(static_cast<size_t>(d)), mirror_next(static_cast<size_t>(d));
-  int probe_action = 0;
-  if (cfg.mirror && !env->mirror(mirror_obs, &probe_action))
-    return UsageError("--mirror: env '{}' has no mirror symmetry", spec.name);
   auto store = [&](const Transition& t) {
     replay.add(t);
     if (!cfg.mirror) return;

@@ -67,7 +67,15 @@ class RunLog {
   std::string path_;
 };
 
-// Trains `agent` (built from cfg with the env's dimensions) on spec's env.
+// spec's env's mirror symmetry as a MirrorMap (the map owns a one-lane env); an InvalidInput
+// error when the env has none.
+Result<MirrorMap> env_mirror_map(const EnvSpec& spec);
+// --mirror and --symmetric-policy need an env with a mirror: a one-line usage error naming the
+// flag otherwise.
+Status check_mirror_flags(const DqnConfig& cfg, const EnvSpec& spec);
+
+// Trains `agent` (built from cfg with the env's dimensions) on spec's env; with
+// --symmetric-policy it gives the agent the env's mirror first.
 Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, DqnAgent* agent);
 
 // Checkpoint of an agent with its env: agent state plus config["env"].

@@ -1,5 +1,7 @@
 #include "rl/dqn.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -152,6 +154,148 @@ TEST(Dqn, MirrorStoresEachTransitionsMirrorImage) {
   auto back = DqnConfig::from_json(cfg.to_json());
   ASSERT_TRUE(back.ok());
   EXPECT_TRUE(back->mirror);
+}
+
+TEST(Dqn, SymmetricPolicyActsOnTheMirrorAveragedValues) {
+  Progress::set_enabled(false);
+  MarketMakingParams p;
+  const int nd = p.num_depths, A = nd * nd;
+  EnvSpec mm;
+  mm.name = "mm";
+  // The mirror as the agent gets it: m(bid i, ask j) = (bid j, ask i), m(t, q) = (t, −q).
+  auto map = env_mirror_map(mm);
+  ASSERT_TRUE(map.ok()) << map.status().message();
+  auto m = [nd](int a) { return (a % nd) * nd + a / nd; };
+  for (int a = 0; a < A; ++a) ASSERT_EQ(map->action[static_cast<size_t>(a)], m(a));
+  std::vector<float> row = {0.4f, 0.3f};
+  map->obs(row);
+  EXPECT_EQ(row, (std::vector<float>{0.4f, -0.3f}));
+
+  // A plain C51 agent trained briefly (so its values are not the initial ones); its parameters
+  // loaded into an agent with --symmetric-policy.
+  DqnConfig cfg;
+  cfg.hidden = {16};
+  cfg.support = mm.default_support();
+  cfg.support.atoms = 11;
+  cfg.batch = 16;
+  cfg.learning_starts = 100;
+  cfg.train_frequency = 2;
+  cfg.total_steps = 600;
+  cfg.num_envs = 2;
+  cfg.seed = 3;
+  DqnAgent plain(cfg, 2, A);
+  TrainOptions o;
+  o.eval_episodes = 2;
+  ASSERT_TRUE(train_dqn(mm, o, &plain).ok());
+  Checkpoint ckpt;
+  plain.save(&ckpt);
+  DqnConfig scfg = cfg;
+  scfg.symmetric_policy = true;
+  DqnAgent sym(scfg, 2, A);
+  ASSERT_TRUE(sym.load(ckpt).ok());
+  sym.set_mirror(map.value());
+
+  // Four states (t, q/Q) and their mirror images; the third is its own mirror (q = 0).
+  const std::vector<float> obs = {0.1f, 0.25f, 0.5f, -0.4f, 0.3f, 0.0f, 0.9f, 0.05f};
+  std::vector<float> obs_m = obs;
+  for (size_t i = 1; i < obs_m.size(); i += 2) obs_m[i] = -obs_m[i];
+  std::vector<float> q, qm, qs, qs_m;
+  plain.q_values(obs, 4, &q);
+  plain.q_values(obs_m, 4, &qm);
+  sym.q_values(obs, 4, &qs);
+  sym.q_values(obs_m, 4, &qs_m);
+  double spread = 0;  // the plain values must not already be symmetric
+  for (int i = 0; i < 4; ++i)
+    for (int a = 0; a < A; ++a) {
+      const size_t ia = static_cast<size_t>(i * A + a), im = static_cast<size_t>(i * A + m(a));
+      EXPECT_NEAR(qs[ia], 0.5f * (q[ia] + qm[im]), 1e-5f) << "state " << i << " action " << a;
+      EXPECT_NEAR(qs_m[im], qs[ia], 1e-5f);  // Q̄(m(s), m(a)) = Q̄(s, a)
+      spread = std::max(spread, static_cast<double>(std::abs(q[ia] - qm[im])));
+    }
+  EXPECT_GT(spread, 1e-3);
+  for (int a = 0; a < A; ++a)  // on q = 0, a and m(a) have the same value
+    EXPECT_NEAR(qs[static_cast<size_t>(2 * A + a)], qs[static_cast<size_t>(2 * A + m(a))], 1e-6f);
+
+  // Greedy actions: the argmax of the symmetrised values, and on the mirrored state the mirror
+  // of the action (the q = 0 state has tied pairs, so it is left out there).
+  Rng unused(1);
+  std::vector<int> act, act_m;
+  sym.act(obs, 4, 0.0, unused, &act);
+  sym.act(obs_m, 4, 0.0, unused, &act_m);
+  for (int i = 0; i < 4; ++i) {
+    const float* row_q = &qs[static_cast<size_t>(i * A)];
+    const float best = *std::max_element(row_q, row_q + A);
+    EXPECT_EQ(row_q[act[static_cast<size_t>(i)]], best);
+    if (i != 2) {
+      EXPECT_EQ(act_m[static_cast<size_t>(i)], m(act[static_cast<size_t>(i)]));
+    }
+  }
+  // On the q = 0 state the greedy action and its mirror are drawn about equally often.
+  {
+    const int a0 = act[2];
+    ASSERT_NE(a0, m(a0));  // the trained values prefer an asymmetric quote there
+    Rng coin(7);
+    int mirrored = 0;
+    const std::vector<float> zero = {0.3f, 0.0f};
+    for (int k = 0; k < 400; ++k) {
+      sym.act(zero, 1, 0.0, coin, &act_m);
+      ASSERT_TRUE(act_m[0] == a0 || act_m[0] == m(a0));
+      mirrored += act_m[0] == m(a0);
+    }
+    EXPECT_GT(mirrored, 150);
+    EXPECT_LT(mirrored, 250);
+  }
+
+  // The checkpoint keeps the flag, and reading it back gives the agent the env's mirror.
+  const std::string dir = test::scratch_dir();
+  ASSERT_TRUE(write_agent_checkpoint(dir + "/sym.fxt", sym, mm, 600).ok());
+  auto loaded = read_agent_checkpoint(dir + "/sym.fxt");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_TRUE(loaded->agent->config().symmetric_policy);
+  EXPECT_TRUE(loaded->agent->has_mirror());
+  std::vector<float> back;
+  loaded->agent->q_values(obs, 4, &back);
+  EXPECT_EQ(back, qs);
+
+  // Training with it (C51 and QR-DQN, with Munchausen and double Q) is deterministic.
+  for (Algo algo : {Algo::kC51, Algo::kQrDqn})
+    for (bool munchausen : {false, true}) {
+      auto run = [&] {
+        DqnConfig c = scfg;
+        c.algo = algo;
+        c.quantiles = 11;
+        c.munchausen = munchausen;
+        c.mirror = true;
+        DqnAgent a(c, 2, A);
+        EXPECT_TRUE(train_dqn(mm, o, &a).ok());
+        EXPECT_GT(a.updates(), 200);
+        Checkpoint k;
+        a.save(&k);
+        return serialize_checkpoint(k).value();
+      };
+      EXPECT_EQ(run(), run());
+    }
+
+  // Refused in one line on envs without a mirror (cartpole), and with IQN or Thompson.
+  EXPECT_FALSE(env_mirror_map(cartpole()).ok());
+  DqnConfig ccfg;
+  ccfg.hidden = {8};
+  ccfg.total_steps = 50;
+  ccfg.learning_starts = 1000;
+  ccfg.symmetric_policy = true;
+  const Status refused = check_mirror_flags(ccfg, cartpole());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.message(), "--symmetric-policy: env 'cartpole' has no mirror symmetry");
+  DqnAgent cart(ccfg, 4, 2);
+  auto r = train_dqn(cartpole(), TrainOptions(), &cart);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), refused.message());
+  DqnConfig bad = scfg;
+  bad.algo = Algo::kIqn;
+  EXPECT_FALSE(bad.validate().ok());
+  bad = scfg;
+  bad.exploration = Exploration::kThompson;
+  EXPECT_FALSE(bad.validate().ok());
 }
 
 TEST(Dqn, SameSeedSameCheckpointBytes) {

@@ -183,6 +183,29 @@ TEST(MarketMaking, CarteaJaimungalBeatsAsOnItsCriterion) {
   EXPECT_NEAR(1 / flat.market.k + zero.h(190, 0) - zero.h(190, 1), 1 / flat.market.k, 1e-9);
 }
 
+TEST(MarketMaking, CarteaJaimungalRoundedToTheGrid) {
+  EnvSpec spec;
+  spec.name = "mm";
+  auto c = evaluate_reference(spec, "cj", 0, 500, 11);
+  auto g = evaluate_reference(spec, "cj-grid", 0, 500, 11);
+  ASSERT_TRUE(c.ok() && g.ok());
+  // The default grid (step 0.25) costs the closed form little; a fine grid almost nothing.
+  EXPECT_LT(g->mean, c->mean);
+  EXPECT_GT(g->mean, 0.98 * c->mean);
+  spec.mm.num_depths = 4001;
+  spec.mm.min_depth = -1;
+  spec.mm.max_depth = 3;
+  auto fine = evaluate_reference(spec, "cj-grid", 0, 500, 11);
+  ASSERT_TRUE(fine.ok());
+  EXPECT_NEAR(fine->mean, c->mean, 1e-3 * c->mean);
+  // E|q| per step: 0 at the start, never below |E q|, and positive once fills came.
+  ASSERT_EQ(c->mean_abs_inventory.size(), c->mean_inventory.size());
+  EXPECT_EQ(c->mean_abs_inventory[0], 0.0);
+  for (size_t k = 0; k < c->mean_inventory.size(); ++k)
+    EXPECT_GE(c->mean_abs_inventory[k] + 1e-12, std::abs(c->mean_inventory[k])) << k;
+  EXPECT_GT(c->mean_abs_inventory.back(), 0.2);  // 0.49 on these paths
+}
+
 TEST(MarketMaking, StepByHand) {
   // σ = 0 (Δs = 0), Δt = 0.5; bid depth −1 fills surely (A·Δt·e^{1.5} > 1), ask depth 50 never
   // (A·Δt·e^{−75} ≈ 3e−31); the bound max_inventory = 1 then stops the bid being quoted at all.

@@ -95,13 +95,9 @@ Result<EvalResult> evaluate_reference(const EnvSpec& spec, const std::string& re
       agent = std::make_unique<CarteaJaimungalAgent>(spec.mm);
     }
     // cj-grid: the CJ depths rounded to the nearest depth of the env's action grid (what the
-    // best grid policy can do is at least this, near enough). CJ's h table holds NaN in a few
-    // states (|q| near 20 in the last steps: ω rounded to <= 0), which the CJ agent itself never
-    // reaches on the evaluation paths but a grid too coarse to skew does: there the rounded
-    // agent quotes the smallest depth (the side that would cross the bound is not quoted).
+    // best grid policy can do is at least this, near enough).
     const MarketMakingDynamics d = market_making_dynamics(spec.mm);
     auto to_grid = [&](double depth) {
-      if (std::isnan(depth)) return d.min_depth;  // unload: the other side is not quoted
       const double x = (depth - d.min_depth) / (d.max_depth - d.min_depth) * (d.num_depths - 1);
       return d.depth(static_cast<int>(std::clamp(std::round(x), 0.0, d.num_depths - 1.0)));
     };

@@ -3,7 +3,8 @@
 #include <cassert>
 #include <cmath>
 
-#include <Eigen/Dense>
+#include <algorithm>
+#include <vector>
 
 #include "rl/closed_form_lane.h"
 #include "sim/quoting.h"
@@ -131,26 +132,40 @@ void AvellanedaStoikovAgent::depths(const MarketMakingEnv& env, std::vector<doub
 CarteaJaimungalAgent::CarteaJaimungalAgent(const MarketMakingParams& p) : p_(p) {
   const int Q = p.max_inventory, n = 2 * Q + 1, steps = p.market.steps;
   const double k = p.market.k, dt = p.market.horizon / static_cast<double>(steps);
-  // M is symmetric tridiagonal: exp(M·τ) = V·exp(D·τ)·Vᵀ from one eigen-decomposition.
-  Eigen::MatrixXd M = Eigen::MatrixXd::Zero(n, n);
-  Eigen::VectorXd z(n);
-  for (int r = 0; r < n; ++r) {
-    const double q = r - Q;
-    M(r, r) = -p.phi * k * q * q;
-    if (r > 0) M(r, r - 1) = p.market.A * std::exp(-1.0);
-    if (r + 1 < n) M(r, r + 1) = p.market.A * std::exp(-1.0);
-    z(r) = std::exp(-p.alpha * k * q * q);
-  }
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(M);
-  const Eigen::VectorXd vz = eig.eigenvectors().transpose() * z;
+  // ω(t) = exp(M (T - t)) z, M tridiagonal: M_qq = -φkq², off-diagonal A e^{-1}; z_q = e^{-αkq²}.
+  // M is Metzler, so N = M + cI (c = max φkq²) is elementwise >= 0 and exp(M dt) w =
+  // e^{-c dt} Σ_j (N dt)^j w / j! sums non-negative terms: every entry of ω keeps full relative
+  // precision however small (down to e^{-αkQ²} ≈ 1e-131 at the defaults). An eigen-decomposition
+  // lost those entries to cancellation (ω <= 0, h = NaN near |q| = Q in the last steps).
+  const double c = p.phi * k * Q * Q, off = p.market.A * std::exp(-1.0);
+  std::vector<double> w(static_cast<size_t>(n)), term(w.size()), next(w.size()), sum(w.size());
+  for (int r = 0; r < n; ++r) w[r] = std::exp(-p.alpha * k * (r - Q) * (r - Q));
   h_.resize(static_cast<size_t>(steps + 1) * static_cast<size_t>(n));
-  for (int i = 0; i <= steps; ++i) {
-    const double tau = p.market.horizon - i * dt;
-    const Eigen::VectorXd w =
-        eig.eigenvectors() * (eig.eigenvalues().array() * tau).exp().matrix().cwiseProduct(vz);
+  for (int i = steps; i >= 0; --i) {
+    if (i < steps) {  // w <- exp(M dt) w, by the series above (all terms >= 0)
+      term = w;
+      sum = w;
+      for (int j = 1; j < 200; ++j) {
+        double rel = 0.0;
+        for (int r = 0; r < n; ++r) {
+          const double q = r - Q;
+          double v = (c - p.phi * k * q * q) * term[r];
+          if (r > 0) v += off * term[r - 1];
+          if (r + 1 < n) v += off * term[r + 1];
+          next[r] = v * dt / j;
+        }
+        for (int r = 0; r < n; ++r) {
+          sum[r] += next[r];
+          rel = std::max(rel, next[r] / sum[r]);
+        }
+        term.swap(next);
+        if (rel < 1e-17) break;
+      }
+      for (int r = 0; r < n; ++r) w[r] = sum[r] * std::exp(-c * dt);
+    }
     for (int r = 0; r < n; ++r)
       h_[static_cast<size_t>(i) * static_cast<size_t>(n) + static_cast<size_t>(r)] =
-          std::log(w(r)) / k;
+          std::log(w[r]) / k;
   }
 }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <Eigen/Dense>
 
 #include "rl/cartpole.h"
 #include "rl/env_spec.h"
@@ -181,6 +182,44 @@ TEST(MarketMaking, CarteaJaimungalBeatsAsOnItsCriterion) {
   flat.alpha = 0;
   CarteaJaimungalAgent zero(flat);
   EXPECT_NEAR(1 / flat.market.k + zero.h(190, 0) - zero.h(190, 1), 1 / flat.market.k, 1e-9);
+}
+
+// CJ's h = ln ω / k: finite in every state of the default table (the eigen-decomposition used
+// before rounded ω to <= 0, h = NaN, near |q| = 20 in the last steps), -αq² at T, and on a small
+// inventory range (well conditioned) equal to an independent exp(M τ) z by eigen-decomposition.
+TEST(MarketMaking, CarteaJaimungalTableIsFiniteAndMatchesTheMatrixExponential) {
+  MarketMakingParams p;  // φ = α = 0.5, Q = 20, 200 steps
+  CarteaJaimungalAgent cj(p);
+  for (int i = 0; i <= p.market.steps; ++i)
+    for (int q = -p.max_inventory; q <= p.max_inventory; ++q)
+      ASSERT_TRUE(std::isfinite(cj.h(i, q))) << "step " << i << " q " << q;
+  for (int q = -p.max_inventory; q <= p.max_inventory; ++q)
+    EXPECT_NEAR(cj.h(p.market.steps, q), -p.alpha * q * q, 1e-12 * (1 + q * q)) << q;
+  MarketMakingParams small = p;
+  small.max_inventory = 3;
+  CarteaJaimungalAgent cs(small);
+  const int Q = 3, n = 2 * Q + 1;
+  const double k = small.market.k;
+  Eigen::MatrixXd M = Eigen::MatrixXd::Zero(n, n);
+  Eigen::VectorXd z(n);
+  for (int r = 0; r < n; ++r) {
+    const double q = r - Q;
+    M(r, r) = -small.phi * k * q * q;
+    if (r > 0) M(r, r - 1) = small.market.A * std::exp(-1.0);
+    if (r + 1 < n) M(r, r + 1) = small.market.A * std::exp(-1.0);
+    z(r) = std::exp(-small.alpha * k * q * q);
+  }
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(M);
+  for (int i : {0, 50, 199}) {
+    const double tau = small.market.horizon * (1.0 - static_cast<double>(i) / small.market.steps);
+    const Eigen::VectorXd w =
+        eig.eigenvectors() * (eig.eigenvalues().array() * tau)
+                                 .exp()
+                                 .matrix()
+                                 .cwiseProduct(eig.eigenvectors().transpose() * z);
+    for (int r = 0; r < n; ++r)
+      EXPECT_NEAR(cs.h(i, r - Q), std::log(w(r)) / k, 1e-9) << "step " << i << " q " << r - Q;
+  }
 }
 
 TEST(MarketMaking, CarteaJaimungalRoundedToTheGrid) {

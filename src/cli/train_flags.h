@@ -36,8 +36,7 @@ enum class TrainFlagsFor {
 int default_threads();
 
 // Registers every training flag fxt train and fxt cv share (--device, --precision, --seed,
-// --epochs,
-// ... --threads), with their help texts, defaults and checks, in this order.
+// --epochs, ... --threads), with their help texts, defaults and checks, in this order.
 void add_train_flags(CLI::App* cmd, TrainFlags* f, TrainFlagsFor who);
 
 // f.config with the string flags applied: --horizons, --weighting, --cfc-time, --drop-features,

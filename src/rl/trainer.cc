@@ -79,11 +79,7 @@ Result<MirrorMap> env_mirror_map(const EnvSpec& spec) {
 }
 
 Status check_mirror_flags(const DqnConfig& cfg, const EnvSpec& spec) {
-  if (!cfg.mirror && !cfg.symmetric_policy) return Status::Ok();
-  auto env = spec.make(1);
-  std::vector<float> probe(static_cast<size_t>(env->obs_dim()), 0.0f);
-  int probe_action = 0;
-  if (env->mirror(probe, &probe_action)) return Status::Ok();
+  if ((!cfg.mirror && !cfg.symmetric_policy) || env_mirror_map(spec).ok()) return Status::Ok();
   return UsageError("{}: env '{}' has no mirror symmetry",
                     cfg.mirror ? "--mirror" : "--symmetric-policy", spec.name);
 }
@@ -134,14 +130,15 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
   const DqnConfig& cfg = agent->config();
   auto env = spec.make(cfg.num_envs);
   const int n = cfg.num_envs, d = env->obs_dim();
-  RunLog log;
-  FXT_RETURN_IF_ERROR(log.open(opts.out_dir));
-  ReplayBuffer replay(cfg.buffer_size, d, cfg.per_alpha);
+  // A refused mirror flag leaves no run directory and allocates no replay buffer.
   FXT_RETURN_IF_ERROR(check_mirror_flags(cfg, spec));
   if (cfg.symmetric_policy && !agent->has_mirror()) {
     FXT_ASSIGN_OR_RETURN(MirrorMap m, env_mirror_map(spec));
     agent->set_mirror(std::move(m));
   }
+  RunLog log;
+  FXT_RETURN_IF_ERROR(log.open(opts.out_dir));
+  ReplayBuffer replay(cfg.buffer_size, d, cfg.per_alpha);
   // --mirror: each transition is stored with its mirror image (same reward and discount).
   std::vector<float> mirror_obs(static_cast<size_t>(d)), mirror_next(static_cast<size_t>(d));
   auto store = [&](const Transition& t) {

@@ -92,6 +92,20 @@ std::string train_bytes(uint64_t seed, Algo algo) {
   return bytes.ok() ? bytes.value() : std::string();
 }
 
+// A C51 agent small enough for a 600-step market-making run in a test.
+DqnConfig small_mm_config(const EnvSpec& mm) {
+  DqnConfig c;
+  c.hidden = {16};
+  c.support = mm.default_support();
+  c.support.atoms = 11;
+  c.batch = 16;
+  c.learning_starts = 100;
+  c.train_frequency = 2;
+  c.total_steps = 600;
+  c.num_envs = 2;
+  return c;
+}
+
 TEST(Dqn, MirrorStoresEachTransitionsMirrorImage) {
   Progress::set_enabled(false);
   // The market-making env's symmetry: q -> -q with bid and ask swapped; twice is the identity.
@@ -129,15 +143,7 @@ TEST(Dqn, MirrorStoresEachTransitionsMirrorImage) {
   EnvSpec mm;
   mm.name = "mm";
   auto bytes = [&](bool mirror) {
-    DqnConfig c;
-    c.hidden = {16};
-    c.support = mm.default_support();
-    c.support.atoms = 11;
-    c.batch = 16;
-    c.learning_starts = 100;
-    c.train_frequency = 2;
-    c.total_steps = 600;
-    c.num_envs = 2;
+    DqnConfig c = small_mm_config(mm);
     c.mirror = mirror;
     DqnAgent a(c, 2, p.num_depths * p.num_depths);
     TrainOptions o;
@@ -173,15 +179,7 @@ TEST(Dqn, SymmetricPolicyActsOnTheMirrorAveragedValues) {
 
   // A plain C51 agent trained briefly (so its values are not the initial ones); its parameters
   // loaded into an agent with --symmetric-policy.
-  DqnConfig cfg;
-  cfg.hidden = {16};
-  cfg.support = mm.default_support();
-  cfg.support.atoms = 11;
-  cfg.batch = 16;
-  cfg.learning_starts = 100;
-  cfg.train_frequency = 2;
-  cfg.total_steps = 600;
-  cfg.num_envs = 2;
+  DqnConfig cfg = small_mm_config(mm);
   cfg.seed = 3;
   DqnAgent plain(cfg, 2, A);
   TrainOptions o;

@@ -14,6 +14,7 @@
 #include "core/file_util.h"
 #include "core/log.h"
 #include "rl/evaluate.h"
+#include "rl/resume.h"
 #include "rl/trainer.h"
 #if FXT_HAVE_CUDA
 #include "rl/device_trainer.h"
@@ -72,15 +73,35 @@ Status check_learns(const rl::DqnConfig& c) {
 // The run directory must not hold another run: an rl train pointed at a training run's
 // directory truncated its metrics.jsonl and wrote checkpoint.fxt into it before run.json's
 // kind check refused, and a second rl train replaced the first one's checkpoint. A directory
-// left by a killed rl train (metrics.jsonl only) is taken over.
+// left by a killed rl train before its first checkpoint (metrics.jsonl only) is taken over; one
+// left after a checkpoint holds resume.fxt and is continued with --resume.
 Status claim_new_run_dir(const RunRecord& record, const std::string& dir) {
   FXT_RETURN_IF_ERROR(record.claim(dir));
+  std::error_code ec;
+  auto exists = [&](const char* file) { return std::filesystem::exists(dir + "/" + file, ec); };
+  if (!exists("run.json") && exists(rl::kResumeFile)) {
+    return UsageError(
+        "{} already holds an unfinished run ({}): add --resume to continue it, give another "
+        "--out, or remove it to start over",
+        dir, rl::kResumeFile);
+  }
   for (const char* file : {"run.json", "checkpoint.fxt"}) {
-    std::error_code ec;
-    if (std::filesystem::exists(dir + "/" + file, ec)) {
+    if (exists(file)) {
       return UsageError(
           "{} already holds a run ({}): give another --out, or remove it to start over", dir, file);
     }
+  }
+  return Status::Ok();
+}
+
+// --resume continues an unfinished rl-train run: a finished one (run.json, written last) has
+// nothing left to do; the resume state itself is checked by the trainer (rl/resume.h).
+Status claim_resumed_run_dir(const RunRecord& record, const std::string& dir) {
+  FXT_RETURN_IF_ERROR(record.claim(dir));
+  std::error_code ec;
+  if (std::filesystem::exists(dir + "/" + kRunRecordFile, ec)) {
+    return UsageError("--resume: {}/{} records a finished run: there is nothing to resume", dir,
+                      kRunRecordFile);
   }
   return Status::Ok();
 }
@@ -104,10 +125,18 @@ Status run_rl_train(RlTrainArgs a) {
   if (a.opts.eval_episodes < 1) return UsageError("--eval-episodes must be >= 1");
   if (a.opts.eval_every < 0 || a.opts.checkpoint_every < 0)
     return UsageError("--eval-every and --checkpoint-every must be >= 0");
+  if (a.opts.stop_after_steps < 0) return UsageError("--stop-after must be >= 0");
+  if (a.opts.stop_after_steps > 0 && a.opts.checkpoint_every == 0)
+    return UsageError("--stop-after stops at a checkpoint: it needs --checkpoint-every");
   FXT_RETURN_IF_ERROR(check_learns(a.cfg));
   FXT_RETURN_IF_ERROR(rl::check_mirror_flags(a.cfg, a.env));  // before the run directory
   if (a.device != "cpu" && a.device != "cuda")
     return UsageError("--device '{}': expected cpu or cuda", a.device);
+  // The GPU learner keeps its replay, Rngs and counters in device memory and saves no resume
+  // state (docs/RL.md "Resuming a run").
+  if (a.device == "cuda" && (a.opts.resume || a.opts.stop_after_steps > 0))
+    return UsageError("{}: the GPU learner (--device cuda) cannot resume a run; CPU runs only",
+                      a.opts.resume ? "--resume" : "--stop-after");
 #if FXT_HAVE_CUDA
   if (a.device == "cuda") {
     FXT_RETURN_IF_ERROR(rl::device_learner_supports(a.cfg));
@@ -117,7 +146,8 @@ Status run_rl_train(RlTrainArgs a) {
   if (a.device == "cuda") return UsageError("--device cuda: this build has no CUDA backend");
 #endif
   RunRecord record("rl-train");
-  FXT_RETURN_IF_ERROR(claim_new_run_dir(record, a.opts.out_dir));
+  FXT_RETURN_IF_ERROR(a.opts.resume ? claim_resumed_run_dir(record, a.opts.out_dir)
+                                    : claim_new_run_dir(record, a.opts.out_dir));
   auto env = a.env.make(1);
   rl::DqnAgent agent(a.cfg, env->obs_dim(), env->num_actions());
   const nlohmann::json config = {{"agent", a.cfg.to_json()},
@@ -140,6 +170,13 @@ Status run_rl_train(RlTrainArgs a) {
 #else
   FXT_ASSIGN_OR_RETURN(r, rl::train_dqn(a.env, a.opts, &agent));
 #endif
+  if (r.interrupted) {
+    fmt::print(
+        "{}: stopped after the checkpoint at {} env steps ({} updates, {} episodes); "
+        "continue with --resume\n",
+        a.opts.out_dir, r.env_steps, r.updates, r.episodes);
+    return Status::Ok();
+  }
   nlohmann::json curve = nlohmann::json::array();
   for (const auto& [s, v] : r.eval_curve) curve.push_back({s, v});
   record.set("eval_curve", curve);
@@ -151,7 +188,13 @@ Status run_rl_train(RlTrainArgs a) {
                       {"eval_return", r.last_eval_mean},
                       {"recent_return", r.mean_recent_return},
                       {"reached_stop_return_at", r.reached_stop_return_at}});
+  record.set("resumed", a.opts.resume);
   FXT_RETURN_IF_ERROR(record.write(a.opts.out_dir));
+  {  // finished: the resume state (the replay buffer and all) has served its purpose
+    std::error_code ec;
+    std::filesystem::remove(a.opts.out_dir + "/" + rl::kResumeFile, ec);
+    if (ec) log_warn("{}/{}: cannot remove: {}", a.opts.out_dir, rl::kResumeFile, ec.message());
+  }
   if (r.updates == 0) {
     log_warn(
         "{}: no update ran (too few transitions for --batch after --learning-starts): the "
@@ -287,9 +330,16 @@ void register_rl(CLI::App& app) {
   train->add_option("--stop-return", t->opts.stop_return, "stop when an evaluation reaches this");
   train->add_option("--log-every", t->opts.log_every, "env steps between metrics lines")
       ->capture_default_str();
-  train->add_option("--checkpoint-every", t->opts.checkpoint_every,
-                    "env steps between checkpoints (0: end)")
+  train
+      ->add_option("--checkpoint-every", t->opts.checkpoint_every,
+                   "env steps between checkpoints, each with the resume state (0: end)")
       ->capture_default_str();
+  train->add_flag("--resume", t->opts.resume,
+                  "continue the unfinished run in --out from its resume.fxt (CPU; the same flags "
+                  "as the run)");
+  train->add_option("--stop-after", t->opts.stop_after_steps,
+                    "return after the first checkpoint this many env steps into this invocation "
+                    "(continue with --resume)");
   train->add_option("--exec-phi", t->env.execution.phi, "execution: running penalty")
       ->capture_default_str();
   train->add_option("--exec-alpha", t->env.execution.alpha, "execution: terminal penalty")

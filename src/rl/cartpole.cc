@@ -2,6 +2,8 @@
 
 #include <cassert>
 
+#include "rl/rng_state.h"
+
 namespace fxt::rl {
 
 CartPoleEnv::CartPoleEnv(int num_envs) : lanes_(static_cast<size_t>(num_envs)) {
@@ -39,6 +41,33 @@ void CartPoleEnv::reset_finished(const StepResult& last, std::span<float> obs) {
       for (size_t d = 0; d < 4; ++d) obs[4 * i + d] = last.next_obs[4 * i + d];
     }
   }
+}
+
+LaneRecord CartPoleEnv::save_lanes() const {
+  LaneRecord r;
+  r.reals_per_lane = 4;
+  r.words_per_lane = 5;
+  for (const CartPoleLane& l : lanes_) {
+    r.reals.insert(r.reals.end(), {l.s.x, l.s.x_dot, l.s.theta, l.s.theta_dot});
+    r.words.push_back(static_cast<uint64_t>(l.steps));
+    const auto w = rng_words(l.rng);
+    r.words.insert(r.words.end(), w.begin(), w.end());
+  }
+  return r;
+}
+
+bool CartPoleEnv::restore_lanes(const LaneRecord& r) {
+  if (!r.fits(lanes_.size(), 4, 5)) return false;
+  for (size_t i = 0; i < lanes_.size(); ++i)  // a lane between episodes has been restarted
+    if (r.words[5 * i] >= static_cast<uint64_t>(kMaxSteps)) return false;
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    const double* x = &r.reals[4 * i];
+    const uint64_t* w = &r.words[5 * i];
+    lanes_[i].s = {x[0], x[1], x[2], x[3]};
+    lanes_[i].steps = static_cast<int>(w[0]);
+    lanes_[i].rng = rng_from_words(std::span<const uint64_t, 4>(w + 1, 4));
+  }
+  return true;
 }
 
 }  // namespace fxt::rl

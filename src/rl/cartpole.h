@@ -25,6 +25,9 @@ class CartPoleEnv final : public VecEnv {
   void reset(uint64_t seed, std::span<float> obs) override;
   void step(std::span<const int> actions, StepResult* out) override;
   void reset_finished(const StepResult& last, std::span<float> obs) override;
+  // Per lane: x, ẋ, θ, θ̇; the step counter and the reset stream's four words.
+  LaneRecord save_lanes() const override;
+  bool restore_lanes(const LaneRecord& record) override;
 
   // For tests: the state of lane i.
   const CartPoleState& state(int i) const { return lanes_[static_cast<size_t>(i)].s; }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "rl/closed_form_lane.h"
+#include "rl/rng_state.h"
 
 namespace fxt::rl {
 
@@ -122,6 +123,33 @@ void ExecutionEnv::reset_finished(const StepResult& last, std::span<float> obs) 
       obs[2 * i + 1] = last.next_obs[2 * i + 1];
     }
   }
+}
+
+LaneRecord ExecutionEnv::save_lanes() const {
+  LaneRecord r;
+  r.reals_per_lane = 2;
+  r.words_per_lane = 5;
+  for (const ExecutionLane& l : lanes_) {
+    r.reals.insert(r.reals.end(), {l.q, l.s});
+    r.words.push_back(static_cast<uint64_t>(l.k));
+    const auto w = rng_words(l.rng);
+    r.words.insert(r.words.end(), w.begin(), w.end());
+  }
+  return r;
+}
+
+bool ExecutionEnv::restore_lanes(const LaneRecord& r) {
+  if (!r.fits(lanes_.size(), 2, 5)) return false;
+  for (size_t i = 0; i < lanes_.size(); ++i)  // a lane between episodes has been restarted
+    if (r.words[5 * i] >= static_cast<uint64_t>(p_.steps)) return false;
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    const uint64_t* w = &r.words[5 * i];
+    lanes_[i].q = r.reals[2 * i];
+    lanes_[i].s = r.reals[2 * i + 1];
+    lanes_[i].k = static_cast<int>(w[0]);
+    lanes_[i].rng = rng_from_words(std::span<const uint64_t, 4>(w + 1, 4));
+  }
+  return true;
 }
 
 }  // namespace fxt::rl

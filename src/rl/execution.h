@@ -71,6 +71,9 @@ class ExecutionEnv final : public VecEnv {
   void reset(uint64_t seed, std::span<float> obs) override;
   void step(std::span<const int> actions, StepResult* out) override;
   void reset_finished(const StepResult& last, std::span<float> obs) override;
+  // Per lane: q, S; the step index and the mid stream's four words.
+  LaneRecord save_lanes() const override;
+  bool restore_lanes(const LaneRecord& record) override;
 
   // The same step with any speeds (the closed-form agent trades off the grid).
   void step_speeds(std::span<const double> speeds, StepResult* out);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "rl/closed_form_lane.h"
+#include "rl/rng_state.h"
 #include "sim/quoting.h"
 
 namespace fxt::rl {
@@ -109,6 +110,36 @@ void MarketMakingEnv::reset_finished(const StepResult& last, std::span<float> ob
       obs[2 * i + 1] = last.next_obs[2 * i + 1];
     }
   }
+}
+
+LaneRecord MarketMakingEnv::save_lanes() const {
+  LaneRecord r;
+  r.reals_per_lane = 2;
+  r.words_per_lane = 9;
+  for (const MarketMakingLane& l : lanes_) {
+    r.reals.insert(r.reals.end(), {l.q, l.s});
+    r.words.push_back(static_cast<uint64_t>(l.k));
+    for (const Rng& rng : {l.mid_rng, l.fill_rng}) {
+      const auto w = rng_words(rng);
+      r.words.insert(r.words.end(), w.begin(), w.end());
+    }
+  }
+  return r;
+}
+
+bool MarketMakingEnv::restore_lanes(const LaneRecord& r) {
+  if (!r.fits(lanes_.size(), 2, 9)) return false;
+  for (size_t i = 0; i < lanes_.size(); ++i)  // a lane between episodes has been restarted
+    if (r.words[9 * i] >= static_cast<uint64_t>(d_.steps)) return false;
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    const uint64_t* w = &r.words[9 * i];
+    lanes_[i].q = r.reals[2 * i];
+    lanes_[i].s = r.reals[2 * i + 1];
+    lanes_[i].k = static_cast<int>(w[0]);
+    lanes_[i].mid_rng = rng_from_words(std::span<const uint64_t, 4>(w + 1, 4));
+    lanes_[i].fill_rng = rng_from_words(std::span<const uint64_t, 4>(w + 5, 4));
+  }
+  return true;
 }
 
 void AvellanedaStoikovAgent::depths(const MarketMakingEnv& env, std::vector<double>* bid,

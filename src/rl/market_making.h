@@ -60,6 +60,9 @@ class MarketMakingEnv final : public VecEnv {
   void reset(uint64_t seed, std::span<float> obs) override;
   void step(std::span<const int> actions, StepResult* out) override;
   void reset_finished(const StepResult& last, std::span<float> obs) override;
+  // Per lane: q, S; the step index, the mid stream's and the fill stream's four words each.
+  LaneRecord save_lanes() const override;
+  bool restore_lanes(const LaneRecord& record) override;
   // q → −q with bid and ask swapped: fills, penalties and (with the mid path mirrored) the
   // inventory's mark-to-market are the same.
   bool mirror(std::span<float> obs, int* action) const override;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <string>
 
 namespace fxt::rl {
 
@@ -33,6 +34,14 @@ int SumTree::find(double mass) const {
   int i = static_cast<int>(node) - leaves_;
   while (i > 0 && tree_[static_cast<size_t>(leaves_ + i)] <= 0) --i;
   return i;
+}
+
+void SumTree::assign(std::span<const double> leaves) {
+  assert(leaves.size() <= static_cast<size_t>(leaves_));
+  std::fill(tree_.begin(), tree_.end(), 0.0);
+  std::copy(leaves.begin(), leaves.end(), tree_.begin() + leaves_);
+  for (size_t node = static_cast<size_t>(leaves_) - 1; node >= 1; --node)
+    tree_[node] = tree_[2 * node] + tree_[2 * node + 1];
 }
 
 ReplayBuffer::ReplayBuffer(int capacity, int obs_dim, double alpha)
@@ -108,6 +117,102 @@ void ReplayBuffer::update_priorities(std::span<const int> index, std::span<const
   }
 }
 
+namespace {
+std::string where(const Checkpoint& ckpt) {
+  return ckpt.source.empty() ? "checkpoint" : ckpt.source;
+}
+// meta[section][key] as an integer in [lo, hi], or an error naming the file and the key.
+Result<int64_t> meta_int(const Checkpoint& ckpt, const char* section, const char* key, int64_t lo,
+                         int64_t hi) {
+  const auto s = ckpt.meta.find(section);
+  if (s == ckpt.meta.end() || !s->is_object() || !s->contains(key) ||
+      !(*s)[key].is_number_integer())
+    return InvalidInput("{}: meta.{}.{}: missing or not an integer", where(ckpt), section, key);
+  const int64_t v = (*s)[key].get<int64_t>();
+  if (v < lo || v > hi)
+    return InvalidInput("{}: meta.{}.{} = {}: expected {} to {}", where(ckpt), section, key, v, lo,
+                        hi);
+  return v;
+}
+}  // namespace
+
+void ReplayBuffer::save(Checkpoint* ckpt) const {
+  const int64_t n = size_, d = obs_dim_;
+  const size_t rows = static_cast<size_t>(n) * static_cast<size_t>(d);
+  ckpt->meta["replay"] = {{"capacity", capacity_},
+                          {"obs_dim", obs_dim_},
+                          {"prioritized", prioritized()},
+                          {"size", size_},
+                          {"next", next_}};
+  // Rows past size_ were never written (still zero): only the first size_ are kept.
+  ckpt->set_f32("replay/obs", {n, d}, std::span<const float>(obs_.data(), rows));
+  ckpt->set_f32("replay/next_obs", {n, d}, std::span<const float>(next_obs_.data(), rows));
+  ckpt->set_f32("replay/reward", {n}, std::span<const float>(reward_.data(), size_));
+  ckpt->set_f32("replay/discount", {n}, std::span<const float>(discount_.data(), size_));
+  const std::vector<int64_t> action(action_.begin(), action_.begin() + size_);
+  ckpt->set_i64("replay/action", {n}, action);
+  if (!prioritized()) return;
+  std::vector<double> leaves(static_cast<size_t>(size_));
+  for (int i = 0; i < size_; ++i) leaves[static_cast<size_t>(i)] = tree_.get(i);
+  ckpt->set_f64("replay/priority", {n}, leaves);
+  ckpt->set_f64("replay/max_priority", {}, std::span<const double>(&max_priority_, 1));
+}
+
+Status ReplayBuffer::load(const Checkpoint& ckpt, int num_actions) {
+  const std::string w = where(ckpt);
+  FXT_ASSIGN_OR_RETURN(const int64_t cap, meta_int(ckpt, "replay", "capacity", 1, INT32_MAX));
+  FXT_ASSIGN_OR_RETURN(const int64_t dim, meta_int(ckpt, "replay", "obs_dim", 1, INT32_MAX));
+  const auto& m = ckpt.meta["replay"];
+  if (!m.contains("prioritized") || !m["prioritized"].is_boolean())
+    return InvalidInput("{}: meta.replay.prioritized: missing or not a boolean", w);
+  if (cap != capacity_ || dim != obs_dim_ || m["prioritized"].get<bool>() != prioritized())
+    return InvalidInput(
+        "{}: the replay buffer holds capacity {}, obs_dim {}, prioritized {}; this run has {}, {}, "
+        "{}",
+        w, cap, dim, m["prioritized"].get<bool>(), capacity_, obs_dim_, prioritized());
+  FXT_ASSIGN_OR_RETURN(const int64_t n, meta_int(ckpt, "replay", "size", 0, capacity_));
+  // A ring that is not full has its next slot at its size.
+  FXT_ASSIGN_OR_RETURN(const int64_t next, meta_int(ckpt, "replay", "next", n < capacity_ ? n : 0,
+                                                    n < capacity_ ? n : capacity_ - 1));
+  const int64_t d = obs_dim_;
+  const int64_t rows_shape[] = {n, d}, n_shape[] = {n};
+  FXT_ASSIGN_OR_RETURN(std::vector<float> obs, ckpt.get_f32("replay/obs", rows_shape));
+  FXT_ASSIGN_OR_RETURN(std::vector<float> next_obs, ckpt.get_f32("replay/next_obs", rows_shape));
+  FXT_ASSIGN_OR_RETURN(std::vector<float> reward, ckpt.get_f32("replay/reward", n_shape));
+  FXT_ASSIGN_OR_RETURN(std::vector<float> discount, ckpt.get_f32("replay/discount", n_shape));
+  FXT_ASSIGN_OR_RETURN(std::vector<int64_t> action, ckpt.get_i64("replay/action", n_shape));
+  std::vector<double> priority;
+  double max_priority = 1.0;
+  if (prioritized()) {
+    FXT_ASSIGN_OR_RETURN(priority, ckpt.get_f64("replay/priority", n_shape));
+    FXT_ASSIGN_OR_RETURN(std::vector<double> mp, ckpt.get_f64("replay/max_priority", {}));
+    if (mp.size() != 1 || !(mp[0] > 0))
+      return InvalidInput("{}: tensor 'replay/max_priority': expected one positive value", w);
+    max_priority = mp[0];
+    for (double p : priority)
+      if (!(p >= 0)) return InvalidInput("{}: tensor 'replay/priority': a negative priority", w);
+  }
+  for (int64_t a : action)
+    if (a < 0 || a >= num_actions)
+      return InvalidInput("{}: tensor 'replay/action': action {}, expected 0 to {}", w, a,
+                          num_actions - 1);
+  std::fill(obs_.begin(), obs_.end(), 0.0f);
+  std::fill(next_obs_.begin(), next_obs_.end(), 0.0f);
+  std::fill(reward_.begin(), reward_.end(), 0.0f);
+  std::fill(discount_.begin(), discount_.end(), 0.0f);
+  std::fill(action_.begin(), action_.end(), 0);
+  std::copy(obs.begin(), obs.end(), obs_.begin());
+  std::copy(next_obs.begin(), next_obs.end(), next_obs_.begin());
+  std::copy(reward.begin(), reward.end(), reward_.begin());
+  std::copy(discount.begin(), discount.end(), discount_.begin());
+  for (size_t i = 0; i < action.size(); ++i) action_[i] = static_cast<int>(action[i]);
+  if (prioritized()) tree_.assign(priority);
+  max_priority_ = max_priority;
+  size_ = static_cast<int>(n);
+  next_ = static_cast<int>(next);
+  return Status::Ok();
+}
+
 NStepAccumulator::NStepAccumulator(int num_lanes, int obs_dim, int n, double gamma)
     : obs_dim_(obs_dim), n_(n), gamma_(gamma), lanes_(static_cast<size_t>(num_lanes)) {
   assert(n >= 1);
@@ -125,6 +230,57 @@ void NStepAccumulator::emit_front(int lane, const float* next_obs, bool terminal
   t->reward = static_cast<float>(ret);
   t->next_obs = next_obs;
   t->discount = terminal ? 0.0f : static_cast<float>(g);
+}
+
+void NStepAccumulator::save(Checkpoint* ckpt) const {
+  std::vector<int64_t> count, action;
+  std::vector<float> obs, reward;
+  for (const auto& q : lanes_) {
+    count.push_back(static_cast<int64_t>(q.size()));
+    for (const Pending& p : q) {
+      obs.insert(obs.end(), p.obs.begin(), p.obs.end());
+      action.push_back(p.action);
+      reward.push_back(p.reward);
+    }
+  }
+  const int64_t pending = static_cast<int64_t>(action.size());
+  ckpt->set_i64("nstep/count", {static_cast<int64_t>(lanes_.size())}, count);
+  ckpt->set_f32("nstep/obs", {pending, obs_dim_}, obs);
+  ckpt->set_i64("nstep/action", {pending}, action);
+  ckpt->set_f32("nstep/reward", {pending}, reward);
+}
+
+Status NStepAccumulator::load(const Checkpoint& ckpt, int num_actions) {
+  const std::string w = where(ckpt);
+  const int64_t lanes_shape[] = {static_cast<int64_t>(lanes_.size())};
+  FXT_ASSIGN_OR_RETURN(std::vector<int64_t> count, ckpt.get_i64("nstep/count", lanes_shape));
+  int64_t pending = 0;
+  for (int64_t c : count) {
+    // Between steps a lane holds at most n − 1 pending steps (the n-th emits one).
+    if (c < 0 || c >= n_)
+      return InvalidInput("{}: tensor 'nstep/count': {} pending steps, expected 0 to {}", w, c,
+                          n_ - 1);
+    pending += c;
+  }
+  const int64_t obs_shape[] = {pending, obs_dim_}, p_shape[] = {pending};
+  FXT_ASSIGN_OR_RETURN(std::vector<float> obs, ckpt.get_f32("nstep/obs", obs_shape));
+  FXT_ASSIGN_OR_RETURN(std::vector<int64_t> action, ckpt.get_i64("nstep/action", p_shape));
+  FXT_ASSIGN_OR_RETURN(std::vector<float> reward, ckpt.get_f32("nstep/reward", p_shape));
+  for (int64_t a : action)
+    if (a < 0 || a >= num_actions)
+      return InvalidInput("{}: tensor 'nstep/action': action {}, expected 0 to {}", w, a,
+                          num_actions - 1);
+  const size_t d = static_cast<size_t>(obs_dim_);
+  size_t k = 0;
+  for (size_t lane = 0; lane < lanes_.size(); ++lane) {
+    auto& q = lanes_[lane];
+    q.clear();
+    for (int64_t j = 0; j < count[lane]; ++j, ++k)
+      q.push_back({std::vector<float>(obs.begin() + static_cast<std::ptrdiff_t>(k * d),
+                                      obs.begin() + static_cast<std::ptrdiff_t>((k + 1) * d)),
+                   static_cast<int>(action[k]), reward[k]});
+  }
+  return Status::Ok();
 }
 
 }  // namespace fxt::rl

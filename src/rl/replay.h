@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "core/random.h"
+#include "core/status.h"
+#include "train/checkpoint.h"
 
 namespace fxt::rl {
 
@@ -30,6 +32,9 @@ class SumTree {
   // The leaf whose cumulative range [Σ_{k<i} p_k, Σ_{k<=i} p_k) holds `mass` (0 <= mass < total);
   // a mass at or past the total (rounding) gives the last leaf with a positive priority.
   int find(double mass) const;
+  // Leaves 0..size-1 set to `leaves` (>= 0), the rest to 0, every sum recomputed: the same bits
+  // as the set() calls that led to those leaves (each node is always its children's sum).
+  void assign(std::span<const double> leaves);
 
  private:
   int leaves_ = 1;
@@ -63,6 +68,14 @@ class ReplayBuffer {
   // New priorities (e.g. the per-sample loss) of the sampled transitions; raised to alpha here.
   void update_priorities(std::span<const int> index, std::span<const float> priority);
 
+  // The stored transitions, the ring position and (prioritised) the priorities and the largest
+  // priority seen, as "replay/..." tensors and meta["replay"] (a saved run, rl/resume.h).
+  void save(Checkpoint* ckpt) const;
+  // Restores what save() wrote for a buffer of the same capacity, obs_dim and kind, whose
+  // actions are below num_actions; on an error (one line naming the file and tensor) the buffer
+  // is unchanged.
+  Status load(const Checkpoint& ckpt, int num_actions);
+
  private:
   int capacity_, obs_dim_, size_ = 0, next_ = 0;
   double alpha_, max_priority_ = 1.0;
@@ -82,6 +95,12 @@ class NStepAccumulator {
   template <typename Emit>
   void push(int lane, const float* obs, int action, float reward, const float* next_obs,
             bool terminated, bool truncated, Emit&& emit);
+
+  // Every lane's pending steps as "nstep/..." tensors (a saved run, rl/resume.h).
+  void save(Checkpoint* ckpt) const;
+  // Restores what save() wrote for the same lanes, obs_dim and n, actions below num_actions;
+  // unchanged on an error.
+  Status load(const Checkpoint& ckpt, int num_actions);
 
  private:
   struct Pending {

@@ -38,6 +38,23 @@ class TrainSchedule {
   int64_t step() const { return step_; }
   bool done() const { return step_ >= total_; }
 
+  // Where the schedule stands: the step and when each kind of event falls next (a saved run,
+  // rl/resume.h). restore() puts back a position of a schedule built from the same config.
+  struct Position {
+    int64_t step = 0, next_update = 0, next_target = 0, next_log = 0, next_eval = 0, next_ckpt = 0;
+  };
+  Position position() const {
+    return {step_, next_update_, next_target_, next_log_, next_eval_, next_ckpt_};
+  }
+  void restore(const Position& p) {
+    step_ = p.step;
+    next_update_ = p.next_update;
+    next_target_ = p.next_target;
+    next_log_ = p.next_log;
+    next_eval_ = p.next_eval;
+    next_ckpt_ = p.next_ckpt;
+  }
+
   // The next graph: `iterations` env steps of all lanes (1 or k) and whether the last one is
   // followed by exactly one update inside the graph.
   struct Next {

@@ -11,6 +11,7 @@
 #include "core/file_util.h"
 #include "core/progress.h"
 #include "rl/evaluate.h"
+#include "rl/resume.h"
 #include "rl/train_schedule.h"
 
 namespace fxt::rl {
@@ -23,6 +24,35 @@ Status RunLog::open(const std::string& out_dir) {
   path_ = out_dir + "/metrics.jsonl";
   metrics_.open(path_, std::ios::trunc);
   if (!metrics_) return IoError("{}: cannot open for writing", path_);
+  lines_ = 0;
+  return Status::Ok();
+}
+
+Status RunLog::open_resumed(const std::string& out_dir, int64_t keep_lines, double seconds) {
+  path_ = out_dir + "/metrics.jsonl";
+  std::string kept;
+  std::error_code ec;
+  if (std::filesystem::exists(path_, ec)) {
+    FXT_ASSIGN_OR_RETURN(std::string text, read_file(path_));
+    size_t end = 0;
+    for (int64_t i = 0; i < keep_lines; ++i) {
+      const size_t nl = text.find('\n', end);
+      if (nl == std::string::npos)
+        return InvalidInput("{}: ends after line {}; the resume state was saved after line {}",
+                            path_, i, keep_lines);
+      end = nl + 1;
+    }
+    kept = text.substr(0, end);
+  } else if (keep_lines > 0) {
+    return InvalidInput("{}: missing; the resume state was saved after line {}", path_, keep_lines);
+  }
+  FXT_RETURN_IF_ERROR(write_file_atomic(path_, kept));
+  metrics_.open(path_, std::ios::app);
+  if (!metrics_) return IoError("{}: cannot open for appending", path_);
+  lines_ = keep_lines;
+  t0_ = std::chrono::steady_clock::now() -
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(seconds));
   return Status::Ok();
 }
 
@@ -48,6 +78,7 @@ Status RunLog::write(const MetricsLine& l) {
   metrics_ << j.dump() << '\n';
   metrics_.flush();
   if (!metrics_) return IoError("{}: write failed", path_);
+  ++lines_;
   return Status::Ok();
 }
 
@@ -132,13 +163,36 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
   const int n = cfg.num_envs, d = env->obs_dim();
   // A refused mirror flag leaves no run directory and allocates no replay buffer.
   FXT_RETURN_IF_ERROR(check_mirror_flags(cfg, spec));
+  if ((opts.resume || opts.stop_after_steps > 0) && opts.out_dir.empty())
+    return UsageError("--resume and --stop-after need a run directory (--out)");
+  if (opts.stop_after_steps > 0 && opts.checkpoint_every <= 0)
+    return UsageError("--stop-after stops at a checkpoint: it needs --checkpoint-every");
   if (cfg.symmetric_policy && !agent->has_mirror()) {
     FXT_ASSIGN_OR_RETURN(MirrorMap m, env_mirror_map(spec));
     agent->set_mirror(std::move(m));
   }
-  RunLog log;
-  FXT_RETURN_IF_ERROR(log.open(opts.out_dir));
   ReplayBuffer replay(cfg.buffer_size, d, cfg.per_alpha);
+  NStepAccumulator nstep(n, d, cfg.n_step, cfg.gamma);
+  TrainSchedule sched(cfg, opts, !opts.out_dir.empty());
+  LoopState st;
+  RunLog log;
+  const std::string ckpt_path = opts.out_dir + "/checkpoint.fxt";
+  const std::string resume_path = opts.out_dir + "/" + kResumeFile;
+  const nlohmann::json identity = resume_identity(cfg, spec, opts);
+  if (opts.resume) {
+    // Everything is read and checked before metrics.jsonl is touched.
+    FXT_RETURN_IF_ERROR(
+        read_resume_state(resume_path, identity, agent, &replay, &nstep, env.get(), &st));
+    sched.restore(st.schedule);
+    FXT_RETURN_IF_ERROR(log.open_resumed(opts.out_dir, st.metrics_lines, st.seconds));
+  } else {
+    FXT_RETURN_IF_ERROR(log.open(opts.out_dir));
+    st.act_rng = Rng(lane_seed(cfg.seed, 1, 11));
+    st.sample_rng = Rng(lane_seed(cfg.seed, 2, 13));
+    st.obs.resize(static_cast<size_t>(n) * static_cast<size_t>(d));
+    env->reset(lane_seed(cfg.seed, 3, 17), st.obs);
+    st.ep_return.assign(static_cast<size_t>(n), 0.0);
+  }
   // --mirror: each transition is stored with its mirror image (same reward and discount).
   std::vector<float> mirror_obs(static_cast<size_t>(d)), mirror_next(static_cast<size_t>(d));
   auto store = [&](const Transition& t) {
@@ -153,51 +207,46 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
     m.next_obs = mirror_next.data();
     replay.add(m);
   };
-  NStepAccumulator nstep(n, d, cfg.n_step, cfg.gamma);
-  Rng act_rng(lane_seed(cfg.seed, 1, 11)), sample_rng(lane_seed(cfg.seed, 2, 13));
-  std::vector<float> obs(static_cast<size_t>(n) * static_cast<size_t>(d));
-  env->reset(lane_seed(cfg.seed, 3, 17), obs);
+  std::vector<float>& obs = st.obs;
   std::vector<int> actions;
-  std::vector<double> ep_return(static_cast<size_t>(n), 0.0);
-  std::deque<double> recent;
   StepResult out;
-  TrainResult result;
-  UpdateStats last;
-  TrainSchedule sched(cfg, opts, !opts.out_dir.empty());
+  TrainResult& result = st.result;
   Progress progress("rl train", static_cast<uint64_t>(cfg.total_steps), "steps");
-  int64_t step = 0;
+  const int64_t first_step = sched.step();
+  progress.advance(static_cast<uint64_t>(first_step));
+  int64_t step = first_step;
   auto write_line = [&](double eval_mean) -> Status {
     MetricsLine l;
     l.step = step;
     l.episodes = result.episodes;
     l.updates = agent->updates();
-    if (!recent.empty()) {
+    if (!st.recent.empty()) {
       double mean_ret = 0;
-      for (double r : recent) mean_ret += r / static_cast<double>(recent.size());
+      for (double r : st.recent) mean_ret += r / static_cast<double>(st.recent.size());
       l.episodic_return = mean_ret;
     }
-    l.loss = last.loss;
-    l.q = last.mean_q;
-    l.grad_norm = last.grad_norm;
+    l.loss = st.last.loss;
+    l.q = st.last.mean_q;
+    l.grad_norm = st.last.grad_norm;
     l.epsilon = cfg.epsilon_at(step);
     if (cfg.per_alpha > 0) l.beta = cfg.beta_at(step);
     l.eval_return = eval_mean;
     return log.write(l);
   };
-  bool stop = false;
+  bool& stop = st.stop;
   while (!sched.done() && !stop) {
-    agent->act(obs, n, cfg.epsilon_at(step), act_rng, &actions);
+    agent->act(obs, n, cfg.epsilon_at(step), st.act_rng, &actions);
     env->step(actions, &out);
     for (int i = 0; i < n; ++i) {
       const size_t li = static_cast<size_t>(i);
       nstep.push(i, &obs[li * static_cast<size_t>(d)], actions[li], out.reward[li],
                  &out.next_obs[li * static_cast<size_t>(d)], out.terminated[li] != 0,
                  out.truncated[li] != 0, store);
-      ep_return[li] += out.reward[li];
+      st.ep_return[li] += out.reward[li];
       if (out.terminated[li] || out.truncated[li]) {
-        recent.push_back(ep_return[li]);
-        if (recent.size() > 100) recent.pop_front();
-        ep_return[li] = 0;
+        st.recent.push_back(st.ep_return[li]);
+        if (st.recent.size() > 100) st.recent.pop_front();
+        st.ep_return[li] = 0;
         ++result.episodes;
       }
     }
@@ -206,7 +255,7 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
     step = sched.step();
     progress.advance(static_cast<uint64_t>(n));
     for (int u = sched.take_updates(replay.size()); u > 0; --u)
-      last = agent->update(&replay, cfg.beta_at(step), sample_rng);
+      st.last = agent->update(&replay, cfg.beta_at(step), st.sample_rng);
     for (int t = sched.take_targets(); t > 0; --t) agent->update_target();
     double eval_mean = std::numeric_limits<double>::quiet_NaN();
     if (sched.take_eval()) {
@@ -214,9 +263,22 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
       stop = log.record_eval(opts, step, eval_mean, &result);
     }
     if (sched.take_log(!std::isnan(eval_mean))) FXT_RETURN_IF_ERROR(write_line(eval_mean));
-    if (sched.take_checkpoint())
+    if (sched.take_checkpoint()) {
+      FXT_RETURN_IF_ERROR(write_agent_checkpoint(ckpt_path, *agent, spec, step));
+      st.schedule = sched.position();
+      st.metrics_lines = log.lines();
+      st.seconds = log.seconds();
       FXT_RETURN_IF_ERROR(
-          write_agent_checkpoint(opts.out_dir + "/checkpoint.fxt", *agent, spec, step));
+          write_resume_state(resume_path, identity, *agent, replay, nstep, *env, st));
+      if (opts.stop_after_steps > 0 && step - first_step >= opts.stop_after_steps) {
+        progress.finish();
+        result.interrupted = true;
+        result.env_steps = step;
+        result.updates = agent->updates();
+        result.seconds = log.seconds();
+        return result;
+      }
+    }
   }
   progress.finish();
   const bool evaluated_last_step = !result.eval_curve.empty() && result.eval_curve.back().first == step;
@@ -227,11 +289,10 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
   }
   result.env_steps = step;
   result.updates = agent->updates();
-  for (double r : recent) result.mean_recent_return += r / static_cast<double>(recent.size());
+  for (double r : st.recent) result.mean_recent_return += r / static_cast<double>(st.recent.size());
   result.seconds = log.seconds();
   if (!opts.out_dir.empty())
-    FXT_RETURN_IF_ERROR(
-        write_agent_checkpoint(opts.out_dir + "/checkpoint.fxt", *agent, spec, step));
+    FXT_RETURN_IF_ERROR(write_agent_checkpoint(ckpt_path, *agent, spec, step));
   return result;
 }
 

@@ -25,6 +25,12 @@ struct TrainOptions {
   uint64_t eval_seed = 0x5eed;  // the evaluation episodes' seed (the same every evaluation)
   double stop_return = std::numeric_limits<double>::quiet_NaN();  // stop once an eval reaches it
   int64_t checkpoint_every = 0;  // env steps between checkpoints; 0: only at the end
+  // Continue the run in out_dir from its resume state (rl/resume.h), which every checkpoint of
+  // a CPU run writes beside checkpoint.fxt; the config and these options must be the run's.
+  bool resume = false;
+  // > 0: return right after the first checkpoint at least this many env steps into this
+  // invocation, as if the run had been killed there (continue it with resume).
+  int64_t stop_after_steps = 0;
 };
 
 struct TrainResult {
@@ -36,6 +42,7 @@ struct TrainResult {
   int64_t reached_stop_return_at = -1;  // env steps at the first eval >= stop_return
   double mean_recent_return = 0;        // last 100 training episodes
   std::vector<std::pair<int64_t, double>> eval_curve;  // (env steps, eval mean)
+  bool interrupted = false;  // returned at a checkpoint (stop_after_steps): the run goes on
 };
 
 // One metrics.jsonl line (docs/RL.md "Commands"); NaN fields are written as null or left out.
@@ -53,6 +60,13 @@ class RunLog {
  public:
   // Opens RUN_DIR/metrics.jsonl (creating the directory); out_dir "" writes nothing.
   Status open(const std::string& out_dir);
+  // Reopens a resumed run's RUN_DIR/metrics.jsonl: keeps its first keep_lines lines (those
+  // written up to the resume state; the rest are written again, so the file ends as the
+  // uninterrupted run's) and appends; the clock goes on from `seconds`. InvalidInput naming the
+  // file when it holds fewer lines.
+  Status open_resumed(const std::string& out_dir, int64_t keep_lines, double seconds);
+  // Lines written to metrics.jsonl, those kept by open_resumed included.
+  int64_t lines() const { return lines_; }
   // Appends the line (with "seconds" since construction); an IoError when the write fails.
   Status write(const MetricsLine& line);
   // Records an evaluation during training at `step` in result; true (stop) when it reaches
@@ -65,6 +79,7 @@ class RunLog {
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
   std::ofstream metrics_;
   std::string path_;
+  int64_t lines_ = 0;
 };
 
 // spec's env's mirror symmetry as a MirrorMap (the map owns a one-lane env); an InvalidInput
@@ -75,7 +90,9 @@ Result<MirrorMap> env_mirror_map(const EnvSpec& spec);
 Status check_mirror_flags(const DqnConfig& cfg, const EnvSpec& spec);
 
 // Trains `agent` (built from cfg with the env's dimensions) on spec's env; with
-// --symmetric-policy it gives the agent the env's mirror first.
+// --symmetric-policy it gives the agent the env's mirror first. With opts.resume it continues
+// the run in opts.out_dir from its resume state instead of starting afresh (rl/resume.h).
+// Every checkpoint writes checkpoint.fxt and then resume.fxt.
 Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, DqnAgent* agent);
 
 // Checkpoint of an agent with its env: agent state plus config["env"].

@@ -35,6 +35,21 @@ struct StepResult {
   }
 };
 
+// Every lane's state as numbers, lane after lane: reals_per_lane doubles (positions, inventory,
+// mid) and words_per_lane 64-bit words (step counter, random streams: rl/rng_state.h). A saved
+// training run keeps it (rl/resume.h).
+struct LaneRecord {
+  int reals_per_lane = 0, words_per_lane = 0;
+  std::vector<double> reals;    // [N, reals_per_lane]
+  std::vector<uint64_t> words;  // [N, words_per_lane]
+  // Holds `lanes` lanes of n_reals doubles and n_words words each.
+  bool fits(size_t lanes, int n_reals, int n_words) const {
+    return reals_per_lane == n_reals && words_per_lane == n_words &&
+           reals.size() == lanes * static_cast<size_t>(n_reals) &&
+           words.size() == lanes * static_cast<size_t>(n_words);
+  }
+};
+
 class VecEnv {
  public:
   virtual ~VecEnv() = default;
@@ -49,6 +64,12 @@ class VecEnv {
   // Restarts the lanes whose last step ended (terminated or truncated) and writes their first
   // observation into obs; the other lanes' rows of obs get last step's next_obs.
   virtual void reset_finished(const StepResult& last, std::span<float> obs) = 0;
+  // Every lane's whole state (what reset and the steps so far left: positions, step counters,
+  // random streams), so that a saved training run continues exactly (rl/resume.h).
+  virtual LaneRecord save_lanes() const = 0;
+  // Puts back what save_lanes() gave for an env of the same kind, parameters and lane count;
+  // false, changing nothing, when the record's sizes do not fit this env.
+  virtual bool restore_lanes(const LaneRecord& record) = 0;
   // The env's mirror symmetry, if it has one: maps an observation (in place) and an action to
   // their mirror images, under which the dynamics and rewards are the same (a transition's
   // mirror is as likely, with the same reward). False: no symmetry (nothing is changed).

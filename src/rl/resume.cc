@@ -14,7 +14,7 @@ namespace {
 
 // The loop's doubles that may be NaN (no update or evaluation yet) go into an i64 tensor as their
 // bits: exact, and a checkpoint's f64 tensors must be finite.
-enum LoopDouble { kLoss, kMeanQ, kGradNorm, kLastEval, kSeconds, kLoopDoubles };
+enum LoopDouble { kLoss, kMeanQ, kGradNorm, kLastEval, kLoopDoubles };
 
 // "" when equal; else the first differing key (dotted path) with both values.
 std::string first_difference(const nlohmann::json& stored, const nlohmann::json& given,
@@ -96,10 +96,6 @@ Status read_loop(const Checkpoint& ckpt, const DqnConfig& cfg, int obs_dim, Loop
   s.last.mean_q = d(kMeanQ);
   s.last.grad_norm = d(kGradNorm);
   s.result.last_eval_mean = d(kLastEval);
-  s.seconds = d(kSeconds);
-  if (!std::isfinite(s.seconds) || s.seconds < 0)
-    return InvalidInput("{}: tensor 'loop/doubles': training seconds {}, expected >= 0", w,
-                        s.seconds);
   *loop = std::move(s);
   return Status::Ok();
 }
@@ -173,7 +169,6 @@ Status write_resume_state(const std::string& path, const nlohmann::json& identit
   bits[kMeanQ] = std::bit_cast<int64_t>(loop.last.mean_q);
   bits[kGradNorm] = std::bit_cast<int64_t>(loop.last.grad_norm);
   bits[kLastEval] = std::bit_cast<int64_t>(loop.result.last_eval_mean);
-  bits[kSeconds] = std::bit_cast<int64_t>(loop.seconds);
   ckpt.set_i64("loop/doubles", {kLoopDoubles}, bits);
   return write_checkpoint(path, ckpt);
 }

@@ -8,7 +8,8 @@
 // statistics, the schedule's position (step; next update, target update, evaluation, log line
 // and checkpoint; ε and β are functions of the step), the episode count, the evaluation curve,
 // the stop-return flag and the number of metrics.jsonl lines written — so a run interrupted after
-// a checkpoint and resumed gives the uninterrupted run's checkpoint bytes and metrics lines.
+// a checkpoint and resumed gives the uninterrupted run's checkpoint bytes and metrics lines. No
+// wall-clock time: the same run gives the same resume.fxt bytes.
 //
 // One self-checking Checkpoint file (train/checkpoint.h: CRC32s, atomic write, deterministic
 // bytes), kind "rl-resume"; fxt rl eval's policy checkpoint (checkpoint.fxt) is unchanged. Its
@@ -50,7 +51,6 @@ struct LoopState {
   TrainResult result;
   bool stop = false;          // an evaluation reached --stop-return
   int64_t metrics_lines = 0;  // lines written to metrics.jsonl
-  double seconds = 0;         // training time so far (metrics lines' "seconds" continue from it)
 };
 
 // What must be equal between a run and its resumption: the agent's config (seed, algorithm,

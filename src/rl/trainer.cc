@@ -28,9 +28,10 @@ Status RunLog::open(const std::string& out_dir) {
   return Status::Ok();
 }
 
-Status RunLog::open_resumed(const std::string& out_dir, int64_t keep_lines, double seconds) {
+Status RunLog::open_resumed(const std::string& out_dir, int64_t keep_lines) {
   path_ = out_dir + "/metrics.jsonl";
   std::string kept;
+  double seconds = 0;
   std::error_code ec;
   if (std::filesystem::exists(path_, ec)) {
     FXT_ASSIGN_OR_RETURN(std::string text, read_file(path_));
@@ -43,6 +44,14 @@ Status RunLog::open_resumed(const std::string& out_dir, int64_t keep_lines, doub
       end = nl + 1;
     }
     kept = text.substr(0, end);
+    if (end > 0) {  // the clock goes on from the last kept line
+      const size_t start = kept.rfind('\n', end - 2);
+      const auto j = nlohmann::json::parse(kept.substr(start == std::string::npos ? 0 : start + 1),
+                                           nullptr, false);
+      if (j.is_object() && j.contains("seconds") && j["seconds"].is_number() &&
+          j["seconds"].get<double>() >= 0 && j["seconds"].get<double>() < 1e9)
+        seconds = j["seconds"].get<double>();
+    }
   } else if (keep_lines > 0) {
     return InvalidInput("{}: missing; the resume state was saved after line {}", path_, keep_lines);
   }
@@ -184,7 +193,7 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
     FXT_RETURN_IF_ERROR(
         read_resume_state(resume_path, identity, agent, &replay, &nstep, env.get(), &st));
     sched.restore(st.schedule);
-    FXT_RETURN_IF_ERROR(log.open_resumed(opts.out_dir, st.metrics_lines, st.seconds));
+    FXT_RETURN_IF_ERROR(log.open_resumed(opts.out_dir, st.metrics_lines));
   } else {
     FXT_RETURN_IF_ERROR(log.open(opts.out_dir));
     st.act_rng = Rng(lane_seed(cfg.seed, 1, 11));
@@ -267,7 +276,6 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
       FXT_RETURN_IF_ERROR(write_agent_checkpoint(ckpt_path, *agent, spec, step));
       st.schedule = sched.position();
       st.metrics_lines = log.lines();
-      st.seconds = log.seconds();
       FXT_RETURN_IF_ERROR(
           write_resume_state(resume_path, identity, *agent, replay, nstep, *env, st));
       if (opts.stop_after_steps > 0 && step - first_step >= opts.stop_after_steps) {

@@ -62,9 +62,9 @@ class RunLog {
   Status open(const std::string& out_dir);
   // Reopens a resumed run's RUN_DIR/metrics.jsonl: keeps its first keep_lines lines (those
   // written up to the resume state; the rest are written again, so the file ends as the
-  // uninterrupted run's) and appends; the clock goes on from `seconds`. InvalidInput naming the
-  // file when it holds fewer lines.
-  Status open_resumed(const std::string& out_dir, int64_t keep_lines, double seconds);
+  // uninterrupted run's) and appends; the clock goes on from the last kept line's "seconds".
+  // InvalidInput naming the file when it holds fewer lines.
+  Status open_resumed(const std::string& out_dir, int64_t keep_lines);
   // Lines written to metrics.jsonl, those kept by open_resumed included.
   int64_t lines() const { return lines_; }
   // Appends the line (with "seconds" since construction); an IoError when the write fails.

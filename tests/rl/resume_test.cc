@@ -312,6 +312,11 @@ TEST(RlResume, CommandLineResumeMatchesAndRefusals) {
   EXPECT_FALSE(fs::exists(b + "/run.json"));
   const std::string metrics_at_600 = test::file_bytes(b + "/metrics.jsonl");
   const std::string resume_at_600 = test::file_bytes(b + "/" + kResumeFile);
+  // The resume state holds no wall-clock time: the same run, stopped at the same checkpoint,
+  // writes the same bytes.
+  auto twin = test::run_fxt(train_command({{"--stop-after", "600"}}) + " --out " + dir + "/twin");
+  ASSERT_EQ(twin.exit_code, 0) << twin.output;
+  EXPECT_TRUE(test::file_bytes(dir + "/twin/" + kResumeFile) == resume_at_600);
   auto again = test::run_fxt(train_command() + " --out " + b);
   EXPECT_EQ(again.exit_code, 2) << again.output;
   EXPECT_NE(again.output.find("unfinished run (resume.fxt): add --resume"), std::string::npos)

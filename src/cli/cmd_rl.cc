@@ -126,17 +126,12 @@ Status run_rl_train(RlTrainArgs a) {
   if (a.opts.eval_every < 0 || a.opts.checkpoint_every < 0)
     return UsageError("--eval-every and --checkpoint-every must be >= 0");
   if (a.opts.stop_after_steps < 0) return UsageError("--stop-after must be >= 0");
-  if (a.opts.stop_after_steps > 0 && a.opts.checkpoint_every == 0)
-    return UsageError("--stop-after stops at a checkpoint: it needs --checkpoint-every");
   FXT_RETURN_IF_ERROR(check_learns(a.cfg));
   FXT_RETURN_IF_ERROR(rl::check_mirror_flags(a.cfg, a.env));  // before the run directory
   if (a.device != "cpu" && a.device != "cuda")
     return UsageError("--device '{}': expected cpu or cuda", a.device);
-  // The GPU learner keeps its replay, Rngs and counters in device memory and saves no resume
-  // state (docs/RL.md "Resuming a run").
-  if (a.device == "cuda" && (a.opts.resume || a.opts.stop_after_steps > 0))
-    return UsageError("{}: the GPU learner (--device cuda) cannot resume a run; CPU runs only",
-                      a.opts.resume ? "--resume" : "--stop-after");
+  // Before the run directory is claimed.
+  FXT_RETURN_IF_ERROR(rl::check_resume_options(a.opts, a.device == "cuda"));
 #if FXT_HAVE_CUDA
   if (a.device == "cuda") {
     FXT_RETURN_IF_ERROR(rl::device_learner_supports(a.cfg));

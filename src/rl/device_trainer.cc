@@ -114,10 +114,7 @@ Result<TrainResult> train_dqn_device(const EnvSpec& spec, const TrainOptions& op
                                      DqnAgent* agent) {
   const DqnConfig& cfg = agent->config();
   FXT_RETURN_IF_ERROR(device_learner_supports(cfg));
-  // The device learner saves no resume state (docs/RL.md "Resuming a run").
-  if (opts.resume || opts.stop_after_steps > 0)
-    return UsageError("{}: the GPU learner (--device cuda) cannot resume a run; CPU runs only",
-                      opts.resume ? "--resume" : "--stop-after");
+  FXT_RETURN_IF_ERROR(check_resume_options(opts, /*gpu_learner=*/true));
   if (!gpu::cuda_available()) return UsageError("--device cuda: no CUDA device is usable");
   const int n = cfg.num_envs;
   RunLog log;

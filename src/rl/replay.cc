@@ -117,25 +117,6 @@ void ReplayBuffer::update_priorities(std::span<const int> index, std::span<const
   }
 }
 
-namespace {
-std::string where(const Checkpoint& ckpt) {
-  return ckpt.source.empty() ? "checkpoint" : ckpt.source;
-}
-// meta[section][key] as an integer in [lo, hi], or an error naming the file and the key.
-Result<int64_t> meta_int(const Checkpoint& ckpt, const char* section, const char* key, int64_t lo,
-                         int64_t hi) {
-  const auto s = ckpt.meta.find(section);
-  if (s == ckpt.meta.end() || !s->is_object() || !s->contains(key) ||
-      !(*s)[key].is_number_integer())
-    return InvalidInput("{}: meta.{}.{}: missing or not an integer", where(ckpt), section, key);
-  const int64_t v = (*s)[key].get<int64_t>();
-  if (v < lo || v > hi)
-    return InvalidInput("{}: meta.{}.{} = {}: expected {} to {}", where(ckpt), section, key, v, lo,
-                        hi);
-  return v;
-}
-}  // namespace
-
 void ReplayBuffer::save(Checkpoint* ckpt) const {
   const int64_t n = size_, d = obs_dim_;
   const size_t rows = static_cast<size_t>(n) * static_cast<size_t>(d);
@@ -159,9 +140,9 @@ void ReplayBuffer::save(Checkpoint* ckpt) const {
 }
 
 Status ReplayBuffer::load(const Checkpoint& ckpt, int num_actions) {
-  const std::string w = where(ckpt);
-  FXT_ASSIGN_OR_RETURN(const int64_t cap, meta_int(ckpt, "replay", "capacity", 1, INT32_MAX));
-  FXT_ASSIGN_OR_RETURN(const int64_t dim, meta_int(ckpt, "replay", "obs_dim", 1, INT32_MAX));
+  const std::string w = ckpt.where();
+  FXT_ASSIGN_OR_RETURN(const int64_t cap, ckpt.meta_int("replay", "capacity", 1, INT32_MAX));
+  FXT_ASSIGN_OR_RETURN(const int64_t dim, ckpt.meta_int("replay", "obs_dim", 1, INT32_MAX));
   const auto& m = ckpt.meta["replay"];
   if (!m.contains("prioritized") || !m["prioritized"].is_boolean())
     return InvalidInput("{}: meta.replay.prioritized: missing or not a boolean", w);
@@ -170,10 +151,10 @@ Status ReplayBuffer::load(const Checkpoint& ckpt, int num_actions) {
         "{}: the replay buffer holds capacity {}, obs_dim {}, prioritized {}; this run has {}, {}, "
         "{}",
         w, cap, dim, m["prioritized"].get<bool>(), capacity_, obs_dim_, prioritized());
-  FXT_ASSIGN_OR_RETURN(const int64_t n, meta_int(ckpt, "replay", "size", 0, capacity_));
+  FXT_ASSIGN_OR_RETURN(const int64_t n, ckpt.meta_int("replay", "size", 0, capacity_));
   // A ring that is not full has its next slot at its size.
-  FXT_ASSIGN_OR_RETURN(const int64_t next, meta_int(ckpt, "replay", "next", n < capacity_ ? n : 0,
-                                                    n < capacity_ ? n : capacity_ - 1));
+  FXT_ASSIGN_OR_RETURN(const int64_t next, ckpt.meta_int("replay", "next", n < capacity_ ? n : 0,
+                                                         n < capacity_ ? n : capacity_ - 1));
   const int64_t d = obs_dim_;
   const int64_t rows_shape[] = {n, d}, n_shape[] = {n};
   FXT_ASSIGN_OR_RETURN(std::vector<float> obs, ckpt.get_f32("replay/obs", rows_shape));
@@ -251,7 +232,7 @@ void NStepAccumulator::save(Checkpoint* ckpt) const {
 }
 
 Status NStepAccumulator::load(const Checkpoint& ckpt, int num_actions) {
-  const std::string w = where(ckpt);
+  const std::string w = ckpt.where();
   const int64_t lanes_shape[] = {static_cast<int64_t>(lanes_.size())};
   FXT_ASSIGN_OR_RETURN(std::vector<int64_t> count, ckpt.get_i64("nstep/count", lanes_shape));
   int64_t pending = 0;

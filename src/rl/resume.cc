@@ -36,35 +36,24 @@ std::string first_difference(const nlohmann::json& stored, const nlohmann::json&
   return fmt::format("{} = {}; the flags give {}", path, stored.dump(), given.dump());
 }
 
-Result<int64_t> loop_int(const Checkpoint& ckpt, const char* key, int64_t lo, int64_t hi) {
-  const auto it = ckpt.meta.find("loop");
-  if (it == ckpt.meta.end() || !it->is_object() || !it->contains(key) ||
-      !(*it)[key].is_number_integer())
-    return InvalidInput("{}: meta.loop.{}: missing or not an integer", ckpt.source, key);
-  const int64_t v = (*it)[key].get<int64_t>();
-  if (v < lo || v > hi)
-    return InvalidInput("{}: meta.loop.{} = {}: expected {} to {}", ckpt.source, key, v, lo, hi);
-  return v;
-}
-
 Status read_loop(const Checkpoint& ckpt, const DqnConfig& cfg, int obs_dim, LoopState* loop) {
   const std::string& w = ckpt.source;
   const int64_t n = cfg.num_envs, total = cfg.total_steps;
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   LoopState s;
-  FXT_ASSIGN_OR_RETURN(s.schedule.step, loop_int(ckpt, "step", 0, total));
+  FXT_ASSIGN_OR_RETURN(s.schedule.step, ckpt.meta_int("loop", "step", 0, total));
   // The schedule's next events lie after the step (a disabled one is -1 or 0).
-  FXT_ASSIGN_OR_RETURN(s.schedule.next_update, loop_int(ckpt, "next_update", 0, kMax));
-  FXT_ASSIGN_OR_RETURN(s.schedule.next_target, loop_int(ckpt, "next_target", 1, kMax));
-  FXT_ASSIGN_OR_RETURN(s.schedule.next_log, loop_int(ckpt, "next_log", 1, kMax));
-  FXT_ASSIGN_OR_RETURN(s.schedule.next_eval, loop_int(ckpt, "next_eval", -1, kMax));
-  FXT_ASSIGN_OR_RETURN(s.schedule.next_ckpt, loop_int(ckpt, "next_ckpt", -1, kMax));
-  FXT_ASSIGN_OR_RETURN(s.result.episodes, loop_int(ckpt, "episodes", 0, kMax));
+  FXT_ASSIGN_OR_RETURN(s.schedule.next_update, ckpt.meta_int("loop", "next_update", 0, kMax));
+  FXT_ASSIGN_OR_RETURN(s.schedule.next_target, ckpt.meta_int("loop", "next_target", 1, kMax));
+  FXT_ASSIGN_OR_RETURN(s.schedule.next_log, ckpt.meta_int("loop", "next_log", 1, kMax));
+  FXT_ASSIGN_OR_RETURN(s.schedule.next_eval, ckpt.meta_int("loop", "next_eval", -1, kMax));
+  FXT_ASSIGN_OR_RETURN(s.schedule.next_ckpt, ckpt.meta_int("loop", "next_ckpt", -1, kMax));
+  FXT_ASSIGN_OR_RETURN(s.result.episodes, ckpt.meta_int("loop", "episodes", 0, kMax));
   FXT_ASSIGN_OR_RETURN(s.result.reached_stop_return_at,
-                       loop_int(ckpt, "reached_stop_return_at", -1, total));
-  FXT_ASSIGN_OR_RETURN(const int64_t stop, loop_int(ckpt, "stop", 0, 1));
+                       ckpt.meta_int("loop", "reached_stop_return_at", -1, total));
+  FXT_ASSIGN_OR_RETURN(const int64_t stop, ckpt.meta_int("loop", "stop", 0, 1));
   s.stop = stop != 0;
-  FXT_ASSIGN_OR_RETURN(s.metrics_lines, loop_int(ckpt, "metrics_lines", 0, kMax));
+  FXT_ASSIGN_OR_RETURN(s.metrics_lines, ckpt.meta_int("loop", "metrics_lines", 0, kMax));
 
   const int64_t obs_shape[] = {n, obs_dim}, lanes_shape[] = {n}, rng_shape[] = {2, 4},
                 doubles_shape[] = {kLoopDoubles};
@@ -204,16 +193,9 @@ Status read_resume_state(const std::string& path, const nlohmann::json& identity
   FXT_RETURN_IF_ERROR(nstep->load(ckpt, agent->num_actions()));
 
   LaneRecord lanes;
-  const auto el = ckpt.meta.find("env_lanes");
-  if (el == ckpt.meta.end() || !el->is_object() || !el->contains("reals_per_lane") ||
-      !el->contains("words_per_lane") || !(*el)["reals_per_lane"].is_number_integer() ||
-      !(*el)["words_per_lane"].is_number_integer())
-    return InvalidInput("{}: meta.env_lanes: missing or without integer sizes", path);
-  const int64_t r = (*el)["reals_per_lane"].get<int64_t>(),
-                wpl = (*el)["words_per_lane"].get<int64_t>(), n = env->num_envs();
-  if (r < 0 || r > 64 || wpl < 0 || wpl > 64)
-    return InvalidInput("{}: meta.env_lanes: {} reals and {} words per lane, expected 0 to 64",
-                        path, r, wpl);
+  FXT_ASSIGN_OR_RETURN(const int64_t r, ckpt.meta_int("env_lanes", "reals_per_lane", 0, 64));
+  FXT_ASSIGN_OR_RETURN(const int64_t wpl, ckpt.meta_int("env_lanes", "words_per_lane", 0, 64));
+  const int64_t n = env->num_envs();
   lanes.reals_per_lane = static_cast<int>(r);
   lanes.words_per_lane = static_cast<int>(wpl);
   const int64_t reals_shape[] = {n, r}, words_shape[] = {n, wpl};

@@ -118,6 +118,18 @@ Result<MirrorMap> env_mirror_map(const EnvSpec& spec) {
   return m;
 }
 
+Status check_resume_options(const TrainOptions& opts, bool gpu_learner) {
+  const bool resuming = opts.resume || opts.stop_after_steps > 0;
+  if (resuming && opts.out_dir.empty())
+    return UsageError("--resume and --stop-after need a run directory (--out)");
+  if (opts.stop_after_steps > 0 && opts.checkpoint_every <= 0)
+    return UsageError("--stop-after stops at a checkpoint: it needs --checkpoint-every");
+  if (resuming && gpu_learner)
+    return UsageError("{}: the GPU learner (--device cuda) cannot resume a run; CPU runs only",
+                      opts.resume ? "--resume" : "--stop-after");
+  return Status::Ok();
+}
+
 Status check_mirror_flags(const DqnConfig& cfg, const EnvSpec& spec) {
   if ((!cfg.mirror && !cfg.symmetric_policy) || env_mirror_map(spec).ok()) return Status::Ok();
   return UsageError("{}: env '{}' has no mirror symmetry",
@@ -172,10 +184,7 @@ Result<TrainResult> train_dqn(const EnvSpec& spec, const TrainOptions& opts, Dqn
   const int n = cfg.num_envs, d = env->obs_dim();
   // A refused mirror flag leaves no run directory and allocates no replay buffer.
   FXT_RETURN_IF_ERROR(check_mirror_flags(cfg, spec));
-  if ((opts.resume || opts.stop_after_steps > 0) && opts.out_dir.empty())
-    return UsageError("--resume and --stop-after need a run directory (--out)");
-  if (opts.stop_after_steps > 0 && opts.checkpoint_every <= 0)
-    return UsageError("--stop-after stops at a checkpoint: it needs --checkpoint-every");
+  FXT_RETURN_IF_ERROR(check_resume_options(opts, /*gpu_learner=*/false));
   if (cfg.symmetric_policy && !agent->has_mirror()) {
     FXT_ASSIGN_OR_RETURN(MirrorMap m, env_mirror_map(spec));
     agent->set_mirror(std::move(m));

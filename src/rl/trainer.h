@@ -88,6 +88,10 @@ Result<MirrorMap> env_mirror_map(const EnvSpec& spec);
 // --mirror and --symmetric-policy need an env with a mirror: a one-line usage error naming the
 // flag otherwise.
 Status check_mirror_flags(const DqnConfig& cfg, const EnvSpec& spec);
+// --resume and --stop-after need a run directory, --stop-after needs --checkpoint-every, and
+// neither works with the GPU learner, which saves no resume state (docs/RL.md "Resuming a
+// run"): a one-line usage error naming the flag otherwise.
+Status check_resume_options(const TrainOptions& opts, bool gpu_learner);
 
 // Trains `agent` (built from cfg with the env's dimensions) on spec's env; with
 // --symmetric-policy it gives the agent the env's mirror first. With opts.resume it continues

@@ -329,6 +329,21 @@ const NamedTensor* Checkpoint::find(std::string_view name) const {
   return nullptr;
 }
 
+std::string Checkpoint::where() const {
+  return display(source);
+}
+
+Result<int64_t> Checkpoint::meta_int(std::string_view section, std::string_view key, int64_t lo,
+                                     int64_t hi) const {
+  const auto s = meta.find(section);
+  if (s == meta.end() || !s->is_object() || !s->contains(key) || !(*s)[key].is_number_integer())
+    return InvalidInput("{}: meta.{}.{}: missing or not an integer", where(), section, key);
+  const int64_t v = (*s)[key].get<int64_t>();
+  if (v < lo || v > hi)
+    return InvalidInput("{}: meta.{}.{} = {}: expected {} to {}", where(), section, key, v, lo, hi);
+  return v;
+}
+
 Result<const NamedTensor*> Checkpoint::checked(std::string_view name, DType dtype,
                                                std::span<const int64_t> shape,
                                                bool check_shape) const {

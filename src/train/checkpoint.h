@@ -68,6 +68,8 @@ class Checkpoint {
 
   // Where this checkpoint was read from ("" when built in memory); used in messages.
   std::string source;
+  // The source, or "checkpoint" for one built in memory: how messages name it.
+  std::string where() const;
 
   // Add or replace a tensor. `values` must hold the product of `shape` elements
   // (asserted: a programmer error).
@@ -89,6 +91,9 @@ class Checkpoint {
   // Into caller-owned storage (e.g. a model's parameter buffer) of exactly numel elements.
   Status read_f32_into(std::string_view name, std::span<const int64_t> shape,
                        std::span<float> out) const;
+  // meta[section][key] as an integer in [lo, hi]; InvalidInput naming the file and the key.
+  Result<int64_t> meta_int(std::string_view section, std::string_view key, int64_t lo,
+                           int64_t hi) const;
 
  private:
   Result<const NamedTensor*> checked(std::string_view name, DType dtype,

@@ -44,10 +44,11 @@ def _dmatrix(X, y=None):
     return h
 
 
-def _predict(booster, d):
+def _predict(booster, d, trees=0):
+    """Probabilities from the first `trees` trees (0: all)."""
     n = ctypes.c_uint64()
     out = ctypes.POINTER(ctypes.c_float)()
-    _check(_xgb.XGBoosterPredict(booster, d, 0, 0, 0, ctypes.byref(n), ctypes.byref(out)))
+    _check(_xgb.XGBoosterPredict(booster, d, 0, trees, 0, ctypes.byref(n), ctypes.byref(out)))
     return np.ctypeslib.as_array(out, shape=(n.value,)).copy()
 
 
@@ -59,15 +60,16 @@ def gbdt_scores(Xtr, ytr, Xva, yva, Xte, rounds=1000, patience=30):
     _check(_xgb.XGBoosterCreate((ctypes.c_void_p * 1)(dtr), 1, ctypes.byref(booster)))
     for k, v in params.items():
         _check(_xgb.XGBoosterSetParam(booster, k.encode(), str(v).encode()))
-    best, best_it, scores = np.inf, -1, None
+    best, best_it = np.inf, -1
     for it in range(rounds):
         _check(_xgb.XGBoosterUpdateOneIter(booster, it, dtr))
         p = np.clip(_predict(booster, dva), 1e-7, 1 - 1e-7)
         loss = -np.mean(yva * np.log(p) + (1 - yva) * np.log(1 - p))
         if loss < best - 1e-6:
-            best, best_it, scores = loss, it, _predict(booster, dte)
+            best, best_it = loss, it
         elif it - best_it >= patience:
             break
+    scores = _predict(booster, dte, best_it + 1)  # the trees up to the best validation round
     for h in (dtr, dva, dte):
         _xgb.XGDMatrixFree(h)
     _xgb.XGBoosterFree(booster)

@@ -3,7 +3,7 @@
 # tests one program at a time (logs and gtest XML into $OUT), optionally the whole suite, the
 # GPU benchmark against the PyTorch peer, and compute-sanitizer over the GPU tests.
 # Usage (device): bash scripts/device_check.sh [gpu] [all] [bench] [sanitize] [quick-bench] [ncu]
-#   [ncu-detail] [ncu-source] [peer]
+#   [ncu-detail] [ncu-source] [peer] [latency]
 set -uo pipefail
 OUT=${OUT:-out/device}
 mkdir -p "$OUT"
@@ -40,6 +40,35 @@ fi
 if has quick-bench; then
   build-dev/bin/fxt bench train --device cuda --batch 32,256 --steps 200 --warmup 20 --out "$OUT/fxt_train_gpu.json"
   python3 -c "import json,sys; d=json.load(open('$OUT/fxt_train_gpu.json')); [print(r['B'], json.dumps(r.get('uncaptured_phase_ms'))) for r in d['results']]"
+fi
+if has latency; then
+  # B = 1 latency and the train step: this build; this build with every product on cuBLAS
+  # (FXT_SMALL_GEMM=0); and, when FXT_BASE_FXT names another build's fxt (e.g. the previous
+  # commit's, built beside this one), that build. Alternated twice in the same call (docs/GPU.md
+  # "Small products").
+  modes="new cublas"; [ -n "${FXT_BASE_FXT:-}" ] && modes="$modes base"
+  for rep in 1 2; do
+    for mode in $modes; do
+      fxt=build-dev/bin/fxt; env=""
+      [ $mode = cublas ] && env="FXT_SMALL_GEMM=0"
+      [ $mode = base ] && fxt=$FXT_BASE_FXT
+      env $env $fxt bench predict --device cuda --batch 4096 --fwd-steps 2000 \
+        --out "$OUT/predict_${mode}_$rep.json" > "$OUT/predict_${mode}_$rep.log" 2>&1
+      env $env $fxt bench train --device cuda --batch 32,256 --steps 300 --warmup 30 \
+        --fwd-steps 2000 --profile 0 --out "$OUT/train_${mode}_$rep.json" > "$OUT/train_${mode}_$rep.log" 2>&1
+      python3 - "$OUT" $mode $rep <<'PY'
+import json, sys
+out, mode, rep = sys.argv[1:]
+p = json.load(open(f"{out}/predict_{mode}_{rep}.json"))
+t = json.load(open(f"{out}/train_{mode}_{rep}.json"))
+print(f"{mode} #{rep}: B=1 scoring {p['b1_host_ms'] * 1e3:.1f} us host to host ({p['b1_graph_nodes']} "
+      f"nodes); B=1 forward graph {t['fwd_b1_ms'] * 1e3:.1f} us ({t['fwd_b1_graph_nodes']} nodes), "
+      f"{t['fwd_b1_end_to_end_ms'] * 1e3:.1f} us host to host; predict "
+      f"{p['results'][0]['snapshots_per_s']:.0f}/s; steps",
+      [(r['B'], round(r['step_ms'], 4), r['graph_nodes']) for r in t['results']])
+PY
+    done
+  done
 fi
 if has nsys; then
   NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)

@@ -970,6 +970,83 @@ ScanArgs scan_args(const Mamba2GpuDims& d, const Mamba2GpuOffsets& off, const fl
   return a;
 }
 
+// ---- the scan's quadratic (SSD) form, for inference on a few sequences --------------------------
+// With cum_t = sum_{r <= t} dt_r a (a = -exp(a_log) < 0), the recurrence's output is
+//   y_t[p] = sum_{s <= t} G[t][s] x_s[p] + D x_t[p],  G[t][s] = (C_t . B_s) exp(cum_t - cum_s)
+//   dt_s,
+// the masked "attention-like" product of Mamba2's SSD form (Dao & Gu 2024). Every output is then
+// independent: no 64-step chain, which at B = 1 is what the scan kernels wait on (4 blocks of one
+// head each on an idle GPU). It saves no states, so it serves forwards that no backward follows
+// (mamba2_forward with for_backward = false), and only few sequences: it does ~2.5 x the scan's
+// arithmetic. cum is accumulated in double (its differences feed exp); each G and y entry is one
+// FP32 sum in increasing index. Launch: grid (B H, ceil(P / kQuadP)), kQuadThreads threads; each
+// block computes its head's G whole and the y columns p0 .. p0 + kQuadP.
+constexpr int kQuadMaxK = 64, kQuadP = 16, kQuadThreads = 256, kQuadMaxBatch = 8;
+
+size_t quad_smem_bytes(int k, int ns) {
+  return static_cast<size_t>(k) * sizeof(double) +
+         (static_cast<size_t>(k) * (1 + 2 * (ns + 1) + (k + 1) + kQuadP)) * sizeof(float);
+}
+
+bool use_quadratic_scan(const Mamba2GpuDims& d, int batch, int seq_len) {
+  return batch <= kQuadMaxBatch && seq_len <= kQuadMaxK &&
+         quad_smem_bytes(seq_len, d.d_state) <= 48 * 1024;
+}
+
+__global__ void __launch_bounds__(kQuadThreads)
+    scan_forward_quadratic_kernel(ScanArgs a, float* __restrict y) {
+  extern __shared__ double smd[];
+  const int K = a.seq_len, hp = a.hp, ns = a.ns, nh = a.nh, ldbc = ns + 1, ldg = K + 1;
+  double* cum = smd;                               // [K]
+  float* sdt = reinterpret_cast<float*>(cum + K);  // [K]
+  float* sb = sdt + K;                             // [K][ns + 1] (padded: no bank conflicts)
+  float* sc = sb + K * ldbc;                       // [K][ns + 1]
+  float* g = sc + K * ldbc;                        // [K][K + 1]
+  float* sx = g + K * ldg;                         // [K][kQuadP]
+  const int bh = blockIdx.x, b = bh / nh, h = bh % nh;
+  const int p0 = blockIdx.y * kQuadP, np = min(kQuadP, hp - p0);
+  const int tid = threadIdx.x;
+  const float A = -expf(a.a_log[h]), D = a.d_skip[h];
+  const long long row0 = static_cast<long long>(b) * K;
+  for (int i = tid; i < K; i += blockDim.x) sdt[i] = a.dt[(row0 + i) * nh + h];
+  for (int i = tid; i < K * ns; i += blockDim.x) {
+    const int k = i / ns, n = i % ns;
+    const float* r = a.xbc + (row0 + k) * a.cd + a.di;
+    sb[k * ldbc + n] = r[n];
+    sc[k * ldbc + n] = r[ns + n];
+  }
+  for (int i = tid; i < K * kQuadP; i += blockDim.x) {
+    const int k = i / kQuadP, q = i % kQuadP;
+    sx[i] = q < np ? a.xbc[(row0 + k) * a.cd + h * hp + p0 + q] : 0.0f;
+  }
+  __syncthreads();
+  if (tid == 0) {
+    double c = 0.0;
+    for (int k = 0; k < K; ++k) {
+      c += static_cast<double>(sdt[k]) * A;
+      cum[k] = c;
+    }
+  }
+  __syncthreads();
+  for (int i = tid; i < K * K; i += blockDim.x) {
+    const int t = i / K, u = i % K;
+    float v = 0.0f;
+    if (u <= t) {
+      float dot = 0.0f;
+      for (int n = 0; n < ns; ++n) dot = fmaf(sc[t * ldbc + n], sb[u * ldbc + n], dot);
+      v = dot * expf(static_cast<float>(cum[t] - cum[u])) * sdt[u];
+    }
+    g[t * ldg + u] = v;
+  }
+  __syncthreads();
+  for (int i = tid; i < K * np; i += blockDim.x) {
+    const int t = i / np, q = i % np;
+    float acc = 0.0f;
+    for (int u = 0; u <= t; ++u) acc = fmaf(g[t * ldg + u], sx[u * kQuadP + q], acc);
+    y[(row0 + t) * a.di + h * hp + p0 + q] = acc + D * sx[t * kQuadP + q];
+  }
+}
+
 // Register array size for npt states per thread: the next of 1, 2, 4, 8, 16.
 int npt_bucket(int npt) {
   return npt <= 1 ? 1 : npt <= 2 ? 2 : npt <= 4 ? 4 : npt <= 8 ? 8 : 16;
@@ -1071,31 +1148,14 @@ void Mamba2GpuWorkspace::resize(const Mamba2GpuDims& d, int batch_size, int seq_
   d_skip_part.resize(bh);
 }
 
-void mamba2_forward(const Context& ctx, const Mamba2GpuDims& d, const Mamba2GpuOffsets& off,
-                    const float* params, const float* in, float stride, Mamba2GpuWorkspace* ws) {
-  const int nb = ws->batch, seq = ws->seq_len, rows = nb * seq;
-  if (rows == 0) return;
-  const int di = d.d_inner, nh = d.n_heads, cd = d.conv_dim(), pd = d.proj_dim();
+namespace {
+// The recurrent scan over all K positions (a block per (sequence, head)), saving the states
+// the reverse scan reads.
+void scan_forward_all(const Context& ctx, const Mamba2GpuDims& d, const Mamba2GpuOffsets& off,
+                      const float* params, Mamba2GpuWorkspace* ws) {
+  const int nb = ws->batch, nh = d.n_heads;
   cudaStream_t st = ctx.stream();
-
-  // 1. in_proj: [rows, in_dim] -> [rows, z | xBC | dt].
-  linear_forward(ctx, in, params + off.in_proj_w, nullptr, ws->zxbcdt.data(), rows, d.in_dim, pd);
-
-  // 2. conv + SiLU, dt softplus.
-  const long long n_conv = static_cast<long long>(rows) * (cd + nh);
-  if (fits_index32(static_cast<size_t>(n_conv))) {
-    conv_forward_kernel<uint32_t><<<grid_1d(n_conv, 256), 256, 0, st>>>(
-        ws->zxbcdt.data(), params + off.conv_w, params + off.conv_b, params + off.dt_bias, stride,
-        rows, seq, pd, di, cd, nh, d.d_conv, ws->xbc_pre.data(), ws->xbc.data(), ws->dt.data());
-  } else {
-    conv_forward_kernel<uint64_t><<<grid_1d(n_conv, 256), 256, 0, st>>>(
-        ws->zxbcdt.data(), params + off.conv_w, params + off.conv_b, params + off.dt_bias, stride,
-        rows, seq, pd, di, cd, nh, d.d_conv, ws->xbc_pre.data(), ws->xbc.data(), ws->dt.data());
-  }
-  FXT_CUDA_LAUNCH_CHECK();
-
-  // 3. scan, all K positions in one launch: a block per (sequence, head).
-  const ScanShape s = scan_shape(d, seq);
+  const ScanShape s = scan_shape(d, ws->seq_len);
   ScanArgs args = scan_args(d, off, params, *ws, s.lanes, s.kt_fwd);
   args.ckpt = s.kt_bwd;  // the reverse scan's chunk
   float* states = ws->states.data();
@@ -1120,6 +1180,44 @@ void mamba2_forward(const Context& ctx, const Mamba2GpuDims& d, const Mamba2GpuO
         launch_scan_forward<16>(s, nb * nh, st, args, states, y);
         break;
     }
+  }
+}
+}  // namespace
+
+void mamba2_forward(const Context& ctx, const Mamba2GpuDims& d, const Mamba2GpuOffsets& off,
+                    const float* params, const float* in, float stride, Mamba2GpuWorkspace* ws,
+                    bool for_backward) {
+  const int nb = ws->batch, seq = ws->seq_len, rows = nb * seq;
+  if (rows == 0) return;
+  const int di = d.d_inner, nh = d.n_heads, cd = d.conv_dim(), pd = d.proj_dim();
+  cudaStream_t st = ctx.stream();
+
+  // 1. in_proj: [rows, in_dim] -> [rows, z | xBC | dt].
+  linear_forward(ctx, in, params + off.in_proj_w, nullptr, ws->zxbcdt.data(), rows, d.in_dim, pd);
+
+  // 2. conv + SiLU, dt softplus.
+  const long long n_conv = static_cast<long long>(rows) * (cd + nh);
+  if (fits_index32(static_cast<size_t>(n_conv))) {
+    conv_forward_kernel<uint32_t><<<grid_1d(n_conv, 256), 256, 0, st>>>(
+        ws->zxbcdt.data(), params + off.conv_w, params + off.conv_b, params + off.dt_bias, stride,
+        rows, seq, pd, di, cd, nh, d.d_conv, ws->xbc_pre.data(), ws->xbc.data(), ws->dt.data());
+  } else {
+    conv_forward_kernel<uint64_t><<<grid_1d(n_conv, 256), 256, 0, st>>>(
+        ws->zxbcdt.data(), params + off.conv_w, params + off.conv_b, params + off.dt_bias, stride,
+        rows, seq, pd, di, cd, nh, d.d_conv, ws->xbc_pre.data(), ws->xbc.data(), ws->dt.data());
+  }
+  FXT_CUDA_LAUNCH_CHECK();
+
+  // 3. scan, all K positions in one launch: a block per (sequence, head); or, for an inference
+  // forward of a few sequences, the quadratic form (no saved states).
+  if (!for_backward && use_quadratic_scan(d, nb, seq)) {
+    const ScanArgs qa = scan_args(d, off, params, *ws, 1, seq);
+    const dim3 grid(nb * nh, (d.head_dim + kQuadP - 1) / kQuadP);
+    scan_forward_quadratic_kernel<<<grid, kQuadThreads, quad_smem_bytes(seq, d.d_state), st>>>(
+        qa, ws->y.data());
+    FXT_CUDA_LAUNCH_CHECK();
+  } else {
+    scan_forward_all(ctx, d, off, params, ws);
   }
 
   // 4. gate + RMSNorm.

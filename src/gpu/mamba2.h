@@ -105,9 +105,12 @@ struct Mamba2GpuWorkspace {
 
 // out = block(in) into ws->out [B, K, d_model]. params: device, offsets.total floats. in: device
 // [B, K, in_dim], must stay unchanged until the backward. stride: S scaling dt. B and K are
-// those of ws->resize.
+// those of ws->resize. for_backward = false: no backward will follow (inference), so the scan
+// need not save its states; at up to 8 sequences of K <= 64 it then runs in its quadratic
+// (SSD) form, without the K-step chain (mamba2.cu; same outputs to float rounding).
 void mamba2_forward(const Context& ctx, const Mamba2GpuDims& dims, const Mamba2GpuOffsets& off,
-                    const float* params, const float* in, float stride, Mamba2GpuWorkspace* ws);
+                    const float* params, const float* in, float stride, Mamba2GpuWorkspace* ws,
+                    bool for_backward = true);
 
 // Given d_out [B, K, d_model], ADDS dL/dparams into grads (block layout, offsets.total floats)
 // and dL/din into d_in [B, K, in_dim] (nullptr to skip). Uses the activations of the last

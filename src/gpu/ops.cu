@@ -138,17 +138,25 @@ constexpr int kLnWarps = 8;
 constexpr int kLnThreads = kLnWarps * kWarp;
 constexpr int kLnTileRows = 32;  // rows per backward block = rows per dw/db partial
 
-// Launch: kLnWarps rows per block, a warp per row.
+// Launch: kLnWarps rows per block, a warp per row. With a residual (add_layernorm_forward) the
+// row x = res_b + res_a is formed first and written to sum (each lane reads back only what it
+// wrote), then normalised.
+template <bool kResidual>
 __global__ void __launch_bounds__(kLnThreads)
-    layernorm_forward_kernel(const float* __restrict__ x, const float* __restrict__ w,
+    layernorm_forward_kernel(const float* __restrict__ x_in, const float* __restrict__ w,
                              const float* __restrict__ b, float* __restrict__ y,
-                             float* __restrict__ mean, float* __restrict__ rstd, int rows,
-                             int cols) {
+                             float* __restrict__ mean, float* __restrict__ rstd, int rows, int cols,
+                             const float* __restrict__ res_a, const float* __restrict__ res_b,
+                             float* __restrict__ sum) {
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int r = blockIdx.x * kLnWarps + warp;
   if (r >= rows) return;
-  const float* xr = x + static_cast<size_t>(r) * cols;
-  float* yr = y + static_cast<size_t>(r) * cols;
+  const size_t base = static_cast<size_t>(r) * cols;
+  if constexpr (kResidual) {
+    for (int i = lane; i < cols; i += kWarp) sum[base + i] = res_b[base + i] + res_a[base + i];
+  }
+  const float* xr = kResidual ? sum + base : x_in + base;
+  float* yr = y + base;
   const float n = static_cast<float>(cols);
   float s = 0.0f;
   for (int i = lane; i < cols; i += kWarp) s += xr[i];
@@ -364,8 +372,18 @@ void layernorm_forward(const Context& ctx, const float* x, const float* w, const
                        float* mean, float* rstd, int rows, int cols) {
   if (rows <= 0) return;
   const int grid = (rows + kLnWarps - 1) / kLnWarps;
-  layernorm_forward_kernel<<<grid, kLnThreads, 0, ctx.stream()>>>(x, w, b, y, mean, rstd, rows,
-                                                                  cols);
+  layernorm_forward_kernel<false><<<grid, kLnThreads, 0, ctx.stream()>>>(
+      x, w, b, y, mean, rstd, rows, cols, nullptr, nullptr, nullptr);
+  FXT_CUDA_LAUNCH_CHECK();
+}
+
+void add_layernorm_forward(const Context& ctx, const float* a, const float* x, float* sum,
+                           const float* w, const float* b, float* y, float* mean, float* rstd,
+                           int rows, int cols) {
+  if (rows <= 0) return;
+  const int grid = (rows + kLnWarps - 1) / kLnWarps;
+  layernorm_forward_kernel<true>
+      <<<grid, kLnThreads, 0, ctx.stream()>>>(nullptr, w, b, y, mean, rstd, rows, cols, a, x, sum);
   FXT_CUDA_LAUNCH_CHECK();
 }
 

@@ -40,6 +40,11 @@ size_t varsel_backward_scratch(int rows, int f);
 // saved. Launch: one warp per row.
 void layernorm_forward(const Context& ctx, const float* x, const float* w, const float* b, float* y,
                        float* mean, float* rstd, int rows, int cols);
+// The residual and the norm in one launch: sum = x + a (the bits of add_inplace(a, x) on a copy
+// of x), then y = LayerNorm(sum) as layernorm_forward. sum [rows, cols] is saved for backward.
+void add_layernorm_forward(const Context& ctx, const float* a, const float* x, float* sum,
+                           const float* w, const float* b, float* y, float* mean, float* rstd,
+                           int rows, int cols);
 // dx += rstd (dy w - mean(dy w) - xhat mean(dy w xhat));  dw += sum_r dy xhat;  db += sum_r dy.
 // dw/db: per-tile partials [tiles, 2 cols] in scratch, then column_sum over the tiles.
 // dx, dw, db may be nullptr.

@@ -98,23 +98,21 @@ void PerceptionGpu::ple_path_forward(const Context& ctx, const float* params, co
 }
 
 void PerceptionGpu::trunk_forward(const Context& ctx, const float* p, const float* x, float stride,
-                                  const float* dt) {
+                                  const float* dt, bool for_backward) {
   const model::PerceptionLayout& l = layout_;
   const int r = batch_ * seq_len_, f = cfg_.features, d = cfg_.d_model;
   varsel_forward(ctx, x, p + l.varsel_w, p + l.varsel_b, x_sel_.data(), gates_.data(), r, f);
   mark("fwd varsel");
-  mamba2_forward(ctx, m1_dims_, m1_off_, p + l.m1, x_sel_.data(), stride, &m1_);
+  mamba2_forward(ctx, m1_dims_, m1_off_, p + l.m1, x_sel_.data(), stride, &m1_, for_backward);
   mark("fwd mamba2 1");
   layernorm_forward(ctx, m1_.out.data(), p + l.norm_a_w, p + l.norm_a_b, v1_.data(), mean_a_.data(),
                     rstd_a_.data(), r, d);
   mark("fwd norm a");
-  mamba2_forward(ctx, m2_dims_, m2_off_, p + l.m2, v1_.data(), stride, &m2_);
+  mamba2_forward(ctx, m2_dims_, m2_off_, p + l.m2, v1_.data(), stride, &m2_, for_backward);
   mark("fwd mamba2 2");
-  // u2 = v1 + m2(v1)
-  copy(ctx, v1_.data(), u2_.data(), static_cast<size_t>(r) * d);
-  add_inplace(ctx, m2_.out.data(), u2_.data(), static_cast<size_t>(r) * d);
-  layernorm_forward(ctx, u2_.data(), p + l.norm_b_w, p + l.norm_b_b, h_.data(), mean_b_.data(),
-                    rstd_b_.data(), r, d);
+  // u2 = v1 + m2(v1), h = LayerNorm(u2): one launch.
+  add_layernorm_forward(ctx, m2_.out.data(), v1_.data(), u2_.data(), p + l.norm_b_w, p + l.norm_b_b,
+                        h_.data(), mean_b_.data(), rstd_b_.data(), r, d);
   mark("fwd residual+norm b");
   attn_pool_forward(ctx, h_.data(), p + l.pool_q, c_.data(), attn_.data(), batch_, seq_len_, d);
   mark("fwd attn pool");
@@ -125,7 +123,7 @@ void PerceptionGpu::trunk_forward(const Context& ctx, const float* p, const floa
 
 void PerceptionGpu::forward(const Context& ctx, const float* params, const float* x, float stride,
                             const float* dt) {
-  trunk_forward(ctx, params, x, stride, dt);
+  trunk_forward(ctx, params, x, stride, dt, /*for_backward=*/true);
   const HeadDims hd{batch_ * seq_len_, cfg_.horizons, cfg_.d_model, cfg_.head_mid};
   heads_forward(ctx, hd, head_off_, params + layout_.heads, cfc_.out, logits_.data(), z1_.data(),
                 z2_.data(), scratch_.data());
@@ -137,17 +135,23 @@ void PerceptionGpu::forward(const Context& ctx, const float* params, const float
 
 void PerceptionGpu::forward_last(const Context& ctx, const float* params, const float* x,
                                  float stride, const float* dt) {
-  trunk_forward(ctx, params, x, stride, dt);
-  gather_last_positions(ctx, cfc_.out, batch_, seq_len_, cfg_.d_model, s_last_.data());
+  trunk_forward(ctx, params, x, stride, dt, /*for_backward=*/false);
+  // The last position's rows [B, width]; at B = 1 that row is already contiguous in place.
+  auto last_rows = [&](const float* all, int width, DeviceBuffer<float>& gathered) {
+    if (batch_ == 1) return all + static_cast<size_t>(seq_len_ - 1) * width;
+    gather_last_positions(ctx, all, batch_, seq_len_, width, gathered.data());
+    return static_cast<const float*>(gathered.data());
+  };
+  const float* s_last = last_rows(cfc_.out, cfg_.d_model, s_last_);
   // z1, z2 hold [H, B, mid]: a prefix of their [H, B K, mid] storage.
   const HeadDims hd{batch_, cfg_.horizons, cfg_.d_model, cfg_.head_mid};
-  heads_forward(ctx, hd, head_off_, params + layout_.heads, s_last_.data(), logits_.data(),
-                z1_.data(), z2_.data(), scratch_.data());
+  heads_forward(ctx, hd, head_off_, params + layout_.heads, s_last, logits_.data(), z1_.data(),
+                z2_.data(), scratch_.data());
   if (cfg_.input_skip || cfg_.snapshot_heads || cfg_.ple_bins > 0) {
-    gather_last_positions(ctx, x, batch_, seq_len_, cfg_.features, x_last_.data());
-    input_skip_forward(ctx, params, x_last_.data(), batch_, logits_.data());
-    snapshot_heads_forward(ctx, params, x_last_.data(), batch_, logits_.data());
-    ple_path_forward(ctx, params, x_last_.data(), batch_, logits_.data());
+    const float* x_last = last_rows(x, cfg_.features, x_last_);
+    input_skip_forward(ctx, params, x_last, batch_, logits_.data());
+    snapshot_heads_forward(ctx, params, x_last, batch_, logits_.data());
+    ple_path_forward(ctx, params, x_last, batch_, logits_.data());
   }
 }
 

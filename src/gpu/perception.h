@@ -34,7 +34,8 @@ class PerceptionGpu {
   // until backward; dt [B, K] per-position CfC time step or nullptr (Δt = stride).
   void forward(const Context& ctx, const float* params, const float* x, float stride,
                const float* dt);
-  // The heads at each sequence's last position only: logits() [B, H] (inference).
+  // The heads at each sequence's last position only: logits() [B, H] (inference; no backward
+  // may follow it).
   void forward_last(const Context& ctx, const float* params, const float* x, float stride,
                     const float* dt);
   // Backward of the last forward(). OVERWRITES grads (zeroed first), and d_x [B, K, F] unless
@@ -54,8 +55,10 @@ class PerceptionGpu {
   int seq_len() const { return seq_len_; }
 
  private:
+  // for_backward = false (forward_last): nothing is saved for a backward, so the Mamba2 scans
+  // of a few sequences may take their quadratic form (gpu/mamba2.h).
   void trunk_forward(const Context& ctx, const float* params, const float* x, float stride,
-                     const float* dt);
+                     const float* dt, bool for_backward);
   void input_skip_forward(const Context& ctx, const float* params, const float* x, int rows,
                           float* logits) const;
   // logits [rows, H] += the snapshot heads on x [rows, F] (activations into xz1_, xz2_).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 #include "gpu/runtime.h"
 
@@ -158,29 +159,157 @@ namespace {
 cublasComputeType_t compute_type(Precision p) {
   return p == Precision::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
-}  // namespace
 
 // Row-major C = A B is column-major C^T = B^T A^T: swap the operands and the m/n roles.
-void gemm(const Context& ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-          const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
-  FXT_CUBLAS_CHECK(cublasGemmEx(ctx.blas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, CUDA_R_32F,
-                                ldb, a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F, ldc,
-                                compute_type(ctx.precision()), CUBLAS_GEMM_DEFAULT));
-}
-
-void gemm_batched(const Context& ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-                  const float* a, int lda, long long stride_a, const float* b, int ldb,
-                  long long stride_b, float beta, float* c, int ldc, long long stride_c,
-                  int batch) {
+void cublas_gemm_batched(const Context& ctx, bool trans_a, bool trans_b, int m, int n, int k,
+                         float alpha, const float* a, int lda, long long stride_a, const float* b,
+                         int ldb, long long stride_b, float beta, float* c, int ldc,
+                         long long stride_c, int batch) {
   FXT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
       ctx.blas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
       &alpha, b, CUDA_R_32F, ldb, stride_b, a, CUDA_R_32F, lda, stride_a, &beta, c, CUDA_R_32F, ldc,
       stride_c, batch, compute_type(ctx.precision()), CUBLAS_GEMM_DEFAULT));
 }
 
+void cublas_gemm(const Context& ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                 const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  FXT_CUBLAS_CHECK(cublasGemmEx(ctx.blas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, CUDA_R_32F,
+                                ldb, a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F, ldc,
+                                compute_type(ctx.precision()), CUBLAS_GEMM_DEFAULT));
+}
+
+// ---- small products (m <= kSmallGemmRows) ------------------------------------------------------
+// At one window (B = 1: 64 rows, or 1 row at the last position) cuBLAS picks SIMT kernels with
+// split-K reductions that run 5-13 us and two graph nodes each on an idle GPU; a product that
+// small is latency, not arithmetic. This kernel gives each block a 16 x 16 output tile and
+// stages A and B through shared memory in k-chunks of 64, every thread issuing its loads for
+// a chunk before the one barrier, so a 64 x 548 x 128 product is ~140 blocks of two chunks.
+// Each output is one FP32 sum in increasing k (deterministic, FP32 in every precision mode).
+// Launch: grid (ceil(n/16), ceil(m/16), batch), block 256 = 16 x 16 threads.
+constexpr int kSmallTile = 16, kSmallChunk = 64, kSmallThreads = kSmallTile * kSmallTile;
+
+// Element e (< kSmallTile * kSmallChunk) of an operand's tile for the chunk at k0, as an
+// (outer index o, chunk index kk) pair: A's outer index is its row i, B's its column j. Stored
+// k-contiguous (A [m, k], B^T [n, k]) or outer-contiguous (A^T [k, m], B [k, n]); e walks the
+// contiguous dimension fastest so that consecutive threads read consecutive addresses.
+template <bool KContiguous>
+__device__ __forceinline__ float small_tile_element(const float* __restrict__ p, int ld, int e,
+                                                    int o0, int o_end, int k0, int k, int& o,
+                                                    int& kk) {
+  if (KContiguous) {
+    o = e / kSmallChunk, kk = e % kSmallChunk;
+  } else {
+    kk = e / kSmallTile, o = e % kSmallTile;
+  }
+  const int og = o0 + o, kg = k0 + kk;
+  if (og >= o_end || kg >= k) return 0.0f;
+  return KContiguous ? p[static_cast<long long>(og) * ld + kg]
+                     : p[static_cast<long long>(kg) * ld + og];
+}
+
+template <bool TransA, bool TransB>
+__global__ void small_gemm_kernel(int m, int n, int k, float alpha, const float* __restrict__ a,
+                                  int lda, long long sa, const float* __restrict__ b, int ldb,
+                                  long long sb, float beta, float* __restrict__ c, int ldc,
+                                  long long sc, const float* __restrict__ bias) {
+  __shared__ float as[kSmallTile][kSmallChunk + 1];  // as[row][kk]
+  __shared__ float bs[kSmallChunk][kSmallTile + 1];  // bs[kk][col]
+  const int tid = threadIdx.x, tx = tid % kSmallTile, ty = tid / kSmallTile;
+  const int i0 = blockIdx.y * kSmallTile, j0 = blockIdx.x * kSmallTile;
+  a += blockIdx.z * sa;
+  b += blockIdx.z * sb;
+  c += blockIdx.z * sc;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < k; k0 += kSmallChunk) {
+    // 1,024 elements of each tile per chunk, 4 per thread.
+#pragma unroll
+    for (int r = 0; r < kSmallTile * kSmallChunk / kSmallThreads; ++r) {
+      const int e = tid + r * kSmallThreads;
+      int row, col, kk;
+      const float v = small_tile_element<!TransA>(a, lda, e, i0, m, k0, k, row, kk);
+      as[row][kk] = v;
+      const float w = small_tile_element<TransB>(b, ldb, e, j0, n, k0, k, col, kk);
+      bs[kk][col] = w;
+    }
+    __syncthreads();
+    const int kn = min(kSmallChunk, k - k0);
+    for (int kk = 0; kk < kn; ++kk) acc = fmaf(as[ty][kk], bs[kk][tx], acc);
+    __syncthreads();
+  }
+  const int i = i0 + ty, j = j0 + tx;
+  if (i < m && j < n) {
+    float* out = c + static_cast<long long>(i) * ldc + j;
+    const float v = bias != nullptr ? alpha * acc + bias[j] : alpha * acc;
+    *out = beta == 0.0f ? v : v + beta * *out;
+  }
+}
+
+void small_gemm(const Context& ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                const float* a, int lda, long long sa, const float* b, int ldb, long long sb,
+                float beta, float* c, int ldc, long long sc, int batch,
+                const float* bias = nullptr) {
+  const dim3 grid((n + kSmallTile - 1) / kSmallTile, (m + kSmallTile - 1) / kSmallTile, batch);
+  auto launch = [&](auto kernel) {
+    kernel<<<grid, kSmallThreads, 0, ctx.stream()>>>(m, n, k, alpha, a, lda, sa, b, ldb, sb, beta,
+                                                     c, ldc, sc, bias);
+  };
+  if (trans_a)
+    trans_b ? launch(small_gemm_kernel<true, true>) : launch(small_gemm_kernel<true, false>);
+  else
+    trans_b ? launch(small_gemm_kernel<false, true>) : launch(small_gemm_kernel<false, false>);
+  FXT_CUDA_LAUNCH_CHECK();
+}
+
+// The small kernel takes products of at most kSmallGemmRows output rows (one window at B = 1,
+// a last-position head, a few RL lanes); batch <= 65,535 is the grid's z limit.
+// FXT_SMALL_GEMM=0 in the environment sends every product to cuBLAS (read once; for measuring
+// the two paths in one process, like FXT_LANES_PER_BLOCK for the sweep lanes).
+bool small_gemm_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("FXT_SMALL_GEMM");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return on;
+}
+
+bool use_small_gemm(int m, int n, int k, int batch) {
+  return m <= kSmallGemmRows && n > 0 && k > 0 && batch <= 65535 && small_gemm_enabled();
+}
+}  // namespace
+
+void gemm(const Context& ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+          const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (use_small_gemm(m, n, k, 1)) {
+    small_gemm(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1);
+    return;
+  }
+  cublas_gemm(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void gemm_batched(const Context& ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                  const float* a, int lda, long long stride_a, const float* b, int ldb,
+                  long long stride_b, float beta, float* c, int ldc, long long stride_c,
+                  int batch) {
+  if (m <= 0 || n <= 0 || batch <= 0) return;
+  if (use_small_gemm(m, n, k, batch)) {
+    small_gemm(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c,
+               ldc, stride_c, batch);
+    return;
+  }
+  cublas_gemm_batched(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b,
+                      beta, c, ldc, stride_c, batch);
+}
+
 void linear_forward(const Context& ctx, const float* x, const float* w, const float* b, float* y,
                     int rows, int in, int out) {
+  if (b && use_small_gemm(rows, out, in, 1)) {
+    // y = x W^T + b in one launch (the bias added to each finished sum, as beta = 1 onto the
+    // broadcast below would).
+    small_gemm(ctx, false, true, rows, out, in, 1.0f, x, in, 0, w, in, 0, 0.0f, y, out, 0, 1, b);
+    return;
+  }
   if (b) {
     // y = broadcast(b), then y += x W^T: one GEMM with beta = 1.
     broadcast_rows(ctx, b, y, rows, out);
@@ -316,7 +445,8 @@ void gemm_tn_rows(const Context& ctx, int m, int n, int k, const float* a, int l
   const long long mn = static_cast<long long>(m) * n;
   const RowSplit s = split_rows(k, static_cast<size_t>(mn) * batch, ctx.reduce_scratch_floats());
   if (s.chunks <= 1) {
-    gemm_batched(ctx, true, false, m, n, k, 1.0f, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
+    cublas_gemm_batched(ctx, true, false, m, n, k, 1.0f, a, lda, sa, b, ldb, sb, beta, c, ldc, sc,
+                        batch);
     return;
   }
   float* part = ctx.reduce_scratch();  // [chunks][batch][m][n]
@@ -327,21 +457,25 @@ void gemm_tn_rows(const Context& ctx, int m, int n, int k, const float* a, int l
     // The problems' A columns are adjacent and B is shared: one product with batch*m rows of
     // output per chunk fills part[ch][p][i][j] directly.
     const int mb = batch * m;
-    gemm_batched(ctx, true, false, mb, n, kc, 1.0f, a, lda, static_cast<long long>(kc) * lda, b,
-                 ldb, static_cast<long long>(kc) * ldb, 0.0f, part, n, chunk_stride, full);
+    cublas_gemm_batched(ctx, true, false, mb, n, kc, 1.0f, a, lda, static_cast<long long>(kc) * lda,
+                        b, ldb, static_cast<long long>(kc) * ldb, 0.0f, part, n, chunk_stride,
+                        full);
     if (tail)
-      gemm(ctx, true, false, mb, n, tail, 1.0f, a + static_cast<long long>(full) * kc * lda, lda,
-           b + static_cast<long long>(full) * kc * ldb, ldb, 0.0f, part + full * chunk_stride, n);
+      cublas_gemm(ctx, true, false, mb, n, tail, 1.0f, a + static_cast<long long>(full) * kc * lda,
+                  lda, b + static_cast<long long>(full) * kc * ldb, ldb, 0.0f,
+                  part + full * chunk_stride, n);
   } else {
     for (int p = 0; p < batch; ++p) {
       const float* ap = a + p * sa;
       const float* bp = b + p * sb;
       float* pp = part + p * mn;
-      gemm_batched(ctx, true, false, m, n, kc, 1.0f, ap, lda, static_cast<long long>(kc) * lda, bp,
-                   ldb, static_cast<long long>(kc) * ldb, 0.0f, pp, n, chunk_stride, full);
+      cublas_gemm_batched(ctx, true, false, m, n, kc, 1.0f, ap, lda,
+                          static_cast<long long>(kc) * lda, bp, ldb,
+                          static_cast<long long>(kc) * ldb, 0.0f, pp, n, chunk_stride, full);
       if (tail)
-        gemm(ctx, true, false, m, n, tail, 1.0f, ap + static_cast<long long>(full) * kc * lda, lda,
-             bp + static_cast<long long>(full) * kc * ldb, ldb, 0.0f, pp + full * chunk_stride, n);
+        cublas_gemm(
+            ctx, true, false, m, n, tail, 1.0f, ap + static_cast<long long>(full) * kc * lda, lda,
+            bp + static_cast<long long>(full) * kc * ldb, ldb, 0.0f, pp + full * chunk_stride, n);
     }
   }
   add_chunk_partials(ctx, part, s.chunks, batch, m, n, beta != 0.0f, c, ldc, sc);

@@ -245,6 +245,11 @@ class PhaseTimer {
 // ---- dense products (row-major views over cuBLAS's column-major GEMM) ---------------------------
 // C[m, n] = alpha * op(A) op(B) + beta * C, all row-major; op(A) is [m, k] (A is [k, m] when
 // trans_a), op(B) is [k, n] (B is [n, k] when trans_b). lda/ldb/ldc are row strides.
+// Products of at most kSmallGemmRows output rows (one window at B = 1, a head at the last
+// position, a few RL lanes) run on the project's own tiled kernel instead of cuBLAS: one node,
+// no split-K, an FP32 sum in increasing k in every precision mode (docs/GPU.md "Small
+// products"). gemm_tn_rows always uses cuBLAS.
+constexpr int kSmallGemmRows = 64;
 void gemm(const Context& ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
           const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
 // The same for `batch` independent products at element strides stride_a/b/c (0 = shared).

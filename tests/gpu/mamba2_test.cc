@@ -136,6 +136,18 @@ void run_parity(const Case& c) {
   check(c, "y", ws.y.download(), ref.y, ref64.y, kFwdTol);
   check(c, "out", ws.out.download(), ref.out, ref64.out, kFwdTol);
 
+  // An inference forward (no backward follows): up to 8 sequences of K <= 64 take the scan's
+  // quadratic form; the same outputs within the same tolerance.
+  {
+    Mamba2GpuWorkspace wi;
+    wi.resize(dims, c.batch, c.seq);
+    mamba2_forward(ctx, dims, off, d_params.data(), d_x.data(), c.stride, &wi,
+                   /*for_backward=*/false);
+    ctx.sync();
+    check(c, "y (inference)", wi.y.download(), ref.y, ref64.y, kFwdTol);
+    check(c, "out (inference)", wi.out.download(), ref.out, ref64.out, kFwdTol);
+  }
+
   // Backward (<= 1e-4 vs double): every parameter tensor, then d_in.
   const std::vector<float> grads = d_grads.download();
   for (const model::ParamSpec& spec : model::mamba2_param_specs(cfg, "m")) {
@@ -186,6 +198,7 @@ model::Mamba2Config small_cfg(int in_dim, int d_model, int head_dim, int d_state
 
 TEST(GpuMamba2, RealSizesB4) {
   FXT_SKIP_WITHOUT_GPU();
+  run_parity({"F40_B1_S1", real_cfg(40), 1, 64, 1.0f});  // one window: the inference latency case
   run_parity({"F40_B4_S1", real_cfg(40), 4, 64, 1.0f});
   run_parity({"F128_B4_S4", real_cfg(128), 4, 64, 4.0f});
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -229,6 +230,35 @@ TEST(GpuOps, LayerNormOddSizes) {
   run_layernorm(1, 128, 52);
   run_layernorm(33, 5, 53);  // tile boundary (32 rows) crossed by one row; fewer cols than lanes
   run_layernorm(100, 130, 54);
+}
+
+// add_layernorm_forward: the same bits as add_inplace onto a copy, then layernorm_forward.
+TEST(GpuOps, AddLayerNormIsAddThenLayerNorm) {
+  FXT_SKIP_WITHOUT_GPU();
+  for (const auto& [rows, cols] : {std::pair{64, 128}, std::pair{33, 5}, std::pair{1, 130}}) {
+    const size_t n = static_cast<size_t>(rows) * cols;
+    const auto a = random_vector(n, 71), x = random_vector(n, 72);
+    const auto w = random_vector(static_cast<size_t>(cols), 73, 0.5f, 1.5f);
+    const auto b = random_vector(static_cast<size_t>(cols), 74, -0.5f, 0.5f);
+    Context ctx;
+    auto ga = to_device(a), gx = to_device(x), gw = to_device(w), gb = to_device(b);
+    DeviceBuffer<float> sum(n), y(n), mean(rows), rstd(rows);
+    add_layernorm_forward(ctx, ga.data(), gx.data(), sum.data(), gw.data(), gb.data(), y.data(),
+                          mean.data(), rstd.data(), rows, cols);
+    auto sum2 = to_device(x);
+    DeviceBuffer<float> y2(n), mean2(rows), rstd2(rows);
+    add_inplace(ctx, ga.data(), sum2.data(), n);
+    layernorm_forward(ctx, sum2.data(), gw.data(), gb.data(), y2.data(), mean2.data(), rstd2.data(),
+                      rows, cols);
+    ctx.sync();
+    const std::string where = std::to_string(rows) + "x" + std::to_string(cols);
+    EXPECT_TRUE(same_bytes(sum.download(), sum2.download())) << where << " sum";
+    EXPECT_TRUE(same_bytes(y.download(), y2.download())) << where << " y";
+    EXPECT_TRUE(same_bytes(mean.download(), mean2.download())) << where << " mean";
+    EXPECT_TRUE(same_bytes(rstd.download(), rstd2.download())) << where << " rstd";
+    // And the sum is the sum: a concrete element.
+    EXPECT_EQ(sum.download()[n - 1], x[n - 1] + a[n - 1]) << where;
+  }
 }
 
 TEST(GpuOps, LayerNormSkipsNullGradients) {

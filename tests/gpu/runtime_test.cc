@@ -90,44 +90,86 @@ TEST(GpuRuntime, GemmAllTransposes) {
   FXT_SKIP_WITHOUT_GPU();
   for (int ta = 0; ta < 2; ++ta) {
     for (int tb = 0; tb < 2; ++tb) {
+      // Up to kSmallGemmRows output rows: the project's small kernel (k across several chunks
+      // of 64, n and m not multiples of its 16 x 16 tile); above: cuBLAS.
       run_gemm(ta, tb, 37, 23, 19, 0, 10 + ta * 2 + tb);
       run_gemm(ta, tb, 64, 128, 256, 3, 20 + ta * 2 + tb);
       run_gemm(ta, tb, 1, 5, 7, 1, 30 + ta * 2 + tb);
+      run_gemm(ta, tb, 64, 548, 130, 2, 35 + ta * 2 + tb);  // Mamba2's in_proj at B = 1
+      run_gemm(ta, tb, kSmallGemmRows + 1, 33, 70, 1, 38 + ta * 2 + tb);
     }
   }
 }
 
 TEST(GpuRuntime, GemmBatched) {
   FXT_SKIP_WITHOUT_GPU();
-  const int m = 13, n = 9, k = 21, batch = 5;
-  for (int ta = 0; ta < 2; ++ta) {
-    for (int tb = 0; tb < 2; ++tb) {
-      for (bool shared_b : {false, true}) {
-        const int lda = ta ? m : k, ldb = tb ? k : n, ldc = n;
-        const long long sa = static_cast<long long>(m) * k + 4;  // gaps between matrices
-        const long long sb = shared_b ? 0 : static_cast<long long>(k) * n + 2;
-        const long long sc = static_cast<long long>(m) * n + 1;
-        const auto a = random_vector(static_cast<size_t>(sa) * batch, 40 + ta);
-        const auto b = random_vector(
-            shared_b ? static_cast<size_t>(k) * n : static_cast<size_t>(sb) * batch, 50 + tb);
-        const auto c0 = random_vector(static_cast<size_t>(sc) * batch, 60);
-        std::vector<float> ref = c0;
-        for (int i = 0; i < batch; ++i) {
-          host_gemm(ta, tb, m, n, k, 1.25f, a, lda, b, ldb, 0.5f, ref, ldc,
-                    static_cast<size_t>(sa) * i, static_cast<size_t>(sb) * i,
-                    static_cast<size_t>(sc) * i);
+  // m = 13: the small kernel (batch on its grid's z); m = 70: cuBLAS's strided batch.
+  for (const int m : {13, 70}) {
+    const int n = 9, k = m == 13 ? 21 : 83, batch = 5;
+    for (int ta = 0; ta < 2; ++ta) {
+      for (int tb = 0; tb < 2; ++tb) {
+        for (bool shared_b : {false, true}) {
+          const int lda = ta ? m : k, ldb = tb ? k : n, ldc = n;
+          const long long sa = static_cast<long long>(m) * k + 4;  // gaps between matrices
+          const long long sb = shared_b ? 0 : static_cast<long long>(k) * n + 2;
+          const long long sc = static_cast<long long>(m) * n + 1;
+          const auto a = random_vector(static_cast<size_t>(sa) * batch, 40 + ta);
+          const auto b = random_vector(
+              shared_b ? static_cast<size_t>(k) * n : static_cast<size_t>(sb) * batch, 50 + tb);
+          const auto c0 = random_vector(static_cast<size_t>(sc) * batch, 60);
+          std::vector<float> ref = c0;
+          for (int i = 0; i < batch; ++i) {
+            host_gemm(ta, tb, m, n, k, 1.25f, a, lda, b, ldb, 0.5f, ref, ldc,
+                      static_cast<size_t>(sa) * i, static_cast<size_t>(sb) * i,
+                      static_cast<size_t>(sc) * i);
+          }
+          Context ctx;
+          auto ga = to_device(a), gb = to_device(b), gc = to_device(c0);
+          gemm_batched(ctx, ta, tb, m, n, k, 1.25f, ga.data(), lda, sa, gb.data(), ldb, sb, 0.5f,
+                       gc.data(), ldc, sc, batch);
+          ctx.sync();
+          check(gc.download(), ref, 1e-5,
+                "gemm_batched m=" + std::to_string(m) + " ta=" + std::to_string(ta) +
+                    " tb=" + std::to_string(tb) + (shared_b ? " shared B" : ""));
         }
-        Context ctx;
-        auto ga = to_device(a), gb = to_device(b), gc = to_device(c0);
-        gemm_batched(ctx, ta, tb, m, n, k, 1.25f, ga.data(), lda, sa, gb.data(), ldb, sb, 0.5f,
-                     gc.data(), ldc, sc, batch);
-        ctx.sync();
-        check(gc.download(), ref, 1e-5,
-              "gemm_batched ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) +
-                  (shared_b ? " shared B" : ""));
       }
     }
   }
+}
+
+// Small products are the same FP32 sums whatever the context's precision: identical bits.
+TEST(GpuRuntime, SmallProductsAreFp32InEveryPrecision) {
+  FXT_SKIP_WITHOUT_GPU();
+  const int m = kSmallGemmRows, n = 48, k = 200;
+  const auto a = random_vector(static_cast<size_t>(m) * k, 301);
+  const auto b = random_vector(static_cast<size_t>(n) * k, 302);
+  std::vector<float> out[2];
+  for (int q = 0; q < 2; ++q) {
+    Context ctx;
+    ctx.set_precision(q == 0 ? Precision::kFp32 : Precision::kTf32);
+    auto ga = to_device(a), gb = to_device(b);
+    DeviceBuffer<float> gc(static_cast<size_t>(m) * n);
+    gemm(ctx, false, true, m, n, k, 1.0f, ga.data(), k, gb.data(), k, 0.0f, gc.data(), n);
+    ctx.sync();
+    out[q] = gc.download();
+  }
+  ASSERT_EQ(out[0].size(), out[1].size());
+  for (size_t i = 0; i < out[0].size(); ++i) ASSERT_EQ(out[0][i], out[1][i]) << "element " << i;
+  // And they are FP32 sums: within FP32's accumulation bound of the double product.
+  double worst = 0.0;
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double s = 0.0, mag = 0.0;
+      for (int t = 0; t < k; ++t) {
+        const double v = static_cast<double>(a[static_cast<size_t>(i) * k + t]) *
+                         b[static_cast<size_t>(j) * k + t];
+        s += v;
+        mag += std::abs(v);
+      }
+      worst = std::max(worst, std::abs(out[1][static_cast<size_t>(i) * n + j] - s) / mag);
+    }
+  }
+  EXPECT_LE(worst, (k + 2) * std::ldexp(1.0, -24));
 }
 
 // Every precision's products against the double product, elementwise within the bound of its
@@ -204,7 +246,8 @@ TEST(GpuRuntime, GemmEveryPrecisionWithinItsRoundingBound) {
       for (int tb = 0; tb < 2; ++tb) {
         const uint64_t seed = 70 + 4 * static_cast<uint64_t>(p) + ta * 2 + tb;
         worst = std::max(worst, run_gemm_precision(p, ta, tb, 128, 96, 256, 1, true, seed));
-        worst = std::max(worst, run_gemm_precision(p, ta, tb, 64, 48, 128, 3, true, seed + 100));
+        // Above kSmallGemmRows rows, so cuBLAS's kernels (TF32 must engage there).
+        worst = std::max(worst, run_gemm_precision(p, ta, tb, 96, 48, 128, 3, true, seed + 100));
         worst = std::max(worst, run_gemm_precision(p, ta, tb, 37, 23, 19, 1, false, seed + 200));
       }
     }
@@ -253,6 +296,8 @@ TEST(GpuRuntime, LinearMatchesCpu) {
   FXT_SKIP_WITHOUT_GPU();
   run_linear(32 * 64, 128, 256, true, true, true, true, 70);
   run_linear(32 * 64, 40, 128, false, true, true, false, 71);
+  run_linear(64, 128, 128, true, true, true, true,
+             76);  // one window: the small kernel with its bias
   run_linear(15, 37, 5, true, true, true, true, 72);
   run_linear(3, 7, 11, true, false, true, true, 73);
   run_linear(3, 7, 11, true, true, false, false, 74);

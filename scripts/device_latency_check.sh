@@ -7,6 +7,7 @@
 # build (RL acting goes through the small products). carry: [".devdeps", ".devdata", ".devsrc-base"].
 set -uo pipefail
 OUT=${OUT:-out/device}
+export LD_LIBRARY_PATH=$PWD/.devdeps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}  # carried XGBoost
 mkdir -p "$OUT"
 T="adamw_train_test batch_train_test cfc_heads_test es_mbo_train_test gpu_loss_test gpu_perception_test mamba2_test ops_test rl_env_gpu_test rl_learner_train_test runtime_test train_step_train_test window_scorer_train_test"
 B=$PWD/.devsrc-base

@@ -972,8 +972,8 @@ ScanArgs scan_args(const Mamba2GpuDims& d, const Mamba2GpuOffsets& off, const fl
 
 // ---- the scan's quadratic (SSD) form, for inference on a few sequences --------------------------
 // With cum_t = sum_{r <= t} dt_r a (a = -exp(a_log) < 0), the recurrence's output is
-//   y_t[p] = sum_{s <= t} G[t][s] x_s[p] + D x_t[p],  G[t][s] = (C_t . B_s) exp(cum_t - cum_s)
-//   dt_s,
+//   y_t[p] = sum_{s <= t} G[t][s] x_s[p] + D x_t[p],
+//   G[t][s] = (C_t . B_s) exp(cum_t - cum_s) dt_s,
 // the masked "attention-like" product of Mamba2's SSD form (Dao & Gu 2024). Every output is then
 // independent: no 64-step chain, which at B = 1 is what the scan kernels wait on (4 blocks of one
 // head each on an idle GPU). It saves no states, so it serves forwards that no backward follows

@@ -162,7 +162,11 @@ class Replay final : public StrategyContext {
         exchange_(config, instrument, result),
         seen_account_(instrument.multiplier) {}
 
-  void run();
+  // The exchange-time line in steps: start, then advance until it returns false. advance(rows)
+  // stops before the market row `rows` (counted over all stores from 0) and returns true, or
+  // runs to the end of the line (the strategy's on_end included) and returns false.
+  void start();
+  bool advance(uint64_t rows);
 
   // ---- StrategyContext ----
   int64_t now_ns() const override { return now_; }
@@ -228,6 +232,7 @@ class Replay final : public StrategyContext {
   }
   void market_item(int64_t t);
   void next_store();
+  void finish();
   void deliver_market(const Delivery& d);
   void deliver_response(Response& r);
   OpenOrder* find_open(uint64_t id) {
@@ -252,6 +257,9 @@ class Replay final : public StrategyContext {
   bool session_started_ = false;
   int64_t last_book_ = -1;  // last snapshot row processed in the current store
   int64_t t_ = std::numeric_limits<int64_t>::min();  // exchange time (monotone)
+  uint64_t rows_ = 0;                                // market rows processed, over all stores
+  int64_t end_ = kNever;                             // set once the market data is exhausted
+  bool done_ = false;
 
   Fifo<Arrival> arrivals_;
   Fifo<Delivery> market_out_;
@@ -377,25 +385,32 @@ void Replay::deliver_response(Response& r) {
   strategy_->on_ack(m.ack, *this);
 }
 
-void Replay::run() {
+void Replay::start() {
   next_store();
   now_ = cursor_ ? cursor_->ts() : 0;
   if (strategy_ != nullptr) strategy_->on_start(*this);
-  int64_t end = kNever;  // set once the market data is exhausted
-  while (true) {
+}
+
+bool Replay::advance(uint64_t rows) {
+  while (!done_) {
     const int64_t tm = cursor_ ? std::max(cursor_->ts(), t_) : kNever;
-    if (!cursor_ && end == kNever)
-      end = t_ == std::numeric_limits<int64_t>::min() ? now_ : t_ + latency_.feed_ns();
+    if (!cursor_ && end_ == kNever)
+      end_ = t_ == std::numeric_limits<int64_t>::min() ? now_ : t_ + latency_.feed_ns();
     const int64_t ta = arrivals_.empty() ? kNever : std::max(arrivals_.front().t, t_);
     const int64_t td = market_out_.empty() ? kNever : market_out_.front().seen_ns;
     const int64_t tr = responses_.empty() ? kNever : responses_.front().t;
     const int64_t t = std::min({tm, ta, td, tr});
-    if (t == kNever || t > end) break;
+    if (t == kNever || t > end_) {
+      finish();
+      break;
+    }
     // Equal times: the exchange's market row, then order arrivals, then what the strategy
     // receives (market data before responses).
     if (tm == t) {
+      if (rows_ >= rows) return true;  // paused before the row: resuming takes it up here
       t_ = t;
       market_item(t);
+      ++rows_;
     } else if (ta == t) {
       t_ = t;
       const Arrival a = arrivals_.front();
@@ -417,8 +432,13 @@ void Replay::run() {
       deliver_response(resp);
     }
   }
+  return false;
+}
+
+void Replay::finish() {
+  done_ = true;
   if (t_ != std::numeric_limits<int64_t>::min()) exchange_.sample_equity(t_);
-  now_ = std::max(now_, end == kNever ? now_ : end);
+  now_ = std::max(now_, end_ == kNever ? now_ : end_);
   if (strategy_ != nullptr) strategy_->on_end(*this);
 }
 
@@ -449,20 +469,48 @@ Result<BacktestResult> run_backtest(const std::vector<std::string>& store_dirs,
   return run_backtest_on(stores, config, strategy);
 }
 
-Result<BacktestResult> run_backtest_on(const std::vector<StoreReader>& stores,
+struct BacktestRun::State {
+  BacktestResult result;
+  std::unique_ptr<Replay> replay;
+};
+
+BacktestRun::BacktestRun() = default;
+BacktestRun::~BacktestRun() = default;
+BacktestRun::BacktestRun(BacktestRun&&) noexcept = default;
+BacktestRun& BacktestRun::operator=(BacktestRun&&) noexcept = default;
+
+Result<BacktestRun> BacktestRun::start(const std::vector<StoreReader>& stores,
                                        const SimConfig& config, Strategy* strategy) {
   if (stores.empty()) return UsageError("backtest: no store given");
   FXT_RETURN_IF_ERROR(check_config(config));
   FXT_ASSIGN_OR_RETURN(LatencyModel latency, LatencyModel::create(config.latency));
-  BacktestResult result;
+  BacktestRun run;
+  run.state_ = std::make_unique<State>();
+  BacktestResult& result = run.state_->result;
   result.instrument = config.instrument;
   if (result.instrument.tick_px == 1 && stores.front().tick_px() > 0)
     result.instrument.tick_px = stores.front().tick_px();
-  {
-    Replay replay(stores, config, result.instrument, std::move(latency), strategy, &result);
-    replay.run();
+  run.state_->replay = std::make_unique<Replay>(stores, config, result.instrument,
+                                                std::move(latency), strategy, &result);
+  run.state_->replay->start();
+  return run;
+}
+
+bool BacktestRun::advance(uint64_t rows) {
+  return state_->replay->advance(rows);
+}
+
+BacktestResult BacktestRun::finish() {
+  while (advance(std::numeric_limits<uint64_t>::max())) {
   }
-  return result;
+  state_->replay.reset();
+  return std::move(state_->result);
+}
+
+Result<BacktestResult> run_backtest_on(const std::vector<StoreReader>& stores,
+                                       const SimConfig& config, Strategy* strategy) {
+  FXT_ASSIGN_OR_RETURN(BacktestRun run, BacktestRun::start(stores, config, strategy));
+  return run.finish();
 }
 
 }  // namespace fxt::sim

@@ -2,7 +2,9 @@
 // through the simulated exchange and a strategy.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,32 @@ Result<BacktestResult> run_backtest(const std::vector<std::string>& store_dirs,
 Result<std::vector<StoreReader>> open_backtest_stores(const std::vector<std::string>& store_dirs);
 Result<BacktestResult> run_backtest_on(const std::vector<StoreReader>& stores,
                                        const SimConfig& config, Strategy* strategy);
+
+// run_backtest_on in steps, so that several replays of the same stores can advance side by
+// side (sim/lanes.h runs a thread's lanes in lockstep over windows of market rows, each window
+// read from memory once for all of them while it is in cache). Stepping changes nothing:
+// run_backtest_on is start then finish, and a result never depends on where it paused.
+class BacktestRun {
+ public:
+  // The stores, config and strategy must outlive the run.
+  static Result<BacktestRun> start(const std::vector<StoreReader>& stores, const SimConfig& config,
+                                   Strategy* strategy);
+  // Replays everything before market row `rows` (order events, trades and snapshots,
+  // counted over all stores from 0) and returns true; false once the replay has ended (the
+  // strategy's on_end called).
+  bool advance(uint64_t rows);
+  // Replays what is left and returns the result; the run is spent.
+  BacktestResult finish();
+
+  BacktestRun(BacktestRun&&) noexcept;
+  BacktestRun& operator=(BacktestRun&&) noexcept;
+  ~BacktestRun();
+
+ private:
+  BacktestRun();
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // One store's rows in the replay order (the engine's own cursor): per snapshot, its order
 // events (l3; each 'T' event followed by its trade), its remaining trades, then the snapshot.

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/progress.h"
@@ -75,6 +77,8 @@ LaneOutcome lane_outcome(const BacktestResult& r, const SimConfig& sim, const St
 Result<std::vector<LaneOutcome>> run_lanes(const LaneMarket& market, const std::vector<Lane>& lanes,
                                            const LaneOptions& options, const LaneSink& sink) {
   if (options.threads < 1) return UsageError("--threads must be >= 1");
+  if (options.group < 1) return UsageError("lane group must be >= 1");
+  if (options.window_rows < 1) return UsageError("lane window must be >= 1 row");
   // Every lane's strategy is built (and its parameters checked) before anything runs.
   std::vector<StrategyFactory> factories;
   factories.reserve(lanes.size());
@@ -92,34 +96,72 @@ Result<std::vector<LaneOutcome>> run_lanes(const LaneMarket& market, const std::
   std::vector<LaneOutcome> outcomes(lanes.size());
   std::vector<Status> statuses(lanes.size());
   std::mutex progress_mutex;
-  auto run_one = [&](size_t i) {
-    try {
-      std::unique_ptr<Strategy> strategy = factories[i].make();
-      Result<BacktestResult> r = run_backtest_on(market.stores, lanes[i].sim, strategy.get());
-      if (!r.ok()) {
-        statuses[i] =
-            Status(r.status().code(), fmt::format("lane {}: {}", i, r.status().message()));
-        return;
+  // Lanes [first, last) in lockstep: each advances window_rows market rows in turn, so that
+  // the window's rows come from cache for all but the first lane.
+  auto run_group = [&](size_t first, size_t last) {
+    const size_t n = last - first;
+    std::vector<std::unique_ptr<Strategy>> strategies(n);
+    std::vector<std::optional<BacktestRun>> runs(n);
+    auto guarded = [&](size_t k, auto&& step) {
+      try {
+        step();
+      } catch (const std::exception& e) {
+        statuses[first + k] = InternalError("lane {}: {}", first + k, e.what());
+        runs[k].reset();
       }
-      outcomes[i] = lane_outcome(*r, lanes[i].sim, *strategy);
-      if (sink) statuses[i] = sink(i, *r);
-      if (options.progress != nullptr) {
-        std::lock_guard<std::mutex> lock(progress_mutex);
-        options.progress->advance(r->events);
+    };
+    size_t running = 0;
+    for (size_t k = 0; k < n; ++k) {
+      guarded(k, [&] {
+        const size_t i = first + k;
+        strategies[k] = factories[i].make();
+        Result<BacktestRun> run =
+            BacktestRun::start(market.stores, lanes[i].sim, strategies[k].get());
+        if (!run.ok()) {
+          statuses[i] =
+              Status(run.status().code(), fmt::format("lane {}: {}", i, run.status().message()));
+          return;
+        }
+        runs[k].emplace(std::move(run).value());
+        ++running;
+      });
+    }
+    std::vector<bool> ended(n, false);
+    for (uint64_t rows = options.window_rows; running > 0; rows += options.window_rows) {
+      for (size_t k = 0; k < n; ++k) {
+        if (!runs[k] || ended[k]) continue;
+        guarded(k, [&] { ended[k] = !runs[k]->advance(rows); });
+        if (!runs[k] || ended[k]) --running;
       }
-    } catch (const std::exception& e) {
-      statuses[i] = InternalError("lane {}: {}", i, e.what());
+    }
+    for (size_t k = 0; k < n; ++k) {
+      if (!runs[k]) continue;
+      guarded(k, [&] {
+        const size_t i = first + k;
+        const BacktestResult r = runs[k]->finish();
+        outcomes[i] = lane_outcome(r, lanes[i].sim, *strategies[k]);
+        if (sink) statuses[i] = sink(i, r);
+        if (options.progress != nullptr) {
+          std::lock_guard<std::mutex> lock(progress_mutex);
+          options.progress->advance(r.events);
+        }
+      });
+      runs[k].reset();
     }
   };
 
   const size_t batch = options.batch == 0 ? lanes.size() : options.batch;
   for (size_t begin = 0; begin < lanes.size(); begin += batch) {
     const size_t end = std::min(lanes.size(), begin + batch);
+    // As many groups as threads at least, so that no thread idles while another holds more
+    // than one group's lanes.
+    const size_t n_threads = std::min(end - begin, static_cast<size_t>(options.threads));
+    const size_t group = std::max<size_t>(1, std::min(options.group, (end - begin) / n_threads));
     std::atomic<size_t> next{begin};
     auto worker = [&] {
-      for (size_t i = next++; i < end; i = next++) run_one(i);
+      for (size_t i = next.fetch_add(group); i < end; i = next.fetch_add(group))
+        run_group(i, std::min(end, i + group));
     };
-    const size_t n_threads = std::min(end - begin, static_cast<size_t>(options.threads));
     std::vector<std::thread> pool;
     for (size_t t = 1; t < n_threads; ++t) pool.emplace_back(worker);
     worker();

@@ -7,8 +7,11 @@
 // CPU path: a lane is exactly one run of the replay engine (sim/engine.h run_backtest_on) over
 // the shared stores, so a lane's fills, position, cash, fees and stats are those of a single
 // `fxt backtest` with the same parameters by construction; lanes run side by side on
-// `threads` threads in batches of `batch` lanes. Results depend only on the lanes, never on
-// threads or batch size.
+// `threads` threads in batches of `batch` lanes. A thread takes `group` lanes at a time and
+// advances them in lockstep, `window_rows` market rows each in turn (sim/engine.h
+// BacktestRun), so that a window of the stores is read from memory once per group and then
+// from cache, rather than once per lane. Results depend only on the lanes, never on threads,
+// batch, group or window.
 //
 // Thread-safety: run_lanes may call the sink from several threads at once (one lane each).
 #pragma once
@@ -79,6 +82,8 @@ LaneOutcome lane_outcome(const BacktestResult& result, const SimConfig& sim,
 struct LaneOptions {
   int threads = 1;
   size_t batch = 0;              // lanes per batch (0: all at once); bounds the lanes in flight
+  size_t group = 8;              // lanes a thread advances together (1: one lane at a time)
+  uint64_t window_rows = 512;    // market rows each lane of a group advances per turn
   Progress* progress = nullptr;  // advanced by each finished lane's events (any thread)
 };
 

@@ -194,6 +194,72 @@ TEST(Lanes, ThreadsAndBatchesDoNotChangeResults) {
   }
 }
 
+TEST(Lanes, LockstepGroupsAndWindowsEqualSingleRuns) {
+  // Lanes advanced in lockstep groups (a window of market rows each in turn) pause and resume
+  // their replays mid-stream; every lane's full result must still be its single run's, for
+  // any threads, group and window (1 row: a pause before every market row).
+  const std::string store = write_store(busy_market(240));
+  const LaneMarket market = market_of(store);
+  std::vector<Lane> lanes = mixed_lanes();
+  for (Lane l : mixed_lanes()) {  // 14 lanes
+    l.sim.latency.entry_ns += 7 * kMs;
+    l.sim.latency.feed_ns = 3 * kMs;
+    lanes.push_back(l);
+  }
+  std::vector<BacktestResult> singles;
+  for (const Lane& l : lanes) {
+    auto factory =
+        make_strategy_factory(l.strategy, *StrategyParams::parse(l.params), market.inputs);
+    ASSERT_TRUE(factory.ok()) << factory.status().message();
+    std::unique_ptr<Strategy> strategy = factory->make();
+    auto single = run_backtest({store}, l.sim, strategy.get());
+    ASSERT_TRUE(single.ok()) << single.status().message();
+    ASSERT_FALSE(single->fills.empty()) << l.strategy;  // every lane trades: the check bites
+    ASSERT_EQ(single->events, 240u + 239u);
+    singles.push_back(std::move(single).value());
+  }
+  struct Shape {
+    int threads;
+    size_t group;
+    uint64_t window;
+  };
+  for (const Shape& shape : {Shape{1, 1, 512}, Shape{1, 14, 1}, Shape{2, 3, 7}, Shape{2, 8, 64},
+                             Shape{1, 5, 1000}, Shape{2, 14, 2}}) {
+    const std::string what =
+        fmt::format("threads {} group {} window {}", shape.threads, shape.group, shape.window);
+    LaneOptions options;
+    options.threads = shape.threads;
+    options.group = shape.group;
+    options.window_rows = shape.window;
+    std::vector<BacktestResult> from_lanes(lanes.size());
+    auto outcomes = run_lanes(market, lanes, options, [&](size_t i, const BacktestResult& r) {
+      from_lanes[i] = r;
+      return Status::Ok();
+    });
+    ASSERT_TRUE(outcomes.ok()) << what << ": " << outcomes.status().message();
+    for (size_t i = 0; i < lanes.size(); ++i) {
+      expect_same(from_lanes[i], singles[i], what + " lane " + std::to_string(i));
+      const LaneOutcome& o = (*outcomes)[i];
+      EXPECT_EQ(o.fills, singles[i].fills.size()) << what << " lane " << i;
+      EXPECT_EQ(o.orders, singles[i].orders.size()) << what << " lane " << i;
+      EXPECT_EQ(o.position, singles[i].equity.back().position) << what << " lane " << i;
+      EXPECT_EQ(o.fees, singles[i].fees_paid) << what << " lane " << i;
+    }
+  }
+}
+
+TEST(Lanes, ZeroGroupOrWindowIsAUsageError) {
+  const LaneMarket market = market_of(write_store(busy_market(20)));
+  LaneOptions options;
+  options.group = 0;
+  auto r = run_lanes(market, mixed_lanes(), options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().exit_code(), 2);
+  options.group = 1;
+  options.window_rows = 0;
+  EXPECT_FALSE(run_lanes(market, mixed_lanes(), options).ok());
+}
+
 TEST(Lanes, RealEsMboStoreEachLaneEqualsItsSingleRun) {
   FXT_SKIP_WITHOUT_SHARED_DATA();
   const std::string nt = "nautilus_trader/tests/test_data/databento/";

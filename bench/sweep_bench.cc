@@ -1,12 +1,14 @@
 // Sweep lanes throughput (DESIGN §7.5, docs/SWEEP.md): lane-events/s over a synthetic store
 // (FXT_BENCH_EVENTS, default 200,000 book events) with `mm` lanes that differ in gamma and
-// queue model. BM_CpuLanes: run_lanes (the CPU engine), Args (lanes, threads); the single
-// lane, one thread row is the CPU simulator's rate; the target is N lanes on T threads at
-// >= 0.8 x T x that rate. BM_GpuLanes (CUDA builds with a GPU): run_gpu_lanes on the device,
-// Args (lanes, capture, max events): capture 0 = the lanes alone (final account and counters),
-// 1 = the sweep's path (every fill, order and equity row back to the host and each lane's
-// stats.json computed); max events > 0 replays only the stream's first rows (for the widest N,
-// to bound the run; the counter says how many). Counter "lane-events/s".
+// queue model. BM_CpuLanes: run_lanes (the CPU engine), Args (lanes, threads, group): group =
+// the lanes a thread advances in lockstep (LaneOptions::group; 1: one lane at a time, as the
+// engine ran before groups); the single lane, one thread row is the CPU simulator's rate; the
+// target is N lanes on T threads at >= 0.8 x T x that rate. BM_GpuLanes (CUDA builds with a
+// GPU): run_gpu_lanes on the device, Args (lanes, capture, max events): capture 0 = the lanes
+// alone (final account and counters), 1 = the sweep's path (every fill, order and equity row
+// back to the host and each lane's stats.json computed); max events > 0 replays only the
+// stream's first rows (for the widest N, to bound the run; the counter says how many).
+// Counter "lane-events/s".
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -88,6 +90,7 @@ void BM_CpuLanes(benchmark::State& state) {
   const std::vector<fxt::sim::Lane> lanes = mm_lanes(static_cast<size_t>(state.range(0)));
   fxt::sim::LaneOptions options;
   options.threads = static_cast<int>(state.range(1));
+  options.group = static_cast<size_t>(state.range(2));
   uint64_t lane_events = 0, fills = 0;
   for (auto _ : state) {
     auto r = fxt::sim::run_lanes(f.market, lanes, options);
@@ -106,13 +109,19 @@ void BM_CpuLanes(benchmark::State& state) {
       static_cast<double>(fills) / static_cast<double>(lanes.size() * state.iterations());
 }
 BENCHMARK(BM_CpuLanes)
-    ->Args({1, 1})
-    ->Args({2, 1})
-    ->Args({2, 2})
-    ->Args({8, 2})
-    ->Args({32, 2})
-    ->Args({16, 16})  // the wider hosts (the GPU machine: 16 cores)
-    ->Args({64, 16})
+    ->Args({1, 1, 1})
+    ->Args({2, 1, 1})
+    ->Args({2, 1, 2})
+    ->Args({2, 2, 1})
+    ->Args({8, 1, 1})
+    ->Args({8, 1, 8})
+    ->Args({8, 2, 1})
+    ->Args({8, 2, 4})
+    ->Args({32, 2, 1})
+    ->Args({32, 2, 8})
+    ->Args({16, 16, 1})  // the wider hosts (the GPU machine: 16 cores)
+    ->Args({64, 16, 1})
+    ->Args({64, 16, 4})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

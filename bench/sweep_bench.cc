@@ -122,6 +122,7 @@ BENCHMARK(BM_CpuLanes)
     ->Args({16, 16, 1})  // the wider hosts (the GPU machine: 16 cores)
     ->Args({64, 16, 1})
     ->Args({64, 16, 4})
+    ->Args({128, 16, 8})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -110,7 +110,7 @@ Result<std::vector<LaneOutcome>> run_lanes(const LaneMarket& market, const std::
         runs[k].reset();
       }
     };
-    size_t running = 0;
+    std::vector<size_t> live;  // the k of the runs still replaying, in lane order
     for (size_t k = 0; k < n; ++k) {
       guarded(k, [&] {
         const size_t i = first + k;
@@ -123,16 +123,17 @@ Result<std::vector<LaneOutcome>> run_lanes(const LaneMarket& market, const std::
           return;
         }
         runs[k].emplace(std::move(run).value());
-        ++running;
+        live.push_back(k);
       });
     }
-    std::vector<bool> ended(n, false);
-    for (uint64_t rows = options.window_rows; running > 0; rows += options.window_rows) {
-      for (size_t k = 0; k < n; ++k) {
-        if (!runs[k] || ended[k]) continue;
-        guarded(k, [&] { ended[k] = !runs[k]->advance(rows); });
-        if (!runs[k] || ended[k]) --running;
-      }
+    // Each round every live run advances to the window's end; a run leaves when
+    // its replay ends (or throws: guarded drops it).
+    for (uint64_t rows = options.window_rows; !live.empty(); rows += options.window_rows) {
+      std::erase_if(live, [&](size_t k) {
+        bool more = false;
+        guarded(k, [&] { more = runs[k]->advance(rows); });
+        return !more;
+      });
     }
     for (size_t k = 0; k < n; ++k) {
       if (!runs[k]) continue;

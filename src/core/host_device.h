@@ -5,6 +5,10 @@
 
 #if defined(__CUDACC__)
 #define FXT_HD __host__ __device__
+// A host/device function the device code must inline: a lane's whole step in one body, so its
+// state's scalars can live in registers instead of behind a pointer.
+#define FXT_HD_INLINE __host__ __device__ __forceinline__
 #else
 #define FXT_HD
+#define FXT_HD_INLINE inline
 #endif

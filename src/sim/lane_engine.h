@@ -373,7 +373,7 @@ class LaneSim {
       : s_(s), c_(c), st_(*st), cap_(cap) {}
 
   // Runs until the next market row to process is `until` (s.n: to the end of the replay).
-  FXT_HD void advance(uint64_t until) {
+  FXT_HD_INLINE void advance(uint64_t until) {
     LaneState& st = st_;
     if (!st.started) {
       st.started = 1;

@@ -54,19 +54,22 @@ __global__ void advance_lanes_kernel(LaneStream stream, const LaneConfig* config
       cap.order_cap = order_cap;
     }
   }
+  // Windows of the stream in turn (one window, the whole range, without staging); one call
+  // site of LaneSim::advance, so the lane's step is inlined once. The last launch
+  // (until == stream.n) runs each lane past the last row to its end.
   LaneStream view = stream;
-  if (window_rows == 0) {  // no staging: every read goes through the caches
-    if (active && !st.finished) LaneSim(view, config, &st, cap).advance(until);
-  }
-  for (uint64_t w = begin; window_rows > 0 && w < until; w += window_rows) {
-    const uint64_t w_end = until - w < window_rows ? until : w + window_rows;
-    __syncthreads();  // every lane is done with the previous window
-    lane_stage_window(stream, w, w_end, window, threadIdx.x, blockDim.x, &view);
-    __syncthreads();
+  uint64_t w = begin;
+  do {
+    const uint64_t w_end = window_rows == 0 || until - w <= window_rows ? until : w + window_rows;
+    if (window_rows > 0) {
+      __syncthreads();  // every lane is done with the previous window
+      lane_stage_window(stream, w, w_end, window, threadIdx.x, blockDim.x, &view);
+      __syncthreads();
+    }
     if (active && !st.finished) LaneSim(view, config, &st, cap).advance(w_end);
-  }
+    w = w_end;
+  } while (w < until);
   if (!active) return;
-  if (until == stream.n) LaneSim(view, config, &st, cap).advance(until);  // past the last row
   states[i] = st;
 }
 

@@ -28,9 +28,11 @@ uint64_t env_or(const char* name, uint64_t fallback) {
 // Launch: 1-D grid of kLanesPerBlock-thread blocks, one thread per lane. The block walks the
 // rows [begin, until) in windows of kWindowRows: its threads stage the window (the rows and
 // their book rows) in shared memory together, then each advances its own lane to the
-// window's end (lanes read the same rows: one copy serves the block). A lane's state lives in
-// local memory during the launch (per-thread interleaved, so a warp's accesses coalesce) and
-// goes back to global memory at the end of the launch.
+// window's end (lanes read the same rows: one copy serves the block). LaneSim::advance is
+// inlined at its one call site, so the lane's scalars (cursors, times, counts) stay in
+// registers and its arrays (orders, message queues) in local memory (per-thread interleaved,
+// so a warp's accesses coalesce); the state goes back to global memory at the end of the
+// launch.
 __global__ void advance_lanes_kernel(LaneStream stream, const LaneConfig* configs,
                                      LaneState* states, LaneFillRow* fills, LaneEquityRow* equity,
                                      LaneOrderRow* orders, uint32_t fill_cap, uint32_t equity_cap,

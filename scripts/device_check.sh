@@ -3,7 +3,7 @@
 # tests one program at a time (logs and gtest XML into $OUT), optionally the whole suite, the
 # GPU benchmark against the PyTorch peer, and compute-sanitizer over the GPU tests.
 # Usage (device): bash scripts/device_check.sh [gpu] [all] [bench] [sanitize] [quick-bench] [ncu]
-#   [ncu-detail] [ncu-source] [peer] [latency]
+#   [ncu-detail] [ncu-source] [peer] [latency] [lanes]
 set -uo pipefail
 OUT=${OUT:-out/device}
 mkdir -p "$OUT"
@@ -167,6 +167,21 @@ if has peer; then
   timeout ${FXT_PEER_LIMIT:-300} python3 bench/peer/bench_peer.py --device cuda \
     --modes ${FXT_PEER_MODES:-eager graph compile compile+graph} --batch 32 256 \
     --steps ${FXT_PEER_STEPS:-50} --warmup 10 --fwd-steps 50 --out "$OUT/peer_gpu.json" 2>&1 | grep -E 'step|Error|error' | tail -12
+fi
+if has lanes; then
+  # Sweep lanes (docs/PERFORMANCE.md "GPU sweep lanes"): the GPU lanes over N on the
+  # FXT_LANES_EVENTS-record synthetic store (default 1 M; 1,024 lanes replay all of it, the other
+  # N its first 1 M rows) with the device-vs-CPU equality tests first, then the CPU lanes on this
+  # host's cores against one lane (200 k store, 3 interleaved repetitions).
+  timeout 200 build-dev/tests/lane_engine_gpu_test > "$OUT/lane_engine_gpu_test.log" 2>&1
+  echo "lane_engine_gpu_test rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/lane_engine_gpu_test.log" | tr '\n' ' ')"
+  FXT_BENCH_EVENTS=${FXT_LANES_EVENTS:-1000000} timeout 400 build-dev/bench/sweep_bench \
+    --benchmark_filter='BM_GpuLanes' --benchmark_out="$OUT/gpu_lanes.json" 2>&1 |
+    grep -E '^BM_' | cut -c1-220
+  FXT_BENCH_EVENTS=200000 timeout 300 build-dev/bench/sweep_bench \
+    --benchmark_filter='BM_CpuLanes/(1/1/1|16/16/1|64/16/4|128/16/8)/' --benchmark_repetitions=3 \
+    --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true \
+    --benchmark_out="$OUT/cpu_lanes.json" 2>&1 | grep -E '_(mean|median|cv) ' | cut -c1-160
 fi
 if has bench; then
   FXT_BENCH_DIR="$OUT" bash scripts/bench_train_gpu.sh build-dev 2>&1 | tail -30

@@ -23,12 +23,14 @@ echo "build: $(( $(date +%s) - t0 )) s"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader
 GPU_TESTS=$(ls build-dev/tests | grep -vE '\.cmake$' | grep -E '^(gpu_|ops_test|runtime_test|batch_train_test|mamba2_test|cfc_heads_test|adamw_train_test|train_step_train_test|window_scorer_train_test|es_mbo_train_test)' || true)
 [ -n "${FXT_GPU_TESTS:-}" ] && GPU_TESTS=$FXT_GPU_TESTS  # a subset, by program name
+# One GPU test program: its log and gtest XML into $OUT, a summary line and its failures.
+run_gpu_test() {
+  timeout 300 build-dev/tests/$1 --gtest_output=xml:"$OUT/$1.xml" > "$OUT/$1.log" 2>&1
+  echo "$1 rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/$1.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \]|Failure|error' "$OUT/$1.log" | head -12
+}
 if has gpu; then
-  for t in $GPU_TESTS; do
-    timeout 300 build-dev/tests/$t --gtest_output=xml:"$OUT/$t.xml" > "$OUT/$t.log" 2>&1
-    echo "$t rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/$t.log" | tr '\n' ' ')"
-    grep -E '^\[  FAILED  \]|Failure|error' "$OUT/$t.log" | head -12
-  done
+  for t in $GPU_TESTS; do run_gpu_test $t; done
 fi
 if has all; then
   # Every test, each with a time limit, the whole bounded too (logs even when cut short).
@@ -173,8 +175,7 @@ if has lanes; then
   # FXT_LANES_EVENTS-record synthetic store (default 1 M; 1,024 lanes replay all of it, the other
   # N its first 1 M rows) with the device-vs-CPU equality tests first, then the CPU lanes on this
   # host's cores against one lane (200 k store, 3 interleaved repetitions).
-  timeout 200 build-dev/tests/lane_engine_gpu_test > "$OUT/lane_engine_gpu_test.log" 2>&1
-  echo "lane_engine_gpu_test rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/lane_engine_gpu_test.log" | tr '\n' ' ')"
+  run_gpu_test lane_engine_gpu_test
   FXT_BENCH_EVENTS=${FXT_LANES_EVENTS:-1000000} timeout 400 build-dev/bench/sweep_bench \
     --benchmark_filter='BM_GpuLanes' --benchmark_out="$OUT/gpu_lanes.json" 2>&1 |
     grep -E '^BM_' | cut -c1-220

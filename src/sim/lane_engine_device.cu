@@ -56,9 +56,8 @@ __global__ void advance_lanes_kernel(LaneStream stream, const LaneConfig* config
       cap.order_cap = order_cap;
     }
   }
-  // Windows of the stream in turn (one window, the whole range, without staging); one call
-  // site of LaneSim::advance, so the lane's step is inlined once. The last launch
-  // (until == stream.n) runs each lane past the last row to its end.
+  // Windows in turn (without staging, one: the whole range). The last launch (until ==
+  // stream.n) runs each lane past the last row to its end.
   LaneStream view = stream;
   uint64_t w = begin;
   do {

@@ -14,6 +14,7 @@
 #include "core/random.h"
 #include "data/store.h"
 #include "train/comparison.h"
+#include "train/metrics.h"
 #include "train/run_record.h"
 
 namespace fxt {
@@ -61,30 +62,13 @@ SortedRows sort_rows(const float* scores, const uint8_t* labels, const std::vect
   return s;
 }
 
-// The Mann-Whitney AUC with integer row weights (null: all 1), ties at half; the same
-// arithmetic as metrics.cc's, so the values are bit-identical to bootstrap_metrics'.
+// The Mann-Whitney AUC with integer row weights (null: all 1), ties at half: metrics.h's
+// arithmetic, so the values are bit-identical to bootstrap_metrics'.
 double weighted_auc(const SortedRows& s, const uint32_t* w) {
-  uint64_t twice_u = 0, neg_below = 0, tie_pos = 0, tie_neg = 0, pos = 0;
-  for (size_t k = 0; k < s.row.size(); ++k) {
-    if (s.new_tie[k] != 0) {
-      twice_u += 2 * tie_pos * neg_below + tie_pos * tie_neg;
-      neg_below += tie_neg;
-      pos += tie_pos;
-      tie_pos = tie_neg = 0;
-    }
-    const uint64_t wk = w == nullptr ? 1 : w[s.row[k]];
-    if (s.label[k] != 0) {
-      tie_pos += wk;
-    } else {
-      tie_neg += wk;
-    }
-  }
-  twice_u += 2 * tie_pos * neg_below + tie_pos * tie_neg;
-  neg_below += tie_neg;
-  pos += tie_pos;
-  if (pos == 0 || neg_below == 0) return kNaN;
-  return static_cast<double>(twice_u) /
-         (2.0 * static_cast<double>(pos) * static_cast<double>(neg_below));
+  return sorted_rows_auc(
+      s.row.size(), [&](size_t k) { return s.label[k] != 0; },
+      [&](size_t k) { return s.new_tie[k] != 0; },
+      [&](size_t k) { return w == nullptr ? uint64_t{1} : uint64_t{w[s.row[k]]}; });
 }
 
 // ---- rows.bin ---------------------------------------------------------------------------------

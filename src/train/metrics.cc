@@ -47,32 +47,12 @@ double row_log_loss(double score, double p, uint8_t y, ScoreKind kind) {
   return y != 0 ? -std::log(pc) : -std::log1p(-pc);
 }
 
-// AUC of rows sorted by score, from integer weights (1 for the point estimate): each
-// positive counts the negatives strictly below it plus half the negatives tied with it.
-// `twice_u` stays an exact integer (weights sum to at most 2^32 rows).
+// AUC of rows sorted by score (sorted_rows_auc in metrics.h) with weight(row) per row.
 template <typename WeightFn>
 double sorted_auc(const std::vector<Row>& rows, WeightFn weight) {
-  uint64_t twice_u = 0, neg_below = 0, tie_pos = 0, tie_neg = 0, pos = 0;
-  for (const Row& r : rows) {
-    if (r.new_tie != 0) {
-      twice_u += 2 * tie_pos * neg_below + tie_pos * tie_neg;
-      neg_below += tie_neg;
-      pos += tie_pos;
-      tie_pos = tie_neg = 0;
-    }
-    uint64_t w = weight(r);
-    if (r.label != 0) {
-      tie_pos += w;
-    } else {
-      tie_neg += w;
-    }
-  }
-  twice_u += 2 * tie_pos * neg_below + tie_pos * tie_neg;
-  neg_below += tie_neg;
-  pos += tie_pos;
-  if (pos == 0 || neg_below == 0) return kNaN;
-  return static_cast<double>(twice_u) /
-         (2.0 * static_cast<double>(pos) * static_cast<double>(neg_below));
+  return sorted_rows_auc(
+      rows.size(), [&](size_t k) { return rows[k].label != 0; },
+      [&](size_t k) { return rows[k].new_tie != 0; }, [&](size_t k) { return weight(rows[k]); });
 }
 
 // Scores row r of a strided [rows][stride] array; fills the point metrics and (when

@@ -72,6 +72,38 @@ struct Metrics {
   nlohmann::json to_json() const;
 };
 
+// ---- the AUC's arithmetic, shared by the bootstrap here and `fxt cv`'s paired bootstrap ----
+
+// AUC of n rows already sorted by score, from integer weights (1 for the point estimate): each
+// positive counts the negatives strictly below it plus half the negatives tied with it.
+// label(k) and new_tie(k) (row k's score differs from row k − 1's) describe sorted row k,
+// weight(k) its weight; `twice_u` stays an exact integer (weights sum to at most 2^32 rows), so
+// every caller gets the same bits. NaN unless both classes have weight.
+template <typename LabelFn, typename NewTieFn, typename WeightFn>
+double sorted_rows_auc(size_t n, LabelFn label, NewTieFn new_tie, WeightFn weight) {
+  uint64_t twice_u = 0, neg_below = 0, tie_pos = 0, tie_neg = 0, pos = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (new_tie(k)) {
+      twice_u += 2 * tie_pos * neg_below + tie_pos * tie_neg;
+      neg_below += tie_neg;
+      pos += tie_pos;
+      tie_pos = tie_neg = 0;
+    }
+    const uint64_t w = weight(k);
+    if (label(k)) {
+      tie_pos += w;
+    } else {
+      tie_neg += w;
+    }
+  }
+  twice_u += 2 * tie_pos * neg_below + tie_pos * tie_neg;
+  neg_below += tie_neg;
+  pos += tie_pos;
+  if (pos == 0 || neg_below == 0) return std::numeric_limits<double>::quiet_NaN();
+  return static_cast<double>(twice_u) /
+         (2.0 * static_cast<double>(pos) * static_cast<double>(neg_below));
+}
+
 // ---- single horizon --------------------------------------------------------------
 // Preconditions (programmer errors, asserted): labels.size() == scores.size() and
 // mask is empty or the same size.

@@ -3,7 +3,7 @@
 # tests one program at a time (logs and gtest XML into $OUT), optionally the whole suite, the
 # GPU benchmark against the PyTorch peer, and compute-sanitizer over the GPU tests.
 # Usage (device): bash scripts/device_check.sh [gpu] [all] [bench] [sanitize] [quick-bench] [ncu]
-#   [ncu-detail] [ncu-source] [peer] [latency] [lanes]
+#   [ncu-detail] [ncu-source] [peer] [latency] [lanes] [lanes-ncu] [cpu-lanes-10m]
 set -uo pipefail
 OUT=${OUT:-out/device}
 mkdir -p "$OUT"
@@ -21,7 +21,8 @@ cmake --build build-dev -j16 ${FXT_BUILD_TARGETS:+--target $FXT_BUILD_TARGETS} >
 grep -c 'warning' "$OUT/build.log" | sed 's/^/build warnings: /'
 echo "build: $(( $(date +%s) - t0 )) s"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader
-GPU_TESTS=$(ls build-dev/tests | grep -vE '\.cmake$' | grep -E '^(gpu_|ops_test|runtime_test|batch_train_test|mamba2_test|cfc_heads_test|adamw_train_test|train_step_train_test|window_scorer_train_test|es_mbo_train_test)' || true)
+# Every program of tests/gpu/ that was built (one per source file).
+GPU_TESTS=$(for f in tests/gpu/*.cc; do b=$(basename "$f" .cc); [ -x "build-dev/tests/$b" ] && echo "$b"; done)
 [ -n "${FXT_GPU_TESTS:-}" ] && GPU_TESTS=$FXT_GPU_TESTS  # a subset, by program name
 # One GPU test program: its log and gtest XML into $OUT, a summary line and its failures.
 run_gpu_test() {
@@ -183,6 +184,29 @@ if has lanes; then
     --benchmark_filter='BM_CpuLanes/(1/1/1|16/16/1|64/16/4|128/16/8)/' --benchmark_repetitions=3 \
     --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true \
     --benchmark_out="$OUT/cpu_lanes.json" 2>&1 | grep -E '_(mean|median|cv) ' | cut -c1-160
+fi
+if has lanes-ncu; then
+  # Where the lane kernel's time goes: Nsight Compute's full set with per-line stall samples of
+  # one advance_lanes_kernel launch, 1,024 lanes over the 100 k-record store (the source pages
+  # as CSV, the SASS one compressed).
+  NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  FXT_BENCH_EVENTS=100000 timeout 300 "$NCU" --set full --import-source yes -k regex:advance_lanes \
+    -c 1 -o "$OUT/lanes" build-dev/bench/sweep_bench --benchmark_filter='BM_GpuLanes/1024/0/0' \
+    > "$OUT/ncu_lanes.log" 2>&1
+  echo "== ncu lanes rc=$?"
+  "$NCU" -i "$OUT/lanes.ncu-rep" --page details > "$OUT/ncu_lanes_details.txt" 2>&1
+  "$NCU" -i "$OUT/lanes.ncu-rep" --page source --csv --print-source cuda > "$OUT/ncu_lanes_cuda.csv" 2>&1
+  "$NCU" -i "$OUT/lanes.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu_lanes_sass.csv" 2>&1
+  gzip -f "$OUT/ncu_lanes_sass.csv"
+  grep -E 'Duration|Warp Cycles Per Issued|Achieved Occupancy|Registers Per|Hit Rate|Branch Efficiency|Executed Ipc|No Eligible' \
+    "$OUT/ncu_lanes_details.txt" | head -30
+fi
+if has cpu-lanes-10m; then
+  # The CPU lanes on the target's 10 M-record store (each lane streams 4.2 GB): one lane, one lane
+  # per core, and groups of 8 (docs/PERFORMANCE.md "CPU lanes").
+  FXT_BENCH_EVENTS=10000000 timeout 300 build-dev/bench/sweep_bench \
+    --benchmark_filter='BM_CpuLanes/(1/1/1|16/16/1|128/16/8)/' --benchmark_out="$OUT/cpu_lanes_10m.json" \
+    2>&1 | grep -E '^BM_' | cut -c1-200
 fi
 if has bench; then
   FXT_BENCH_DIR="$OUT" bash scripts/bench_train_gpu.sh build-dev 2>&1 | tail -30

@@ -1,0 +1,54 @@
+// Helpers shared by the sections of `fxt report` (report/*_section.cc): reading JSON and CSV
+// inputs with one-line errors naming the file and the position, defensive field access (a
+// missing piece leaves a cell empty rather than failing the report), value formatting and the
+// figure wrapper. Internal to src/report.
+#pragma once
+
+#include <limits>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace fxt::report {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Headline metrics of a section for the comparison table, in display order.
+using Headline = std::vector<std::pair<std::string, std::string>>;
+
+Result<nlohmann::json> read_json_file(const std::string& path);
+// A number at j[key] (NaN when missing, null or not a number); num(j): j itself.
+double num(const nlohmann::json& j, const char* key);
+double num(const nlohmann::json& j);
+// j[key] when it exists, else a static null.
+const nlohmann::json& field(const nlohmann::json& j, std::string_view key);
+// A run.json field, wherever a record keeps it: top level, "extra" or "metrics".
+const nlohmann::json& run_field(const nlohmann::json& run, std::string_view key);
+// A scalar (or an array of them) as display text; null as an en dash.
+std::string scalar_text(const nlohmann::json& v);
+// A run.json value in its unit (durations, UTC times and prices from *_ns / *_px keys).
+std::string unit_text(const std::string& key, const nlohmann::json& v);
+
+// Numeric columns (and string columns) of a CSV file with a header line, by column name.
+struct Csv {
+  std::map<std::string, std::vector<double>> numbers;
+  std::map<std::string, std::vector<std::string>> strings;
+  size_t rows = 0;
+};
+Result<Csv> read_csv(const std::string& path, const std::vector<std::string>& numeric,
+                     const std::vector<std::string>& text = {});
+
+// An `fxt eval` JSON (model, base_rate and horizons present).
+bool is_eval_json(const nlohmann::json& j);
+
+std::string figure(const std::string& svg, const std::string& extra = "");
+std::string horizon_name(int h);
+std::vector<int> horizons_of(const nlohmann::json& j);
+
+}  // namespace fxt::report

@@ -22,56 +22,6 @@ bool bare_key(std::string_view k) {
   return true;
 }
 
-std::string trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r')) ++b;
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) --e;
-  return std::string(s.substr(b, e - b));
-}
-
-// The line without its # comment (a # inside a string stays).
-std::string strip_comment(std::string_view s) {
-  char quote = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char ch = s[i];
-    if (quote) {
-      if (ch == '\\' && quote == '"') {
-        ++i;
-      } else if (ch == quote) {
-        quote = 0;
-      }
-    } else if (ch == '"' || ch == '\'') {
-      quote = ch;
-    } else if (ch == '#') {
-      return std::string(s.substr(0, i));
-    }
-  }
-  return std::string(s);
-}
-
-// Open '[' minus ']' outside strings: > 0 while a multi-line array is unfinished.
-int bracket_depth(std::string_view s) {
-  int depth = 0;
-  char quote = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char ch = s[i];
-    if (quote) {
-      if (ch == '\\' && quote == '"') {
-        ++i;
-      } else if (ch == quote) {
-        quote = 0;
-      }
-    } else if (ch == '"' || ch == '\'') {
-      quote = ch;
-    } else if (ch == '[') {
-      ++depth;
-    } else if (ch == ']') {
-      --depth;
-    }
-  }
-  return depth;
-}
-
 struct Value {
   std::string text;
   bool is_string = false;
@@ -118,11 +68,20 @@ class LineParser {
         if (ch == '\\' && q == '"') {
           if (++j >= s.size()) break;
           switch (s[j]) {
-            case 'n': v.text += '\n'; break;
-            case 't': v.text += '\t'; break;
-            case '"': v.text += '"'; break;
-            case '\\': v.text += '\\'; break;
-            default: fail(fmt::format("'{}': unknown escape '\\{}' in a string", key, s[j]));
+            case 'n':
+              v.text += '\n';
+              break;
+            case 't':
+              v.text += '\t';
+              break;
+            case '"':
+              v.text += '"';
+              break;
+            case '\\':
+              v.text += '\\';
+              break;
+            default:
+              fail(fmt::format("'{}': unknown escape '\\{}' in a string", key, s[j]));
           }
           continue;
         }
@@ -139,9 +98,10 @@ class LineParser {
       return v;
     }
     if (!number_token(token)) {
-      fail(fmt::format("'{}': cannot read '{}' (expected a number, true or false, a \"string\" "
-                       "or an [array])",
-                       key, token));
+      fail(
+          fmt::format("'{}': cannot read '{}' (expected a number, true or false, a \"string\" "
+                      "or an [array])",
+                      key, token));
     }
     for (char ch : token) {
       if (ch != '_') v.text += ch;
@@ -268,9 +228,9 @@ std::vector<CLI::ConfigItem> StrictTomlConfig::from_config(std::istream& input) 
 std::vector<CLI::ConfigItem> StrictTomlConfig::parse(const std::string& text,
                                                      const std::string& file) const {
   if (const size_t bad = first_invalid_utf8(text); bad != std::string::npos) {
-    throw ConfigFileError(fmt::format(
-        "{}: byte {} (0x{:02x}) is not UTF-8 text: not a TOML file", file, bad,
-        static_cast<unsigned>(static_cast<unsigned char>(text[bad]))));
+    throw ConfigFileError(
+        fmt::format("{}: byte {} (0x{:02x}) is not UTF-8 text: not a TOML file", file, bad,
+                    static_cast<unsigned>(static_cast<unsigned char>(text[bad]))));
   }
   std::vector<CLI::ConfigItem> out;
   std::vector<std::string> path;  // the current [section], split at '.'
@@ -280,12 +240,14 @@ std::vector<CLI::ConfigItem> StrictTomlConfig::parse(const std::string& text,
   for (size_t li = 0; li < lines.size(); ++li) {
     const int line_no = static_cast<int>(li) + 1;
     LineParser lp(file, line_no);
-    std::string line = trim(strip_comment(lines[li]));
+    std::string line(trim_blanks(strip_toml_comment(lines[li])));
     if (line.empty()) continue;
     if (line[0] == '[') {
-      if (line.size() >= 2 && line[1] == '[') lp.fail("arrays of tables ([[...]]) are not supported");
-      if (line.back() != ']') lp.fail(fmt::format("malformed section header '{}' (expected '[name]')", line));
-      const std::string name = trim(std::string_view(line).substr(1, line.size() - 2));
+      if (line.size() >= 2 && line[1] == '[')
+        lp.fail("arrays of tables ([[...]]) are not supported");
+      if (line.back() != ']')
+        lp.fail(fmt::format("malformed section header '{}' (expected '[name]')", line));
+      const std::string name(trim_blanks(std::string_view(line).substr(1, line.size() - 2)));
       path.clear();
       app = root_;
       for (const std::string& part : split_fields(name, '.')) {
@@ -311,19 +273,20 @@ std::vector<CLI::ConfigItem> StrictTomlConfig::parse(const std::string& text,
     if (eq == std::string::npos) {
       lp.fail(fmt::format("expected 'key = value' or '[section]' (got '{}')", line));
     }
-    const std::string key = trim(std::string_view(line).substr(0, eq));
+    const std::string key(trim_blanks(std::string_view(line).substr(0, eq)));
     if (!bare_key(key)) lp.fail(fmt::format("malformed key '{}'", key));
-    std::string value = trim(std::string_view(line).substr(eq + 1));
+    std::string value(trim_blanks(std::string_view(line).substr(eq + 1)));
     // A multi-line array continues until its brackets close.
-    while (bracket_depth(value) > 0 && li + 1 < lines.size()) {
-      value += " " + trim(strip_comment(lines[++li]));
+    while (toml_bracket_depth(value) > 0 && li + 1 < lines.size()) {
+      value.append(1, ' ').append(trim_blanks(strip_toml_comment(lines[++li])));
     }
     const std::vector<Value> values = lp.values(key, value);
     std::string section = path.empty() ? std::string() : fmt::format("{}", fmt::join(path, "."));
     CLI::Option* op = find_option(app, key);
     if (op == nullptr || op == root_->get_config_ptr()) {
       const std::string where = section.empty() ? "at the top level" : "in [" + section + "]";
-      lp.fail(fmt::format("unknown key '{}' {}{}", key, where, hint(key, option_names(app), "'", "'")));
+      lp.fail(
+          fmt::format("unknown key '{}' {}{}", key, where, hint(key, option_names(app), "'", "'")));
     }
     const std::string full = section + "." + key;
     if (auto it = seen.find(full); it != seen.end()) {

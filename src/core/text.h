@@ -58,7 +58,11 @@ inline size_t first_invalid_utf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xE  ? 3
+                 : (c >> 3) == 0x1E ? 4
+                                    : 0;
     if (c == 0 || len == 0 || (len == 2 && c < 0xC2) || i + len > s.size()) return i;
     for (size_t k = 1; k < len; ++k) {
       if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return i;
@@ -66,6 +70,61 @@ inline size_t first_invalid_utf8(std::string_view s) {
     i += len;
   }
   return std::string_view::npos;
+}
+
+// ---- the TOML-like files of `fxt` (config files, sweep grids), line by line ----
+
+// s without blanks (space, tab, CR) at either end.
+inline std::string_view trim_blanks(std::string_view s) {
+  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
+  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Walks `text` outside strings ("..." with backslash escapes, or '...'), calling on_char(i, c)
+// for each character there; returns false when the text ends inside a string. on_char returns
+// false to stop the walk.
+template <typename OnChar>
+bool walk_outside_strings(std::string_view text, OnChar on_char) {
+  char quote = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote != 0) {
+      if (c == '\\' && quote == '"')
+        ++i;
+      else if (c == quote)
+        quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (!on_char(i, c)) {
+      return true;
+    }
+  }
+  return quote == 0;
+}
+
+// The line without its # comment (a # inside a string stays).
+inline std::string_view strip_toml_comment(std::string_view line) {
+  size_t end = line.size();
+  walk_outside_strings(line, [&](size_t i, char c) {
+    if (c != '#') return true;
+    end = i;
+    return false;
+  });
+  return line.substr(0, end);
+}
+
+// Open '[' minus ']' outside strings: > 0 while a multi-line array is unfinished. *closed_strings
+// (optional): false when the text ends inside a string.
+inline int toml_bracket_depth(std::string_view text, bool* closed_strings = nullptr) {
+  int depth = 0;
+  const bool closed = walk_outside_strings(text, [&](size_t, char c) {
+    depth += c == '[' ? 1 : c == ']' ? -1 : 0;
+    return true;
+  });
+  if (closed_strings != nullptr) *closed_strings = closed;
+  return depth;
 }
 
 }  // namespace fxt

@@ -11,32 +11,6 @@
 namespace fxt::sim {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
-// The line without its comment (a '#' outside quotes).
-std::string_view strip_comment(std::string_view line) {
-  char quote = 0;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quote != 0) {
-      if (c == '\\' && quote == '"')
-        ++i;
-      else if (c == quote)
-        quote = 0;
-    } else if (c == '"' || c == '\'') {
-      quote = c;
-    } else if (c == '#') {
-      return line.substr(0, i);
-    }
-  }
-  return line;
-}
-
 bool valid_key(std::string_view k) {
   if (k.empty()) return false;
   for (char c : k)
@@ -56,7 +30,7 @@ class GridReader {
 
   // One scalar: "string", 'literal', a number as written, true or false.
   Result<GridValue> scalar(std::string_view token, int line) const {
-    token = trim(token);
+    token = trim_blanks(token);
     GridValue v;
     v.line = line;
     if (token.size() >= 2 && token.front() == '\'' && token.back() == '\'') {
@@ -99,7 +73,7 @@ class GridReader {
   // The items of an array "[a, b, ...]" (brackets included, commas outside quotes).
   Result<std::vector<GridValue>> array(std::string_view text, int line) const {
     std::vector<GridValue> items;
-    std::string_view body = trim(text.substr(1, text.size() - 2));
+    std::string_view body = trim_blanks(text.substr(1, text.size() - 2));
     if (body.empty()) return items;
     char quote = 0;
     size_t start = 0;
@@ -117,7 +91,7 @@ class GridReader {
       } else if (c == '[') {
         return error(line, "nested lists are not supported in a grid");
       } else if (c == ',') {
-        const std::string_view item = trim(body.substr(start, i - start));
+        const std::string_view item = trim_blanks(body.substr(start, i - start));
         start = i + 1;
         if (item.empty() && i == body.size()) break;  // trailing comma
         FXT_ASSIGN_OR_RETURN(GridValue v, scalar(item, line));
@@ -131,27 +105,11 @@ class GridReader {
   std::string path_;
 };
 
+// A value's text holds a whole array: brackets balanced and no string left open.
 bool array_closed(std::string_view text) {
-  char quote = 0;
-  int depth = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quote != 0) {
-      if (c == '\\' && quote == '"')
-        ++i;
-      else if (c == quote)
-        quote = 0;
-    } else if (c == '"' || c == '\'') {
-      quote = c;
-    } else if (c == '[') {
-      ++depth;
-    } else if (c == ']') {
-      --depth;
-    }
-  }
-  return depth <= 0 && quote == 0;
+  bool closed_strings = false;
+  return toml_bracket_depth(text, &closed_strings) <= 0 && closed_strings;
 }
-
 }  // namespace
 
 Result<SweepGrid> parse_sweep_grid(const std::string& path, const std::string& text,
@@ -174,13 +132,14 @@ Result<SweepGrid> parse_sweep_grid(const std::string& path, const std::string& t
   const std::vector<std::string> lines = split_fields(text, '\n');
   for (size_t n = 0; n < lines.size(); ++n) {
     const int line = static_cast<int>(n + 1);
-    std::string_view l = trim(strip_comment(lines[n]));
+    std::string_view l = trim_blanks(strip_toml_comment(lines[n]));
     if (l.empty()) continue;
     if (l.front() == '[') {
       const bool array_table = l.size() >= 4 && l.substr(0, 2) == "[[";
       const std::string_view name =
-          array_table ? (l.substr(l.size() - 2) == "]]" ? trim(l.substr(2, l.size() - 4)) : "")
-                      : (l.back() == ']' ? trim(l.substr(1, l.size() - 2)) : "");
+          array_table
+              ? (l.substr(l.size() - 2) == "]]" ? trim_blanks(l.substr(2, l.size() - 4)) : "")
+              : (l.back() == ']' ? trim_blanks(l.substr(1, l.size() - 2)) : "");
       table_keys.clear();
       if (array_table && name == "lane") {
         table = Table::kLane;
@@ -199,14 +158,14 @@ Result<SweepGrid> parse_sweep_grid(const std::string& path, const std::string& t
     const size_t eq = l.find('=');
     if (eq == std::string_view::npos)
       return reader.error(line, "expected key = value, got '{}'", l);
-    const std::string key(trim(l.substr(0, eq)));
-    std::string value(trim(l.substr(eq + 1)));
+    const std::string key(trim_blanks(l.substr(0, eq)));
+    std::string value(trim_blanks(l.substr(eq + 1)));
     if (!valid_key(key)) return reader.error(line, "bad key '{}' (letters, digits and _)", key);
     if (!table_keys.insert(key).second) return reader.error(line, "{} given twice", key);
     const bool is_array = !value.empty() && value.front() == '[';
     if (is_array) {  // a list may continue over the next lines
       while (!array_closed(value) && n + 1 < lines.size())
-        value.append(1, ' ').append(trim(strip_comment(lines[++n])));
+        value.append(1, ' ').append(trim_blanks(strip_toml_comment(lines[++n])));
       if (!array_closed(value) || value.back() != ']')
         return reader.error(line, "{}: list not closed with ']'", key);
     }

@@ -68,20 +68,11 @@ class LineParser {
         if (ch == '\\' && q == '"') {
           if (++j >= s.size()) break;
           switch (s[j]) {
-            case 'n':
-              v.text += '\n';
-              break;
-            case 't':
-              v.text += '\t';
-              break;
-            case '"':
-              v.text += '"';
-              break;
-            case '\\':
-              v.text += '\\';
-              break;
-            default:
-              fail(fmt::format("'{}': unknown escape '\\{}' in a string", key, s[j]));
+            case 'n': v.text += '\n'; break;
+            case 't': v.text += '\t'; break;
+            case '"': v.text += '"'; break;
+            case '\\': v.text += '\\'; break;
+            default: fail(fmt::format("'{}': unknown escape '\\{}' in a string", key, s[j]));
           }
           continue;
         }
@@ -98,10 +89,9 @@ class LineParser {
       return v;
     }
     if (!number_token(token)) {
-      fail(
-          fmt::format("'{}': cannot read '{}' (expected a number, true or false, a \"string\" "
-                      "or an [array])",
-                      key, token));
+      fail(fmt::format("'{}': cannot read '{}' (expected a number, true or false, a \"string\" "
+                       "or an [array])",
+                       key, token));
     }
     for (char ch : token) {
       if (ch != '_') v.text += ch;
@@ -228,9 +218,9 @@ std::vector<CLI::ConfigItem> StrictTomlConfig::from_config(std::istream& input) 
 std::vector<CLI::ConfigItem> StrictTomlConfig::parse(const std::string& text,
                                                      const std::string& file) const {
   if (const size_t bad = first_invalid_utf8(text); bad != std::string::npos) {
-    throw ConfigFileError(
-        fmt::format("{}: byte {} (0x{:02x}) is not UTF-8 text: not a TOML file", file, bad,
-                    static_cast<unsigned>(static_cast<unsigned char>(text[bad]))));
+    throw ConfigFileError(fmt::format(
+        "{}: byte {} (0x{:02x}) is not UTF-8 text: not a TOML file", file, bad,
+        static_cast<unsigned>(static_cast<unsigned char>(text[bad]))));
   }
   std::vector<CLI::ConfigItem> out;
   std::vector<std::string> path;  // the current [section], split at '.'
@@ -243,10 +233,8 @@ std::vector<CLI::ConfigItem> StrictTomlConfig::parse(const std::string& text,
     std::string line(trim_blanks(strip_toml_comment(lines[li])));
     if (line.empty()) continue;
     if (line[0] == '[') {
-      if (line.size() >= 2 && line[1] == '[')
-        lp.fail("arrays of tables ([[...]]) are not supported");
-      if (line.back() != ']')
-        lp.fail(fmt::format("malformed section header '{}' (expected '[name]')", line));
+      if (line.size() >= 2 && line[1] == '[') lp.fail("arrays of tables ([[...]]) are not supported");
+      if (line.back() != ']') lp.fail(fmt::format("malformed section header '{}' (expected '[name]')", line));
       const std::string name(trim_blanks(std::string_view(line).substr(1, line.size() - 2)));
       path.clear();
       app = root_;
@@ -285,8 +273,7 @@ std::vector<CLI::ConfigItem> StrictTomlConfig::parse(const std::string& text,
     CLI::Option* op = find_option(app, key);
     if (op == nullptr || op == root_->get_config_ptr()) {
       const std::string where = section.empty() ? "at the top level" : "in [" + section + "]";
-      lp.fail(
-          fmt::format("unknown key '{}' {}{}", key, where, hint(key, option_names(app), "'", "'")));
+      lp.fail(fmt::format("unknown key '{}' {}{}", key, where, hint(key, option_names(app), "'", "'")));
     }
     const std::string full = section + "." + key;
     if (auto it = seen.find(full); it != seen.end()) {

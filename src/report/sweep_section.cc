@@ -11,12 +11,12 @@
 #include "core/file_util.h"
 #include "report/chart.h"
 #include "report/html.h"
+#include "report/section_util.h"
 
 namespace fxt::report {
 namespace {
 
 using json = nlohmann::json;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double stat(const json& lane, const char* key) {
   const json& s = lane["stats"];
@@ -142,7 +142,7 @@ Result<std::string> sweep_html(const std::string& dir, const std::string& sid,
   chart.x_label = "max drawdown";
   chart.y_label = any_sharpe ? "Sharpe (daily, annualised)" : "total PnL (every Sharpe is null)";
   chart.series = {all, front};
-  out += "<figure class=\"fxt-figure\">" + render_chart(chart) + "</figure>\n";
+  out += figure(render_chart(chart));
 
   // The best lanes: --top's order when given, else the front.
   std::vector<size_t> best;

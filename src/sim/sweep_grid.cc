@@ -110,6 +110,7 @@ bool array_closed(std::string_view text) {
   bool closed_strings = false;
   return toml_bracket_depth(text, &closed_strings) <= 0 && closed_strings;
 }
+
 }  // namespace
 
 Result<SweepGrid> parse_sweep_grid(const std::string& path, const std::string& text,

@@ -1,7 +1,9 @@
 #include "report/backtest_section.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,6 +11,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/file_util.h"
+#include "core/text.h"
 #include "report/chart.h"
 #include "report/html.h"
 
@@ -18,6 +22,71 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
+
+// Numeric columns (and string columns) of a CSV file with a header line, by column name.
+struct Csv {
+  std::map<std::string, std::vector<double>> numbers;
+  std::map<std::string, std::vector<std::string>> strings;
+  size_t rows = 0;
+};
+
+Result<Csv> read_csv(const std::string& path, const std::vector<std::string>& numeric,
+                     const std::vector<std::string>& text = {}) {
+  FXT_ASSIGN_OR_RETURN(std::string body, read_file(path));
+  Csv csv;
+  size_t pos = 0, line_no = 0;
+  std::vector<std::string> header;
+  std::vector<int> num_index, text_index;
+  while (pos < body.size()) {
+    size_t end = body.find('\n', pos);
+    if (end == std::string::npos) end = body.size();
+    std::string_view line(body.data() + pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    std::vector<std::string> fields = split_fields(line, ',');
+    if (header.empty()) {
+      header = std::move(fields);
+      auto find = [&](const std::string& name) -> int {
+        auto it = std::find(header.begin(), header.end(), name);
+        return it == header.end() ? -1 : static_cast<int>(it - header.begin());
+      };
+      for (const std::string& name : numeric) {
+        const int i = find(name);
+        if (i < 0) return InvalidInput("{}:1: no column '{}' in the header", path, name);
+        num_index.push_back(i);
+      }
+      for (const std::string& name : text) {
+        const int i = find(name);
+        if (i < 0) return InvalidInput("{}:1: no column '{}' in the header", path, name);
+        text_index.push_back(i);
+      }
+      continue;
+    }
+    if (fields.size() != header.size()) {
+      return InvalidInput("{}:{}: {} fields, expected {} as in the header", path, line_no,
+                          fields.size(), header.size());
+    }
+    for (size_t k = 0; k < numeric.size(); ++k) {
+      const std::string& f = fields[static_cast<size_t>(num_index[k])];
+      char* stop = nullptr;
+      const double v = std::strtod(f.c_str(), &stop);
+      if (f.empty() || stop != f.c_str() + f.size()) {
+        return InvalidInput("{}:{}: bad number '{}' in column {}", path, line_no, f, numeric[k]);
+      }
+      csv.numbers[numeric[k]].push_back(v);
+    }
+    for (size_t k = 0; k < text.size(); ++k) {
+      csv.strings[text[k]].push_back(fields[static_cast<size_t>(text_index[k])]);
+    }
+    ++csv.rows;
+  }
+  if (header.empty()) return InvalidInput("{}: empty file (expected a header line)", path);
+  for (const std::string& name : numeric) csv.numbers[name];  // present even with no rows
+  for (const std::string& name : text) csv.strings[name];
+  return csv;
+}
 
 struct ModelRun {
   std::string name, dir;

@@ -1,11 +1,10 @@
-// Helpers shared by the sections of `fxt report` (report/*_section.cc): reading JSON and CSV
+// Helpers shared by the sections of `fxt report` (report/*_section.cc): reading JSON
 // inputs with one-line errors naming the file and the position, defensive field access (a
 // missing piece leaves a cell empty rather than failing the report), value formatting and the
 // figure wrapper. Internal to src/report.
 #pragma once
 
 #include <limits>
-#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,15 +33,6 @@ const nlohmann::json& run_field(const nlohmann::json& run, std::string_view key)
 std::string scalar_text(const nlohmann::json& v);
 // A run.json value in its unit (durations, UTC times and prices from *_ns / *_px keys).
 std::string unit_text(const std::string& key, const nlohmann::json& v);
-
-// Numeric columns (and string columns) of a CSV file with a header line, by column name.
-struct Csv {
-  std::map<std::string, std::vector<double>> numbers;
-  std::map<std::string, std::vector<std::string>> strings;
-  size_t rows = 0;
-};
-Result<Csv> read_csv(const std::string& path, const std::vector<std::string>& numeric,
-                     const std::vector<std::string>& text = {});
 
 // An `fxt eval` JSON (model, base_rate and horizons present).
 bool is_eval_json(const nlohmann::json& j);

@@ -9,103 +9,24 @@ has been following the moves (r = +1) and negative where it fades them (r = -1).
 
 Usage: PYTHONPATH=build/python /usr/bin/python3 bench/ablation/round10_probe.py STORE LATENT
 (STORE: `fxt ingest` of `fxt synth --events 1000000 --seed S --latent`; LATENT: its .latent
-sidecar, version 3). Training rows every 16th snapshot of the first 80 % (less the purge),
+sidecar, version 3 or 4). Training rows every 16th snapshot of the first 80 % (less the purge),
 validation every 8th of the next 10 % (GBDT early stopping), test every snapshot of the last 10 %.
 Prints test AUC per horizon. The GBDT is XGBoost's C API through ctypes (Debian's libxgboost),
 hist method, eta 0.05, depth 6, early stopping on validation log loss (patience 30).
 """
-import ctypes
 import sys
 
 import numpy as np
 
 import foxhunt
-
-# ---- XGBoost through its C API -------------------------------------------------------------
-_xgb = ctypes.cdll.LoadLibrary('libxgboost.so.0')
-_xgb.XGBGetLastError.restype = ctypes.c_char_p
-
-
-def _check(rc):
-    if rc != 0:
-        raise RuntimeError(_xgb.XGBGetLastError().decode())
-
-
-def _dmatrix(X, y=None):
-    X = np.ascontiguousarray(X, dtype=np.float32)
-    h = ctypes.c_void_p()
-    _check(_xgb.XGDMatrixCreateFromMat(X.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
-                                       ctypes.c_uint64(X.shape[0]), ctypes.c_uint64(X.shape[1]),
-                                       ctypes.c_float(np.nan), ctypes.byref(h)))
-    if y is not None:
-        yy = np.ascontiguousarray(y, dtype=np.float32)
-        _check(_xgb.XGDMatrixSetFloatInfo(h, b'label', yy.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
-                                          ctypes.c_uint64(len(yy))))
-    return h
-
-
-def _predict(booster, d, trees=0):
-    """Probabilities from the first `trees` trees (0: all)."""
-    n = ctypes.c_uint64()
-    out = ctypes.POINTER(ctypes.c_float)()
-    _check(_xgb.XGBoosterPredict(booster, d, 0, trees, 0, ctypes.byref(n), ctypes.byref(out)))
-    return np.ctypeslib.as_array(out, shape=(n.value,)).copy()
-
-
-def gbdt_scores(Xtr, ytr, Xva, yva, Xte, rounds=1000, patience=30):
-    params = {'objective': 'binary:logistic', 'tree_method': 'hist', 'eta': 0.05, 'max_depth': 6,
-              'subsample': 0.8, 'colsample_bytree': 0.8, 'lambda': 1, 'seed': 1, 'nthread': 2}
-    dtr, dva, dte = _dmatrix(Xtr, ytr), _dmatrix(Xva, yva), _dmatrix(Xte)
-    booster = ctypes.c_void_p()
-    _check(_xgb.XGBoosterCreate((ctypes.c_void_p * 1)(dtr), 1, ctypes.byref(booster)))
-    for k, v in params.items():
-        _check(_xgb.XGBoosterSetParam(booster, k.encode(), str(v).encode()))
-    best, best_it = np.inf, -1
-    for it in range(rounds):
-        _check(_xgb.XGBoosterUpdateOneIter(booster, it, dtr))
-        p = np.clip(_predict(booster, dva), 1e-7, 1 - 1e-7)
-        loss = -np.mean(yva * np.log(p) + (1 - yva) * np.log(1 - p))
-        if loss < best - 1e-6:
-            best, best_it = loss, it
-        elif it - best_it >= patience:
-            break
-    scores = _predict(booster, dte, best_it + 1)  # the trees up to the best validation round
-    for h in (dtr, dva, dte):
-        _xgb.XGDMatrixFree(h)
-    _xgb.XGBoosterFree(booster)
-    return scores
-
-
-# ---- the exact L2 logistic (Newton) ------------------------------------------------------
-def logistic_scores(Ztr, ytr, Zte, lam=1e-3, iters=25):
-    Ztr = np.hstack([Ztr, np.ones((Ztr.shape[0], 1))])
-    w = np.zeros(Ztr.shape[1])
-    for _ in range(iters):
-        p = 1 / (1 + np.exp(-Ztr @ w))
-        g = Ztr.T @ (p - ytr) / len(ytr) + lam * w
-        H = (Ztr * (p * (1 - p))[:, None]).T @ Ztr / len(ytr) + lam * np.eye(Ztr.shape[1])
-        w -= np.linalg.solve(H, g)
-    return np.hstack([Zte, np.ones((Zte.shape[0], 1))]) @ w
-
-
-def auc(s, y):
-    order = np.argsort(s)
-    rank = np.empty(len(s))
-    rank[order] = np.arange(1, len(s) + 1)
-    npos = y.sum()
-    return (rank[y == 1].sum() - npos * (npos + 1) / 2) / (npos * (len(y) - npos))
-
+from probe_lib import auc, gbdt_scores, logistic_scores, read_latent
 
 store, latent = sys.argv[1], sys.argv[2]
 _, X, y, m = foxhunt.features(store, standardised=True)
 raw_features = foxhunt.features(store, standardised=False)[1]
 n = X.shape[0]
 X = X[:, [i for i in range(40) if i not in (26, 27)]].astype(np.float64)  # time of day dropped
-raw = open(latent, 'rb').read()
-if raw[:8] != b'FXTLATNT' or raw[8:12] != (3).to_bytes(4, 'little'):
-    sys.exit(f'{latent}: expected a version-3 latent sidecar')
-lat = np.frombuffer(raw[24:], dtype=np.dtype([('d', '<f4'), ('m', '<f4'), ('r', '<i4'),
-                                               ('a', '<i4'), ('b', '<i4')]))
+lat = read_latent(latent)
 r = lat['r'].astype(np.float64)[:n]
 trade = np.nan_to_num(raw_features[:, 12])
 move_before = np.concatenate([[0.0], np.nan_to_num(raw_features[:-1, 21])])

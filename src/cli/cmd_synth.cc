@@ -111,6 +111,30 @@ void register_synth(CLI::App& app) {
                   "response regime: touch cancels x exp(-/+ skew b imb) on the bid / ask")
       ->capture_default_str()
       ->check(finite_number(0, 5));
+  cmd->add_option("--meta-gap", a->config.meta_gap_s,
+                  "meta-order: mean wait, seconds, for the next one to start (0 = off; "
+                  "docs/SYNTH.md)")
+      ->capture_default_str()
+      ->check(finite_number(0, 1e6));
+  cmd->add_option("--meta-life", a->config.meta_life_s,
+                  "meta-order: mean time it accumulates (sends clips), seconds")
+      ->capture_default_str()
+      ->check(finite_number(1e-3, 1e6));
+  cmd->add_option("--meta-reveal", a->config.meta_reveal_s,
+                  "meta-order: mean time the others lean its way after it ends, seconds")
+      ->capture_default_str()
+      ->check(finite_number(1e-3, 1e6));
+  cmd->add_option("--meta-clip-rate", a->config.meta_clip_rate,
+                  "meta-order: its market orders (clips) per second")
+      ->capture_default_str()
+      ->check(finite_number(0, 1000));
+  cmd->add_option("--meta-clip-lots", a->config.meta_clip_lots, "meta-order: lots per clip")
+      ->capture_default_str()
+      ->check(int_range(1, 1000000));
+  cmd->add_option("--meta-skew", a->config.meta_skew,
+                  "meta-order: the others' lean in the reveal (market x exp(+-skew), book half)")
+      ->capture_default_str()
+      ->check(finite_number(0, 5));
   cmd->add_option("--imbalance-beta", a->config.market_imbalance_beta,
                   "market buys x (1 + beta imb), sells x (1 - beta imb)")
       ->capture_default_str()

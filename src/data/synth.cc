@@ -31,6 +31,7 @@ enum Kind : int {
   kMarketSell,
   kInsideBid,
   kInsideAsk,
+  kMetaClip,  // last: at rate 0 (no meta-order) the choice among the others is unchanged
   kNumKinds,
 };
 
@@ -266,6 +267,14 @@ Status SynthMarket::validate(const SynthConfig& c) {
         "synth: response_regime_s must be in [0, 1e6] (0: off), response_regime_beta in (-1, 1), "
         "response_cancel_skew in [0, 5]");
   }
+  if (!non_negative(c.meta_gap_s) || c.meta_gap_s > 1e6 || !positive(c.meta_life_s) ||
+      c.meta_life_s > 1e6 || !positive(c.meta_reveal_s) || c.meta_reveal_s > 1e6 ||
+      !non_negative(c.meta_clip_rate) || c.meta_clip_rate > 1000 || c.meta_clip_lots < 1 ||
+      c.meta_clip_lots > kMaxDrawLots || !non_negative(c.meta_skew) || c.meta_skew > 5) {
+    return UsageError(
+        "synth: meta_gap_s must be in [0, 1e6] (0: off), meta_life_s and meta_reveal_s in "
+        "(0, 1e6], meta_clip_rate in [0, 1000], meta_clip_lots >= 1, meta_skew in [0, 5]");
+  }
   if (!non_negative(c.feed_latency_min_ns) || !non_negative(c.feed_latency_extra_ns) ||
       c.feed_latency_min_ns + 20 * c.feed_latency_extra_ns > 1e9) {
     return UsageError("synth: feed latencies must be >= 0 and well under a second");
@@ -390,13 +399,27 @@ void SynthMarket::update_drift(double dt_s) {
   // The response regime: flip with probability 1 - exp(-dt / its mean life).
   if (cfg_.response_on() && dt_s > 0 && rand_unit() < -std::expm1(-dt_s / cfg_.response_regime_s))
     response_ = -response_;
+  // The meta-order: one starts (a random side), accumulation ends in the reveal, the reveal ends.
+  if (cfg_.meta_on() && dt_s > 0) {
+    const double life = meta_ == 0             ? cfg_.meta_gap_s
+                        : std::abs(meta_) == 1 ? cfg_.meta_life_s
+                                               : cfg_.meta_reveal_s;
+    if (rand_unit() < -std::expm1(-dt_s / life)) {
+      if (meta_ == 0) {
+        meta_ = rand_unit() < 0.5 ? 1 : -1;
+      } else {
+        meta_ = std::abs(meta_) == 1 ? 2 * meta_ : 0;
+      }
+    }
+  }
   const int64_t mid_2ticks = side_[kBid].best + side_[kAsk].best;
   momentum_ticks_ = momentum_ticks_ * std::exp2(-dt_s / cfg_.momentum_halflife_s) +
                     0.5 * static_cast<double>(mid_2ticks - last_mid_2ticks_);
   last_mid_2ticks_ = mid_2ticks;
-  const double book = std::exp(gain * cfg_.drift_book_skew * drift_x_);
+  const double lean = std::abs(meta_) == 2 ? cfg_.meta_skew * (meta_ / 2) : 0.0;  // the reveal
+  const double book = std::exp(gain * cfg_.drift_book_skew * drift_x_ + 0.5 * lean);
   const double mkt = std::exp(gain * cfg_.drift_market_skew * drift_x_ +
-                              cfg_.momentum_skew * regime_ * std::tanh(momentum_ticks_));
+                              cfg_.momentum_skew * regime_ * std::tanh(momentum_ticks_) + lean);
   f_add_[kBid] = book;
   f_add_[kAsk] = 1.0 / book;
   f_cancel_[kBid] = 1.0 / book;
@@ -521,6 +544,7 @@ const dbn::Mbp10Msg& SynthMarket::next() {
   rate[kMarketSell] = at_floor ? 0.0 : cfg_.market_rate * (1.0 - beta * imb) * f_market_[1];
   rate[kInsideBid] = spread > 1 ? cfg_.inside_add_rate * f_add_[kBid] : 0.0;
   rate[kInsideAsk] = spread > 1 ? cfg_.inside_add_rate * f_add_[kAsk] : 0.0;
+  rate[kMetaClip] = meta_ == 1 || (meta_ == -1 && !at_floor) ? cfg_.meta_clip_rate : 0.0;
   double total = 0;
   for (double r : rate) total += r;
 
@@ -591,14 +615,21 @@ const dbn::Mbp10Msg& SynthMarket::next() {
       break;
     }
     case kMarketBuy:
-    case kMarketSell: {
-      // The aggressor trades against the opposite touch, at most its whole queue.
-      Side& s = side_[kind == kMarketBuy ? kAsk : kBid];
+    case kMarketSell:
+    case kMetaClip: {
+      // The aggressor trades against the opposite touch, at most its whole queue; a meta-order
+      // clip is exactly meta_clip_lots (capped there) on the meta-order's side.
+      const bool buy = kind == kMarketBuy || (kind == kMetaClip && meta_ > 0);
+      Side& s = side_[buy ? kAsk : kBid];
       action = 'T';
-      side_ch = kind == kMarketBuy ? 'B' : 'A';
+      side_ch = buy ? 'B' : 'A';
       price_ticks = s.best;
-      const bool sweep = rand_unit() < cfg_.sweep_prob;
-      size = sweep ? s.sz[0] : std::min(draw_size(cfg_.market_size_mean), s.sz[0]);
+      if (kind == kMetaClip) {
+        size = std::min(cfg_.meta_clip_lots, s.sz[0]);
+      } else {
+        const bool sweep = rand_unit() < cfg_.sweep_prob;
+        size = sweep ? s.sz[0] : std::min(draw_size(cfg_.market_size_mean), s.sz[0]);
+      }
       const double per_order = static_cast<double>(s.sz[0]) / s.ct[0];
       const auto filled = static_cast<uint32_t>(static_cast<double>(size) / per_order);
       s.sz[0] -= size;
@@ -661,8 +692,9 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(
     deep_add_decay, deep_cancel_rate, market_rate, market_imbalance_beta, inside_add_rate,
     drift_tau_s, drift_sigma, drift_market_skew, drift_book_skew, regime_tau_s, momentum_halflife_s,
     momentum_skew, activity_quiet_s, activity_active_s, activity_speed, activity_quiet_gain,
-    activity_active_gain, response_regime_s, response_regime_beta, response_cancel_skew,
-    feed_latency_min_ns, feed_latency_extra_ns)
+    activity_active_gain, response_regime_s, response_regime_beta, response_cancel_skew, meta_gap_s,
+    meta_life_s, meta_reveal_s, meta_clip_rate, meta_clip_lots, meta_skew, feed_latency_min_ns,
+    feed_latency_extra_ns)
 
 nlohmann::json synth_config_to_json(const SynthConfig& c) {
   return c;
@@ -671,14 +703,16 @@ nlohmann::json synth_config_to_json(const SynthConfig& c) {
 Result<SynthConfig> synth_config_from_json(const nlohmann::json& j, const std::string& where) {
   SynthConfig c;
   try {
-    // A config written before the activity or response regime existed regenerates without it
-    // (the default).
+    // A config written before the activity or response regime or the meta-order existed
+    // regenerates without it (the default).
     nlohmann::json full = j;
     if (full.is_object()) {
       const nlohmann::json defaults = c;
-      for (const char* key : {"activity_quiet_s", "activity_active_s", "activity_speed",
-                              "activity_quiet_gain", "activity_active_gain", "response_regime_s",
-                              "response_regime_beta", "response_cancel_skew"}) {
+      for (const char* key :
+           {"activity_quiet_s", "activity_active_s", "activity_speed", "activity_quiet_gain",
+            "activity_active_gain", "response_regime_s", "response_regime_beta",
+            "response_cancel_skew", "meta_gap_s", "meta_life_s", "meta_reveal_s", "meta_clip_rate",
+            "meta_clip_lots", "meta_skew"}) {
         if (!full.contains(key)) full[key] = defaults[key];
       }
     }
@@ -708,17 +742,19 @@ nlohmann::json synth_stats_json(const std::string& out_path, const SynthStats& s
 
 namespace {
 constexpr char kLatentMagic[8] = {'F', 'X', 'T', 'L', 'A', 'T', 'N', 'T'};
-constexpr uint32_t kLatentVersion = 3;
+constexpr uint32_t kLatentVersion = 4;
 struct LatentRecord {
   float drift;
   float momentum_ticks;
   int32_t regime;
   int32_t activity;
   int32_t response;
+  int32_t meta;
 };
-static_assert(sizeof(LatentRecord) == 20);
-constexpr size_t kLatentRecordV1 = 12;  // version 1: no activity, no response
-constexpr size_t kLatentRecordV2 = 16;  // version 2: no response
+static_assert(sizeof(LatentRecord) == 24);
+constexpr size_t kLatentRecordV1 = 12;  // version 1: no activity, no response, no meta
+constexpr size_t kLatentRecordV2 = 16;  // version 2: no response, no meta
+constexpr size_t kLatentRecordV3 = 20;  // version 3: no meta
 }  // namespace
 
 Result<std::vector<SynthLatent>> read_latent_sidecar(const std::string& path) {
@@ -733,9 +769,11 @@ Result<std::vector<SynthLatent>> read_latent_sidecar(const std::string& path) {
   std::memcpy(&bytes, in.data() + 12, 4);
   std::memcpy(&n, in.data() + 16, 8);
   if (!(version == kLatentVersion && bytes == sizeof(LatentRecord)) &&
-      !(version == 2 && bytes == kLatentRecordV2) && !(version == 1 && bytes == kLatentRecordV1)) {
+      !(version == 3 && bytes == kLatentRecordV3) && !(version == 2 && bytes == kLatentRecordV2) &&
+      !(version == 1 && bytes == kLatentRecordV1)) {
     return InvalidInput(
-        "{}: offset 8: version {} with {}-byte records (expected 3 and 20, 2 and 16, or 1 and 12)",
+        "{}: offset 8: version {} with {}-byte records (expected 4 and 24, 3 and 20, 2 and 16, or "
+        "1 and 12)",
         path, version, bytes);
   }
   if (n > (uint64_t{1} << 36) || in.size() != kHead + n * bytes) {
@@ -744,10 +782,14 @@ Result<std::vector<SynthLatent>> read_latent_sidecar(const std::string& path) {
   }
   std::vector<SynthLatent> out(n);
   for (uint64_t i = 0; i < n; ++i) {
-    LatentRecord r{};  // older records leave response (and activity) 0
+    LatentRecord r{};  // older records leave meta (and response, activity) 0
     std::memcpy(&r, in.data() + kHead + i * bytes, bytes);
-    out[i] = {r.drift, static_cast<int>(r.regime), r.momentum_ticks, static_cast<int>(r.activity),
-              static_cast<int>(r.response)};
+    out[i] = {r.drift,
+              static_cast<int>(r.regime),
+              r.momentum_ticks,
+              static_cast<int>(r.activity),
+              static_cast<int>(r.response),
+              static_cast<int>(r.meta)};
   }
   return out;
 }
@@ -792,8 +834,12 @@ Status synthesize_market(const SynthConfig& config, const std::string& out_path,
     FXT_RETURN_IF_ERROR(writer.write(&msg));
     if (!latent_path.empty()) {
       const SynthLatent l = market.latent();
-      const LatentRecord r{static_cast<float>(l.drift), static_cast<float>(l.momentum_ticks),
-                           l.regime, l.activity, l.response};
+      const LatentRecord r{static_cast<float>(l.drift),
+                           static_cast<float>(l.momentum_ticks),
+                           l.regime,
+                           l.activity,
+                           l.response,
+                           l.meta};
       FXT_RETURN_IF_ERROR(latent.write(&r, sizeof(r)));
     }
     if (stats != nullptr) collector.observe(msg);

@@ -109,6 +109,22 @@ struct SynthConfig {
   double response_cancel_skew = 0.0;
   bool response_on() const { return response_regime_s > 0; }
 
+  // Latent informed meta-order (docs/SYNTH.md), off by default (meta_gap_s 0). While none runs,
+  // one starts after a mean meta_gap_s seconds on a random side d = +1 (buying) or -1. It
+  // accumulates for a mean meta_life_s, sending market orders of exactly meta_clip_lots (capped
+  // at the touch) on its side at meta_clip_rate per second, without moving anyone else; then its
+  // information comes out: for a mean meta_reveal_s the rest of the flow leans its way (market
+  // buys x exp(+meta_skew d), sells mirrored; bid adds and ask cancels x exp(+meta_skew d / 2),
+  // mirrored). One snapshot shows at most one clip, and clips are a small share of the volume;
+  // the window's count of clip-sized trades by side reveals d before the move.
+  double meta_gap_s = 0.0;
+  double meta_life_s = 3.0;
+  double meta_reveal_s = 2.0;
+  double meta_clip_rate = 10.0;
+  uint32_t meta_clip_lots = 1;
+  double meta_skew = 0.8;
+  bool meta_on() const { return meta_gap_s > 0; }
+
   // Feed latency: ts_recv = max(previous ts_recv, ts_event + min + Exp * mean_extra).
   double feed_latency_min_ns = 20'000.0;
   double feed_latency_extra_ns = 10'000.0;
@@ -186,6 +202,7 @@ struct SynthLatent {
   double momentum_ticks = 0;  // m, the mid's recent move the regime acts on
   int activity = 0;           // the activity regime a (0 quiet, 1 active; 0 when off)
   int response = 0;           // the response regime b (+1 / -1; 0 when off)
+  int meta = 0;  // the meta-order: d = +1 / -1 accumulating, +2 / -2 revealing, 0 none (or off)
 };
 
 // The generator. next() advances the simulation by one event and returns its record, valid
@@ -207,7 +224,9 @@ class SynthMarket {
   int64_t best_bid_ticks() const { return side_[kBid].best; }
   int64_t best_ask_ticks() const { return side_[kAsk].best; }
   double drift() const { return drift_x_; }
-  SynthLatent latent() const { return {drift_x_, regime_, momentum_ticks_, activity_, response_}; }
+  SynthLatent latent() const {
+    return {drift_x_, regime_, momentum_ticks_, activity_, response_, meta_};
+  }
   // Twice the mid in ticks (best bid + best ask).
   int64_t mid_2ticks() const { return side_[kBid].best + side_[kAsk].best; }
   // Replaces the random stream (a branch of this state for Monte Carlo).
@@ -256,6 +275,7 @@ class SynthMarket {
   double momentum_ticks_ = 0;    // m: the mid's recent move, ticks
   int activity_ = 0;             // the activity regime a (0 quiet, 1 active)
   int response_ = 0;             // the response regime b (+1 / -1; 0 when off)
+  int meta_ = 0;                 // the meta-order: ±1 accumulating, ±2 revealing, 0 none
   int64_t last_mid_2ticks_ = 0;  // best bid + best ask at the last update (2 x mid in ticks)
   double f_add_[2] = {1, 1}, f_cancel_[2] = {1, 1}, f_market_[2] = {1, 1};
   dbn::Mbp10Msg msg_{};
@@ -273,11 +293,11 @@ Status synthesize_market(const SynthConfig& config, const std::string& out_path,
 // A run's statistics as `fxt synth --json` prints them (without the wall time).
 nlohmann::json synth_stats_json(const std::string& out_path, const SynthStats& s);
 
-// The latent sidecar: magic "FXTLATNT", u32 version 3, u32 record bytes 20, u64 events, then per
+// The latent sidecar: magic "FXTLATNT", u32 version 4, u32 record bytes 24, u64 events, then per
 // event (in record order, event i = snapshot i of the ingested store) f32 drift, f32
-// momentum_ticks, i32 regime, i32 activity, i32 response; little-endian. Written atomically.
-// Version 2 files (16-byte records, no response) read with response 0, version 1 (12-byte
-// records, no activity) with activity 0 too.
+// momentum_ticks, i32 regime, i32 activity, i32 response, i32 meta; little-endian. Written
+// atomically. Version 3 files (20-byte records, no meta) read with meta 0, version 2 (16-byte
+// records, no response) with response 0 too, version 1 (12-byte records) with activity 0 too.
 Result<std::vector<SynthLatent>> read_latent_sidecar(const std::string& path);
 
 }  // namespace fxt

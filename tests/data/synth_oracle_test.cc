@@ -4,6 +4,7 @@
 #include "data/synth_oracle.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -184,7 +185,7 @@ TEST(SynthLatent, ResponseRegimeSetsHowTheTradesAnswerTheImbalance) {
   EXPECT_LT(agree[1] / trades[1], 0.4) << agree[1] / trades[1];
   EXPECT_GT(switches, 10);
   EXPECT_NEAR(events[0] / (events[0] + events[1]), 0.5, 0.2);
-  // The sidecar carries it (version 3); a version-2 file (16-byte records) reads with response 0.
+  // The sidecar carries it; a version-2 file (16-byte records) reads with response 0.
   const std::string dir = test::scratch_dir();
   on.events = 3000;
   ASSERT_TRUE(synthesize_market(on, dir + "/r.dbn", nullptr, nullptr, /*latent=*/true).ok());
@@ -223,6 +224,104 @@ TEST(SynthLatent, ResponseRegimeSetsHowTheTradesAnswerTheImbalance) {
   j = synth_config_to_json(on);
   j["response_regime_beta"] = -1.5;
   EXPECT_NE(synth_config_from_json(j, "cfg.json").status().message().find("response_regime_beta"),
+            std::string::npos);
+}
+
+TEST(SynthLatent, MetaOrderSendsClipsOnItsSideThenTheOthersLeanItsWay) {
+  // Off by default: meta 0 throughout (PinnedValuesForSeedOne shows the stream is unchanged).
+  SynthConfig off = small(2000);
+  EXPECT_FALSE(off.meta_on());
+  {
+    SynthMarket m(off);
+    for (int i = 0; i < 2000; ++i) EXPECT_EQ((m.next(), m.latent().meta), 0);
+  }
+  // On, with the drift's and the momentum regime's leans off so the meta-order is the only one.
+  // Accumulating (d = +-1), the 1-lot trades are mostly its clips (20 a second against about 3 a
+  // second of 1-lot noise orders per side): far more on its side than the other. Revealing
+  // (+-2), every trade leans its way (exp(1.2) = 3.3 times as many on its side). None running:
+  // balanced. States only go 0 -> +-1 -> +-2 -> 0, the same side throughout.
+  SynthConfig on = off;
+  on.events = 400000;
+  on.meta_gap_s = 3.0;
+  on.meta_life_s = 3.0;
+  on.meta_reveal_s = 2.0;
+  on.meta_clip_rate = 20.0;
+  on.meta_clip_lots = 1;
+  on.meta_skew = 1.2;
+  on.drift_market_skew = 0.0;
+  on.drift_book_skew = 0.0;
+  on.momentum_skew = 0.0;
+  EXPECT_TRUE(on.meta_on());
+  SynthMarket m(on);
+  // Per state before the event (index meta + 2): buys and sells, of 1-lot trades and of all.
+  double one_buy[5] = {}, one_sell[5] = {}, buy[5] = {}, sell[5] = {};
+  int last = 0, starts = 0;
+  for (uint64_t i = 0; i < on.events; ++i) {
+    const dbn::Mbp10Msg& msg = m.next();
+    const int k = last + 2;  // the state can only change in update_drift, after the event
+    if (msg.action == 'T') {
+      (msg.side == 'B' ? buy : sell)[k] += 1;
+      if (msg.size == 1) (msg.side == 'B' ? one_buy : one_sell)[k] += 1;
+    }
+    const int d = m.latent().meta;
+    ASSERT_TRUE(d >= -2 && d <= 2);
+    if (d != last) {
+      const bool next_state =
+          (last == 0 && std::abs(d) == 1) || (d == 2 * last) || (std::abs(last) == 2 && d == 0);
+      ASSERT_TRUE(next_state) << last << " -> " << d << " at " << i;
+      if (last == 0) ++starts;
+    }
+    last = d;
+  }
+  EXPECT_GT(starts, 10);
+  for (int k : {0, 1, 3, 4}) ASSERT_GT(buy[k] + sell[k], 1000) << k;
+  EXPECT_GT(one_buy[3] / (one_buy[3] + one_sell[3]), 0.75);        // d = +1: its clips
+  EXPECT_LT(one_buy[1] / (one_buy[1] + one_sell[1]), 0.25);        // d = -1
+  EXPECT_GT(buy[4] / (buy[4] + sell[4]), 0.65);                    // reveal of a buyer
+  EXPECT_LT(buy[0] / (buy[0] + sell[0]), 0.35);                    // reveal of a seller
+  EXPECT_NEAR(one_buy[2] / (one_buy[2] + one_sell[2]), 0.5, 0.1);  // none running
+  // The sidecar carries it (version 4); a version-3 file (20-byte records) reads with meta 0.
+  const std::string dir = test::scratch_dir();
+  on.events = 20000;
+  ASSERT_TRUE(synthesize_market(on, dir + "/m.dbn", nullptr, nullptr, /*latent=*/true).ok());
+  auto lat = read_latent_sidecar(dir + "/m.dbn.latent");
+  ASSERT_TRUE(lat.ok()) << lat.status().message();
+  SynthMarket again(on);
+  int running = 0;
+  for (size_t i = 0; i < 20000; ++i) {
+    again.next();
+    ASSERT_EQ((*lat)[i].meta, again.latent().meta) << i;
+    running += (*lat)[i].meta != 0;
+  }
+  EXPECT_GT(running, 0);
+  std::string v3 = "FXTLATNT";
+  const uint32_t head[2] = {3, 20};
+  const uint64_t count = 1;
+  const float drift = 0.5f, mom = -1.0f;
+  const int32_t ints[3] = {-1, 1, -1};  // regime, activity, response
+  v3.append(reinterpret_cast<const char*>(head), 8);
+  v3.append(reinterpret_cast<const char*>(&count), 8);
+  v3.append(reinterpret_cast<const char*>(&drift), 4);
+  v3.append(reinterpret_cast<const char*>(&mom), 4);
+  v3.append(reinterpret_cast<const char*>(ints), 12);
+  ASSERT_TRUE(write_file_atomic(dir + "/v3.latent", v3).ok());
+  auto old = read_latent_sidecar(dir + "/v3.latent");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  ASSERT_EQ(old->size(), 1u);
+  EXPECT_EQ((*old)[0].drift, 0.5);
+  EXPECT_EQ((*old)[0].response, -1);
+  EXPECT_EQ((*old)[0].meta, 0);
+  // A config written before the meta-order existed loads with it off; a bad skew is refused.
+  nlohmann::json j = synth_config_to_json(on);
+  for (const char* key : {"meta_gap_s", "meta_life_s", "meta_reveal_s", "meta_clip_rate",
+                          "meta_clip_lots", "meta_skew"})
+    j.erase(key);
+  auto back = synth_config_from_json(j, "old.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_FALSE(back->meta_on());
+  j = synth_config_to_json(on);
+  j["meta_skew"] = 6.0;
+  EXPECT_NE(synth_config_from_json(j, "cfg.json").status().message().find("meta_skew"),
             std::string::npos);
 }
 

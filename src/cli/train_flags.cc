@@ -91,6 +91,10 @@ void add_train_flags(CLI::App* cmd, TrainFlags* f, TrainFlagsFor who) {
   cmd->add_flag("--snapshot-heads", c.perception.snapshot_heads,
                 "add a gated MLP head per horizon on each position's features (a non-linear "
                 "one-snapshot path beside the input skip; starts silent)");
+  cmd->add_flag(
+      "--causal,!--no-causal", c.perception.causal,
+      "window-causal trunk: the CfC starts from zero, not the window's attention pool, so "
+      "no position sees a later one (docs/MODEL.md \"Look-ahead in the window\")");
   cmd->add_option("--ple-bins", c.perception.ple_bins,
                   "PLE path: a linear map of each position's features piecewise-linearly encoded "
                   "in K quantile bins (a GAM beside the input skip; starts at 0); 0 = off")

@@ -114,7 +114,11 @@ void PerceptionGpu::trunk_forward(const Context& ctx, const float* p, const floa
   add_layernorm_forward(ctx, m2_.out.data(), v1_.data(), u2_.data(), p + l.norm_b_w, p + l.norm_b_b,
                         h_.data(), mean_b_.data(), rstd_b_.data(), r, d);
   mark("fwd residual+norm b");
-  attn_pool_forward(ctx, h_.data(), p + l.pool_q, c_.data(), attn_.data(), batch_, seq_len_, d);
+  if (cfg_.causal) {
+    zero(ctx, c_.data(), c_.size());  // s_{-1} = 0 (model/perception.h: the causal trunk)
+  } else {
+    attn_pool_forward(ctx, h_.data(), p + l.pool_q, c_.data(), attn_.data(), batch_, seq_len_, d);
+  }
   mark("fwd attn pool");
   const CfcDims cd{batch_, seq_len_, d, d};
   cfc_forward(ctx, cd, cfc_off_, p + l.cfc, h_.data(), c_.data(), dt, stride, cfc_);
@@ -203,8 +207,10 @@ void PerceptionGpu::backward(const Context& ctx, const float* p, const float* x,
   cfc_backward(ctx, cd, cfc_off_, p + l.cfc, h_.data(), dt, stride, d_s_.data(), cfc_, g + l.cfc,
                d_h_.data(), d_c_.data());
   mark("bwd cfc");
-  attn_pool_backward(ctx, h_.data(), p + l.pool_q, attn_.data(), d_c_.data(), d_h_.data(),
-                     g + l.pool_q, batch_, seq_len_, d, scratch_.data());
+  if (!cfg_.causal) {
+    attn_pool_backward(ctx, h_.data(), p + l.pool_q, attn_.data(), d_c_.data(), d_h_.data(),
+                       g + l.pool_q, batch_, seq_len_, d, scratch_.data());
+  }
   mark("bwd attn pool");
   layernorm_backward(ctx, u2_.data(), p + l.norm_b_w, mean_b_.data(), rstd_b_.data(), d_h_.data(),
                      d_u2_.data(), g + l.norm_b_w, g + l.norm_b_b, r, d, scratch_.data());

@@ -284,8 +284,12 @@ void trunk_forward(const PerceptionConfig& cfg, CpuContext& ctx, const T* params
   layernorm_forward<T>(ctx, cview(ws->u2, {r, d}), cview(p + l.norm_b_w, {d}),
                        cview(p + l.norm_b_b, {d}), mview(ws->h, {r, d}), mview(ws->mean_b, {r}),
                        mview(ws->rstd_b, {r}));
-  attn_pool_forward<T>(ctx, cview(ws->h, {b, k, d}), cview(p + l.pool_q, {d}), mview(ws->c, {b, d}),
-                       mview(ws->attn, {b, k}));
+  if (cfg.causal) {
+    zero(ws->c);  // s_{-1} = 0: no position sees a later one
+  } else {
+    attn_pool_forward<T>(ctx, cview(ws->h, {b, k, d}), cview(p + l.pool_q, {d}),
+                         mview(ws->c, {b, d}), mview(ws->attn, {b, k}));
+  }
   cfc_forward(cfg.cfc(), ctx, p + l.cfc, ws->h.data(), ws->c.data(), dt, stride, &ws->cfc);
 }
 
@@ -451,10 +455,12 @@ void perception_backward(const PerceptionConfig& cfg, CpuContext& ctx, const T* 
   // CfC: dL/dh from the inputs W_in h_k, dL/dc from s_{-1}.
   cfc_backward(cfg.cfc(), ctx, p + l.cfc, ws->h.data(), dt, stride, ws->d_s.data(), &ws->cfc,
                g + l.cfc, ws->d_h.data(), ws->d_c.data());
-  // Pool: h's second consumer.
-  attn_pool_backward<T>(ctx, cview(ws->h, {b, k, d}), cview(p + l.pool_q, {d}),
-                        cview(ws->attn, {b, k}), cview(ws->d_c, {b, d}), mview(ws->d_h, {b, k, d}),
-                        mview(g + l.pool_q, {d}));
+  // Pool: h's second consumer (none in the causal trunk, whose s_{-1} is the constant 0).
+  if (!cfg.causal) {
+    attn_pool_backward<T>(ctx, cview(ws->h, {b, k, d}), cview(p + l.pool_q, {d}),
+                          cview(ws->attn, {b, k}), cview(ws->d_c, {b, d}),
+                          mview(ws->d_h, {b, k, d}), mview(g + l.pool_q, {d}));
+  }
   layernorm_backward<T>(ctx, cview(ws->u2, {r, d}), cview(p + l.norm_b_w, {d}),
                         cview(ws->mean_b, {r}), cview(ws->rstd_b, {r}), cview(ws->d_h, {r, d}),
                         mview(ws->d_u2, {r, d}), mview(g + l.norm_b_w, {d}),

@@ -2,7 +2,7 @@
 //
 //   x [B, K, F] -> varsel -> Mamba2 m1 (F -> D) -> LayerNorm a = v1
 //   u2 = v1 + m2(v1) (Mamba2 D -> D) -> LayerNorm b = h [B, K, D]
-//   c = attn_pool(h) [B, D];  s = CfC(h, s_{-1} = c, dt) [B, K, D]
+//   c = attn_pool(h) [B, D];  s = CfC(h, s_{-1} = c, dt) [B, K, D]  (s_{-1} = 0 with cfg.causal)
 //   logits[:, :, j] = head_j(s) [B, K, H]  (+ x W_skip^T with the input skip path,
 //   + enc(x) W_ple^T with the PLE path, + snapshot_heads(x))
 // The decision stride S scales Mamba2's dt and is the CfC's Δt unless a per-position dt [B, K]
@@ -59,6 +59,14 @@ struct PerceptionConfig {
   // one snapshot (docs/MODEL.md "PLE path"). W_ple starts at 0, so adding it does not change the
   // untrained model. The edges are constants stored with the parameters (no gradient).
   int ple_bins = 0;
+  // Window-causal trunk: the CfC starts from zero instead of the window's attention pool c, so
+  // the state at position k depends on positions 0..k only. DESIGN §3 starts it from c, a pool
+  // over all K positions: with the loss on every position (DESIGN §4), position k < K - 1 then
+  // reads features of later positions, which hold its own label (the mid path of the next
+  // snapshots) — a look-ahead that training and its every-position validation reward and that
+  // `fxt eval`, scoring the last position, never has (docs/MODEL.md "Look-ahead in the window").
+  // The pool's query stays in the parameters, unused (gradient 0).
+  bool causal = false;
 
   Status validate() const;
   bool operator==(const PerceptionConfig&) const = default;

@@ -178,6 +178,7 @@ nlohmann::json TrainConfig::to_json() const {
   j["input_skip"] = input_skip_name(input_skip);
   j["snapshot_heads"] = perception.snapshot_heads;
   j["ple_bins"] = perception.ple_bins;
+  j["causal"] = perception.causal;
   j["logistic_fallback"] = logistic_fallback;
   j["eval_batch"] = eval_batch;
   j["baselines"] = baselines.to_json();
@@ -234,6 +235,7 @@ Result<TrainConfig> TrainConfig::from_json(const nlohmann::json& j) {
     c.logistic_fallback = j.value("logistic_fallback", false);  // absent: a run from before it
     c.perception.snapshot_heads = j.value("snapshot_heads", false);  // absent: before them
     c.perception.ple_bins = j.value("ple_bins", 0);                  // absent: before it
+    c.perception.causal = j.value("causal", false);                  // absent: before it
     c.eval_batch = j.at("eval_batch").get<int>();
     FXT_ASSIGN_OR_RETURN(c.baselines, BaselineConfig::from_json(j.at("baselines")));
   } catch (const nlohmann::json::exception& e) {

@@ -33,6 +33,12 @@ enum class InputSkip { kOff, kZero, kLogReg, kGam };
 const char* input_skip_name(InputSkip s);                  // "off", "zero", "logreg", "gam"
 Result<InputSkip> parse_input_skip(const std::string& s);  // names the flag on error
 
+inline model::PerceptionConfig causal_perception() {
+  model::PerceptionConfig c;
+  c.causal = true;
+  return c;
+}
+
 struct TrainConfig {
   uint64_t seed = 1;
   int64_t steps_per_epoch = 200;
@@ -58,7 +64,10 @@ struct TrainConfig {
   std::string early_stop = "val_loss";  // val_loss | mean_auc | auc_h<h>
   int patience = 5;                     // epochs without improvement; 0 = never stop early
   ModelKind model = ModelKind::kPerception;
-  model::PerceptionConfig perception;         // features and horizons are set from the data config
+  // Features and horizons are set from the data config. Training defaults to the window-causal
+  // trunk (--no-causal: DESIGN §3's pool start, which lets earlier positions read later ones;
+  // docs/MODEL.md "Look-ahead in the window").
+  model::PerceptionConfig perception = causal_perception();
   InputSkip input_skip = InputSkip::kLogReg;  // sets perception.input_skip (not kOff)
   // With kLogReg: a horizon whose logistic start validates better than the trained model keeps
   // the logistic head in best.ckpt (train/logistic_fallback.h).

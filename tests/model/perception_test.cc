@@ -378,6 +378,63 @@ TEST(Perception, LastPositionForwardEqualsFullForward) {
   }
 }
 
+// The causal trunk (cfg.causal): s_{-1} = 0 instead of the window's pool. Every gradient against
+// central differences (the pool's query gets exactly 0, as its finite difference).
+TEST(PerceptionGrad, TinyFullCausal) {
+  PerceptionConfig cfg = tiny_config();
+  cfg.causal = true;
+  Problem pb(cfg, 2, 6, 1.0, false, 43);
+  std::printf("perception grad check tiny B=2 K=6 S=1 causal, all coords\n");
+  check_linear(pb, 1u << 20, 1e-8, 5);
+}
+
+// The look-ahead the causal trunk removes: with DESIGN's pool as the CfC's start, changing the
+// features of position j changes the logits of every earlier position (they read later
+// positions, which hold their labels); with cfg.causal no logit before j moves by a single bit,
+// and the last position's logits equal the last-position forward path (perception_forward_last)
+// in both, as in LastPositionForwardEqualsFullForward.
+TEST(Perception, CausalTrunkNeverReadsALaterPosition) {
+  for (const bool causal : {false, true}) {
+    PerceptionConfig cfg;
+    cfg.causal = causal;
+    const int b = 2, k = 10, j = 6;
+    Problem pb(cfg, b, k, 1.0, false, 47);
+    pb.forward();
+    const std::vector<double> before = pb.ws.logits;
+    for (int i = 0; i < b; ++i) {
+      for (int f = 0; f < cfg.features; ++f)
+        pb.x[static_cast<std::size_t>((i * k + j) * cfg.features + f)] += 0.5;
+    }
+    pb.forward();
+    const int nh = cfg.horizons;
+    int earlier_changed = 0, at_j_changed = 0;
+    for (int i = 0; i < b; ++i) {
+      for (int pos = 0; pos <= j; ++pos) {
+        for (int h = 0; h < nh; ++h) {
+          const auto e = static_cast<std::size_t>((i * k + pos) * nh + h);
+          (pos < j ? earlier_changed : at_j_changed) += pb.ws.logits[e] != before[e];
+        }
+      }
+    }
+    EXPECT_EQ(at_j_changed, b * nh) << "causal " << causal;
+    if (causal) {
+      EXPECT_EQ(earlier_changed, 0);
+    } else {
+      EXPECT_EQ(earlier_changed, b * j * nh);  // the pool carries position j to every position
+    }
+    const std::vector<double> full = pb.ws.logits;
+    perception_forward_last(pb.cfg, pb.ctx, pb.params.data(), pb.x.data(), pb.stride, pb.dt_ptr(),
+                            &pb.ws);
+    for (int i = 0; i < b; ++i) {
+      for (int h = 0; h < nh; ++h) {
+        const double want = full[static_cast<std::size_t>((i * k + k - 1) * nh + h)];
+        EXPECT_NEAR(pb.ws.logits[static_cast<std::size_t>(i * nh + h)], want,
+                    1e-12 * std::max(1.0, std::abs(want)));
+      }
+    }
+  }
+}
+
 // The input skip path: every gradient (W_skip, the heads with w_m and w_s moved off their zero
 // init, the trunk, d_x) against central differences.
 TEST(PerceptionGrad, TinyFullWithInputSkip) {

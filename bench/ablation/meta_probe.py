@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 import foxhunt
-from probe_lib import auc, gbdt_scores, logistic_scores, read_latent
+from probe_lib import print_table, read_latent, window_sum
 
 store, latent = sys.argv[1], sys.argv[2]
 clip = float(sys.argv[3]) if len(sys.argv) > 3 else 1.0
@@ -33,28 +33,16 @@ signed_volume = np.diff(np.fromfile(os.path.join(store, 'signed_volume.bin'), dt
 clip_trade = np.sign(signed_volume) * (np.abs(signed_volume) == clip)
 
 
-def window_sum(v, w):
-    c = np.concatenate([[0.0], np.cumsum(v)])
-    i = np.arange(n)
-    return c[i + 1] - c[np.maximum(i + 1 - w, 0)]
 
 
 print(f'meta-order accumulating {np.mean(d != 0):.3f}, revealing {np.mean(np.abs(meta) == 2):.3f} of events; clip-sized trades {np.mean(clip_trade != 0):.4f}')
 stats = {w: window_sum(clip_trade, w) for w in (64, 256, 1024)}
 for w, s in stats.items():
     print(f'corr(d, c_{w}) = {np.corrcoef(d, s)[0, 1]:.3f}')
-tr = np.arange(2000, int(0.8 * n) - 6000, 16)
-va = np.arange(int(0.8 * n), int(0.9 * n) - 6000, 8)
-te = np.arange(int(0.9 * n), n - 6000)
 onehot = np.stack([meta == v for v in (1, -1, 2, -2)], axis=1).astype(np.float64)
 logistic = {'logistic': X, '+d': np.hstack([X, onehot]),
             '+c_256': np.hstack([X, stats[256][:, None] / 4])}
 trees = {'gbdt': X, 'gbdt+c_64': np.hstack([X, stats[64][:, None]]),
          'gbdt+c_256': np.hstack([X, stats[256][:, None]]),
          'gbdt+c_1024': np.hstack([X, stats[1024][:, None]]), 'gbdt+d': np.hstack([X, onehot])}
-print('h', *logistic.keys(), *trees.keys(), sep='\t')
-for h in range(min(y.shape[1], 4)):  # horizons 30, 100, 300, 1000
-    a, b, c = (idx[m[idx, h] == 1] for idx in (tr, va, te))
-    row = [auc(logistic_scores(Z[a], y[a, h].astype(float), Z[c]), y[c, h]) for Z in logistic.values()]
-    row += [auc(gbdt_scores(Z[a], y[a, h], Z[b], y[b, h], Z[c]), y[c, h]) for Z in trees.values()]
-    print(h, *(f'{v:.4f}' for v in row), sep='\t', flush=True)
+print_table(logistic, trees, y, m)

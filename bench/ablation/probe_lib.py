@@ -97,3 +97,28 @@ def read_latent(path):
             full[name] = lat[name]
         lat = full
     return lat
+
+
+def window_sum(v, w):
+    """Per row i, the sum of v over rows (i - w, i]."""
+    c = np.concatenate([[0.0], np.cumsum(v)])
+    i = np.arange(len(v))
+    return c[i + 1] - c[np.maximum(i + 1 - w, 0)]
+
+
+def print_table(logistic, trees, y, m):
+    """Test AUC per horizon (30, 100, 300, 1000) of the exact logistic on each matrix of
+    `logistic` and the GBDT on each of `trees` (name -> rows x columns). Rows: training every 16th
+    snapshot of the first 80 % less the purge, validation (GBDT early stopping) every 8th of the
+    next 10 %, test every snapshot of the last 10 %, each less the 6,000-snapshot label horizon."""
+    n = y.shape[0]
+    tr = np.arange(2000, int(0.8 * n) - 6000, 16)
+    va = np.arange(int(0.8 * n), int(0.9 * n) - 6000, 8)
+    te = np.arange(int(0.9 * n), n - 6000)
+    print('h', *logistic.keys(), *trees.keys(), sep='\t')
+    for h in range(min(y.shape[1], 4)):
+        a, b, c = (idx[m[idx, h] == 1] for idx in (tr, va, te))
+        row = [auc(logistic_scores(Z[a], y[a, h].astype(float), Z[c]), y[c, h])
+               for Z in logistic.values()]
+        row += [auc(gbdt_scores(Z[a], y[a, h], Z[b], y[b, h], Z[c]), y[c, h]) for Z in trees.values()]
+        print(h, *(f'{v:.4f}' for v in row), sep='\t', flush=True)

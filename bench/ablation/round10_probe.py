@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 import foxhunt
-from probe_lib import auc, gbdt_scores, logistic_scores, read_latent
+from probe_lib import print_table, read_latent, window_sum
 
 store, latent = sys.argv[1], sys.argv[2]
 _, X, y, m = foxhunt.features(store, standardised=True)
@@ -33,19 +33,12 @@ move_before = np.concatenate([[0.0], np.nan_to_num(raw_features[:-1, 21])])
 follows = np.sign(trade) * np.sign(move_before)
 
 
-def window_sum(v, w):
-    c = np.concatenate([[0.0], np.cumsum(v)])
-    i = np.arange(n)
-    return c[i + 1] - c[np.maximum(i + 1 - w, 0)]
 
 
 def window_statistic(w):
     return window_sum(follows, w) / np.sqrt(np.maximum(window_sum(np.abs(follows), w), 1))
 
 
-tr = np.arange(2000, int(0.8 * n) - 6000, 16)
-va = np.arange(int(0.8 * n), int(0.9 * n) - 6000, 8)
-te = np.arange(int(0.9 * n), n - 6000)
 stats = {w: window_statistic(w) for w in (64, 256, 1024, 4096)}
 for w, s in stats.items():
     print(f'corr(r, s_{w}) = {np.corrcoef(r, s)[0, 1]:.3f}')
@@ -54,9 +47,4 @@ logistic.update({f'x*s_{w}': np.hstack([X, X * s[:, None], s[:, None]]) for w, s
 trees = {'gbdt': X, 'gbdt+s_64': np.hstack([X, stats[64][:, None]]),
          'gbdt+s_256': np.hstack([X, stats[256][:, None]]),
          'gbdt+r': np.hstack([X, r[:, None]])}
-print('h', *logistic.keys(), *trees.keys(), sep='\t')
-for h in range(min(y.shape[1], 4)):  # horizons 30, 100, 300, 1000
-    a, b, c = (idx[m[idx, h] == 1] for idx in (tr, va, te))
-    row = [auc(logistic_scores(Z[a], y[a, h].astype(float), Z[c]), y[c, h]) for Z in logistic.values()]
-    row += [auc(gbdt_scores(Z[a], y[a, h], Z[b], y[b, h], Z[c]), y[c, h]) for Z in trees.values()]
-    print(h, *(f'{v:.4f}' for v in row), sep='\t', flush=True)
+print_table(logistic, trees, y, m)

@@ -37,11 +37,13 @@ struct Case {
   bool input_skip = false;
   bool snapshot_heads = false;
   int ple_bins = 0;
+  bool causal = false;
   std::string name() const {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "B%d K%d D%d N%d S%g%s%s%s%s", b, k, d, state,
+    char buf[112];
+    std::snprintf(buf, sizeof buf, "B%d K%d D%d N%d S%g%s%s%s%s%s", b, k, d, state,
                   static_cast<double>(stride), real_dt ? " dt[]" : "", input_skip ? " skip" : "",
-                  snapshot_heads ? " xheads" : "", ple_bins > 0 ? " ple" : "");
+                  snapshot_heads ? " xheads" : "", ple_bins > 0 ? " ple" : "",
+                  causal ? " causal" : "");
     return buf;
   }
 };
@@ -113,6 +115,7 @@ Inputs make_inputs(const Case& c) {
   cfg.input_skip = c.input_skip;
   cfg.snapshot_heads = c.snapshot_heads;
   cfg.ple_bins = c.ple_bins;
+  cfg.causal = c.causal;
   const model::PerceptionLayout l = model::perception_layout(cfg);
   in.params.assign(l.total, 0.0f);
   model::perception_init<float>(cfg, in.params.data(), 11);
@@ -203,6 +206,14 @@ TEST(PerceptionGpu, MatchesCpuWithPle) {
   FXT_SKIP_WITHOUT_GPU();
   check_against_cpu({4, 64, 128, 16, 1.0f, false, true, false, 16});
   check_against_cpu({3, 5, 32, 8, 4.0f, true, false, false, 5});
+}
+
+// The causal trunk (s_{-1} = 0, no pool): forward, forward_last and backward (the pool's query
+// gets 0) against the CPU reference.
+TEST(PerceptionGpu, MatchesCpuCausal) {
+  FXT_SKIP_WITHOUT_GPU();
+  check_against_cpu({4, 64, 128, 16, 1.0f, false, true, false, 0, true});
+  check_against_cpu({3, 5, 32, 8, 4.0f, true, false, false, 8, true});
 }
 
 // The encoding itself is bit-identical to the CPU's (the same float operations in order).

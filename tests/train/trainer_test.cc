@@ -90,14 +90,19 @@ TEST_F(TrainerTest, ConfigRoundTripsThroughJson) {
   EXPECT_EQ(back->to_json(), c.to_json());
   EXPECT_TRUE(back->perception.snapshot_heads);
   EXPECT_EQ(back->perception.ple_bins, 12);
-  // A config from before the snapshot heads and the PLE path loads without them.
+  EXPECT_TRUE(TrainConfig().perception.causal);  // training defaults to the causal trunk
+  EXPECT_TRUE(back->perception.causal);
+  // A config from before the snapshot heads, the PLE path and the causal trunk loads without
+  // them: the pool start is the model such a checkpoint holds.
   nlohmann::json old = c.to_json();
   old.erase("snapshot_heads");
   old.erase("ple_bins");
+  old.erase("causal");
   auto before = TrainConfig::from_json(old);
   ASSERT_TRUE(before.ok()) << before.status().message();
   EXPECT_FALSE(before->perception.snapshot_heads);
   EXPECT_EQ(before->perception.ple_bins, 0);
+  EXPECT_FALSE(before->perception.causal);
   EXPECT_FALSE(TrainConfig::from_json(nlohmann::json::object()).ok());
 }
 

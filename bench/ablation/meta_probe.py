@@ -33,8 +33,6 @@ signed_volume = np.diff(np.fromfile(os.path.join(store, 'signed_volume.bin'), dt
 clip_trade = np.sign(signed_volume) * (np.abs(signed_volume) == clip)
 
 
-
-
 print(f'meta-order accumulating {np.mean(d != 0):.3f}, revealing {np.mean(np.abs(meta) == 2):.3f} of events; clip-sized trades {np.mean(clip_trade != 0):.4f}')
 stats = {w: window_sum(clip_trade, w) for w in (64, 256, 1024)}
 for w, s in stats.items():

@@ -1,4 +1,4 @@
-"""The pieces the ablation probes share (round10_probe.py, meta_probe.py; docs/MODEL.md): XGBoost
+"""The pieces the ablation probes share (round9_probe.py, round10_probe.py, meta_probe.py; docs/MODEL.md): XGBoost
 through its C API (ctypes on Debian's libxgboost), the exact L2 logistic by Newton, and the AUC.
 """
 import ctypes
@@ -80,8 +80,6 @@ def auc(s, y):
     return (rank[y == 1].sum() - npos * (npos + 1) / 2) / (npos * (len(y) - npos))
 
 
-
-
 def read_latent(path):
     """The latent sidecar (src/data/synth.h), version 3 or 4, as a structured array with fields
     d (drift), m, r, a, b and meta (0 in version 3)."""
@@ -89,13 +87,11 @@ def read_latent(path):
     version = int.from_bytes(raw[8:12], 'little')
     if raw[:8] != b'FXTLATNT' or version not in (3, 4):
         raise SystemExit(f'{path}: expected a version-3 or -4 latent sidecar')
-    fields = [('d', '<f4'), ('m', '<f4'), ('r', '<i4'), ('a', '<i4'), ('b', '<i4')]
-    lat = np.frombuffer(raw[24:], dtype=np.dtype(fields + [('meta', '<i4')] * (version == 4)))
-    if version == 3:
-        full = np.zeros(len(lat), dtype=np.dtype(fields + [('meta', '<i4')]))
-        for name, _ in fields:
-            full[name] = lat[name]
-        lat = full
+    fields = [('d', '<f4'), ('m', '<f4'), ('r', '<i4'), ('a', '<i4'), ('b', '<i4'), ('meta', '<i4')]
+    stored = np.frombuffer(raw[24:], dtype=np.dtype(fields[:version + 2]))  # v3: no meta
+    lat = np.zeros(len(stored), dtype=np.dtype(fields))
+    for name in stored.dtype.names:
+        lat[name] = stored[name]
     return lat
 
 

@@ -33,8 +33,6 @@ move_before = np.concatenate([[0.0], np.nan_to_num(raw_features[:-1, 21])])
 follows = np.sign(trade) * np.sign(move_before)
 
 
-
-
 def window_statistic(w):
     return window_sum(follows, w) / np.sqrt(np.maximum(window_sum(np.abs(follows), w), 1))
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <vector>
 
@@ -752,9 +753,10 @@ struct LatentRecord {
   int32_t meta;
 };
 static_assert(sizeof(LatentRecord) == 24);
-constexpr size_t kLatentRecordV1 = 12;  // version 1: no activity, no response, no meta
-constexpr size_t kLatentRecordV2 = 16;  // version 2: no response, no meta
-constexpr size_t kLatentRecordV3 = 20;  // version 3: no meta
+// Record bytes of each version: 1 without activity, response and meta; 2 without response and
+// meta; 3 without meta; 4 (kLatentVersion) all of LatentRecord.
+constexpr size_t kLatentRecordBytes[] = {0, 12, 16, 20, sizeof(LatentRecord)};
+static_assert(std::size(kLatentRecordBytes) == kLatentVersion + 1);
 }  // namespace
 
 Result<std::vector<SynthLatent>> read_latent_sidecar(const std::string& path) {
@@ -768,9 +770,7 @@ Result<std::vector<SynthLatent>> read_latent_sidecar(const std::string& path) {
   std::memcpy(&version, in.data() + 8, 4);
   std::memcpy(&bytes, in.data() + 12, 4);
   std::memcpy(&n, in.data() + 16, 8);
-  if (!(version == kLatentVersion && bytes == sizeof(LatentRecord)) &&
-      !(version == 3 && bytes == kLatentRecordV3) && !(version == 2 && bytes == kLatentRecordV2) &&
-      !(version == 1 && bytes == kLatentRecordV1)) {
+  if (version < 1 || version > kLatentVersion || bytes != kLatentRecordBytes[version]) {
     return InvalidInput(
         "{}: offset 8: version {} with {}-byte records (expected 4 and 24, 3 and 20, 2 and 16, or "
         "1 and 12)",

@@ -109,6 +109,7 @@ void register_cv(CLI::App& app) {
       ->check(int_range(0, 999));
   cmd->add_flag("--pool-only", a->options.pool_only,
                 "no training: pool the finished folds into cv.json (a cluster's gather step)");
+  add_oracle_flags(cmd, &a->options.oracle);
   // Training flags, as fxt train.
   add_train_flags(cmd, &a->flags, TrainFlagsFor::kCv);
   add_cv_emit_flags(cmd, &a->emit);

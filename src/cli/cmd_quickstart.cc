@@ -35,7 +35,11 @@ using Clock = std::chrono::steady_clock;
 
 struct QuickstartArgs {
   std::string out = "out/quickstart";
-  uint64_t events = 1'000'000;  // about 36 minutes of the synthetic market
+  // The market: "meta" (the default) adds the informed meta-order and halves the drift's skew of
+  // market orders (docs/SYNTH.md "Informed meta-order", docs/MODEL.md round 12 "market C"), the
+  // structure only a sequence reveals; "plain" is fxt synth's defaults.
+  std::string market = "meta";
+  uint64_t events = 5'000'000;  // with the meta-order's clips, about 2.6 hours of the market
   // The out-of-sample session for predict and the backtests: scoring costs one K-position
   // forward per snapshot, so it is smaller than the training session.
   uint64_t backtest_events = 200'000;
@@ -47,7 +51,7 @@ struct QuickstartArgs {
   // gam baseline, reported beside the others); 0 = from the logistic, without the PLE path.
   int gam_bins = 8;
   TrainConfig train;
-  std::string horizons = "30,100,300,1000,6000";
+  std::string horizons = "30,100,300,1000";
   std::string drop_features = "tod_sin,tod_cos";
 };
 
@@ -78,6 +82,12 @@ Status run_quickstart(QuickstartArgs a) {
   // 1. A synthetic market (DESIGN §10).
   auto t0 = Clock::now();
   SynthConfig sc;
+  if (a.market == "meta") {  // market C of docs/MODEL.md round 12
+    sc.meta_gap_s = 3.0;
+    sc.meta_clip_rate = 20.0;
+    sc.meta_skew = 1.2;
+    sc.drift_market_skew = 0.15;
+  }
   sc.events = a.events;
   sc.seed = a.seed;
   {
@@ -86,7 +96,8 @@ Status run_quickstart(QuickstartArgs a) {
     FXT_RETURN_IF_ERROR(synthesize_market(sc, dbn, nullptr, &progress, /*latent=*/true));
     progress.finish();
   }
-  fmt::print("[1/8] synth   {} events -> {} ({:.1f} s)\n", a.events, dbn, seconds_since(t0));
+  fmt::print("[1/8] synth   {} events of the {} market -> {} ({:.1f} s)\n", a.events, a.market, dbn,
+             seconds_since(t0));
 
   // 2. The snapshot store.
   t0 = Clock::now();
@@ -127,8 +138,8 @@ Status run_quickstart(QuickstartArgs a) {
   eo.threads = threads;
   eo.device = tc.device;
   eo.precision = tc.precision;
-  eo.oracle_config = dbn + ".synth.json";
-  eo.oracle_rows = a.oracle_rows;
+  eo.oracle.config = dbn + ".synth.json";
+  eo.oracle.rows = a.oracle_rows;
   FXT_ASSIGN_OR_RETURN(nlohmann::json ev, evaluate(run + "/best.ckpt", {store}, eo));
   FXT_RETURN_IF_ERROR(write_file_atomic(eval_path, ev.dump(2) + "\n"));
   fmt::print("[4/8] eval    {} held-out rows -> {} ({:.1f} s)\n", ev["rows"].get<uint64_t>(),
@@ -208,7 +219,8 @@ Status run_quickstart(QuickstartArgs a) {
   fmt::print("\nreport: {}\n", report_path);
   // OUT/run.json: the pipeline's own run record (docs/RUNS.md); the train, eval and backtest
   // directories inside hold theirs.
-  record.set_config({{"events", a.events},
+  record.set_config({{"market", a.market},
+                     {"events", a.events},
                      {"seed", a.seed},
                      {"horizons", a.horizons},
                      {"drop_features", a.drop_features},
@@ -229,11 +241,17 @@ Status run_quickstart(QuickstartArgs a) {
 
 void register_quickstart(CLI::App& app) {
   auto a = std::make_shared<QuickstartArgs>();
-  // Smaller epochs than `fxt train`'s defaults, so the whole pipeline takes about 3.5 minutes;
-  // 80 / 10 / 10 splits; time of day is left out because the synthetic session is one
-  // afternoon, where it only names the stretch of the session (docs/QUICKSTART.md).
-  a->train.steps_per_epoch = 100;
-  a->train.epochs = 4;
+  // The narrow causal model of docs/MODEL.md round 12 (D = 32, N = 8, decisions every 4
+  // snapshots, 10 x 200 steps, early stopping on the mean validation AUC), so the whole pipeline
+  // takes about 4 minutes on two cores; 80 / 10 / 10 splits; time of day is left out because the
+  // synthetic session is one afternoon, where it only names the stretch of the session
+  // (docs/QUICKSTART.md).
+  a->train.steps_per_epoch = 200;
+  a->train.epochs = 10;
+  a->train.stride = 4;
+  a->train.perception.d_model = 32;
+  a->train.perception.d_state = 8;
+  a->train.early_stop = "mean_auc";
   a->train.split.train = 0.8;
   a->train.split.validation = 0.1;
   CLI::App* cmd = add_command(
@@ -244,6 +262,11 @@ void register_quickstart(CLI::App& app) {
   cmd->add_option("--out", a->out,
                   "output folder (synth files, stores, run directory, eval.json, predictions, "
                   "backtests, report.html)")
+      ->capture_default_str();
+  cmd->add_option("--market", a->market,
+                  "synthetic market: meta (with the informed meta-order, docs/SYNTH.md) or plain "
+                  "(fxt synth's defaults)")
+      ->check(CLI::IsMember({"meta", "plain"}))
       ->capture_default_str();
   cmd->add_option("--events", a->events, "synthetic market events (one snapshot each)")
       ->capture_default_str()

@@ -48,8 +48,7 @@ struct EvalArgs {
   uint64_t bootstrap_seed = 1;
   std::string device = "auto";
   Precision precision = Precision::kFp32;
-  std::string oracle;
-  int oracle_rows = 2000, oracle_paths = 64, oracle_max_horizon = 1000;
+  OracleSpec oracle;
 };
 
 Status run_eval(const EvalArgs& a) {
@@ -65,10 +64,7 @@ Status run_eval(const EvalArgs& a) {
   if (a.bootstrap < 0) return UsageError("--bootstrap must be >= 0");
   o.bootstrap = a.bootstrap;
   o.bootstrap_seed = a.bootstrap_seed;
-  o.oracle_config = a.oracle;
-  o.oracle_rows = a.oracle_rows;
-  o.oracle_paths = a.oracle_paths;
-  o.oracle_max_horizon = a.oracle_max_horizon;
+  o.oracle = a.oracle;
   RunRecord record("eval");
   if (!a.run_dir.empty()) FXT_RETURN_IF_ERROR(record.claim(a.run_dir));
   FXT_ASSIGN_OR_RETURN(nlohmann::json j, evaluate(a.checkpoint, a.stores, o));
@@ -170,20 +166,7 @@ void register_eval(CLI::App& app) {
       ->capture_default_str()
       ->check(int_range(0, 1000000));
   cmd->add_option("--bootstrap-seed", a->bootstrap_seed, "bootstrap seed")->capture_default_str();
-  cmd->add_option("--oracle", a->oracle,
-                  "OUT.synth.json of `fxt synth --latent`: add the synthetic market's oracle "
-                  "(the AUC ceiling) on a sample of the rows");
-  cmd->add_option("--oracle-rows", a->oracle_rows, "rows the oracle scores (evenly spaced)")
-      ->capture_default_str()
-      ->check(int_range(1, 10000000));
-  cmd->add_option("--oracle-paths", a->oracle_paths,
-                  "Monte Carlo continuations that moved the mid, per row and horizon")
-      ->capture_default_str()
-      ->check(int_range(1, 100000));
-  cmd->add_option("--oracle-max-horizon", a->oracle_max_horizon,
-                  "largest horizon the oracle covers (its cost grows with the horizon)")
-      ->capture_default_str()
-      ->check(int_range(1, 1000000));
+  add_oracle_flags(cmd, &a->oracle);
   cmd->add_option("--threads", a->threads, "CPU threads (default: every core)")->capture_default_str()
       ->check(int_range(1, 4096));
   cmd->add_option("--device", a->device, "auto, cpu or cuda (as fxt train)")

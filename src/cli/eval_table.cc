@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "train/comparison.h"
+
 namespace fxt::cli {
 namespace {
 
@@ -60,13 +62,7 @@ std::string format_eval_table(const nlohmann::json& eval) {
     out += "no baseline was fit (--baselines none)\n";
   }
   const nlohmann::json oracle = eval.value("oracle", nlohmann::json());
-  if (oracle.is_object()) {
-    fmt::format_to(it,
-                   "oracle (the synthetic market's ceiling) on {} of these rows, {} moved "
-                   "continuations per row and horizon:\n",
-                   oracle["rows"].get<int64_t>(), oracle["paths"].get<int>());
-    for (const auto& h : oracle["horizons"]) out += "  " + h["line"].get<std::string>() + "\n";
-  }
+  if (oracle.is_object()) out += oracle_lines(oracle, "these rows");
   return out;
 }
 

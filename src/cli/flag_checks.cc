@@ -149,4 +149,21 @@ CLI::Option* add_precision_flag(CLI::App* cmd, Precision* p) {
       ->default_str(precision_name(*p));
 }
 
+void add_oracle_flags(CLI::App* cmd, OracleSpec* spec) {
+  cmd->add_option("--oracle", spec->config,
+                  "OUT.synth.json of `fxt synth --latent`: add the synthetic market's oracle "
+                  "(the AUC ceiling) on a sample of the rows");
+  cmd->add_option("--oracle-rows", spec->rows, "rows the oracle scores (evenly spaced)")
+      ->capture_default_str()
+      ->check(int_range(1, 10000000));
+  cmd->add_option("--oracle-paths", spec->paths,
+                  "Monte Carlo continuations that moved the mid, per row and horizon")
+      ->capture_default_str()
+      ->check(int_range(1, 100000));
+  cmd->add_option("--oracle-max-horizon", spec->max_horizon,
+                  "largest horizon the oracle covers (its cost grows with the horizon)")
+      ->capture_default_str()
+      ->check(int_range(1, 1000000));
+}
+
 }  // namespace fxt::cli

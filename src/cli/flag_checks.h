@@ -15,6 +15,7 @@
 
 #include "core/precision.h"
 #include "core/status.h"
+#include "train/oracle_rows.h"
 
 namespace fxt::cli {
 
@@ -43,5 +44,9 @@ Result<std::vector<int>> parse_int_list(const std::string& flag, const std::stri
 
 // `--precision fp32|tf32` written into *p: the GPU's matrix products (core/precision.h).
 CLI::Option* add_precision_flag(CLI::App* cmd, Precision* p);
+
+// `--oracle FILE --oracle-rows N --oracle-paths N --oracle-max-horizon H` written into *spec:
+// the synthetic market's oracle beside the scored rows (train/oracle_rows.h).
+void add_oracle_flags(CLI::App* cmd, OracleSpec* spec);
 
 }  // namespace fxt::cli

@@ -146,4 +146,13 @@ Result<nlohmann::json> compare_with_oracle(
   return nlohmann::json{{"rows", labels.size() / nh}, {"horizons", hs}};
 }
 
+std::string oracle_lines(const nlohmann::json& oracle, const std::string& which) {
+  std::string out = fmt::format(
+      "oracle (the synthetic market's ceiling) on {} of {}, {} moved continuations per row and "
+      "horizon:\n",
+      oracle["rows"].get<int64_t>(), which, oracle["paths"].get<int>());
+  for (const auto& h : oracle["horizons"]) out += "  " + h["line"].get<std::string>() + "\n";
+  return out;
+}
+
 }  // namespace fxt

@@ -46,4 +46,8 @@ Result<nlohmann::json> compare_with_oracle(
     std::span<const uint8_t> labels, std::span<const uint8_t> mask, std::span<const int> horizons,
     int64_t row_spacing, const BootstrapOptions& options);
 
+// The printed oracle section (compare_with_oracle's JSON plus "paths"): a header naming how many
+// of `which` rows it scored, then one line per horizon.
+std::string oracle_lines(const nlohmann::json& oracle, const std::string& which);
+
 }  // namespace fxt

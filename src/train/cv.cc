@@ -95,7 +95,7 @@ std::string first_difference(const nlohmann::json& a, const nlohmann::json& b) {
 // Pools the finished folds' test rows into the cv.json object.
 Result<nlohmann::json> pool_folds(const CvConfig& cfg, const FoldPlan& plan,
                                   const std::vector<std::string>& stores,
-                                  const std::string& out_dir) {
+                                  const std::string& out_dir, const OracleSpec& oracle_spec) {
   const std::vector<int>& hz = cfg.train.horizons;
   const size_t nh = hz.size();
   std::vector<float> model;
@@ -105,6 +105,9 @@ Result<nlohmann::json> pool_folds(const CvConfig& cfg, const FoldPlan& plan,
   std::vector<uint8_t> labels, mask;
   nlohmann::json per_fold = nlohmann::json::array();
   std::vector<int> wins(nh, 0), compared(nh, 0);
+  // Where each fold's rows start in the pooled arrays, and its first test snapshot.
+  std::vector<size_t> fold_row0;
+  std::vector<uint64_t> fold_test0;
   bool first = true;
   for (const Fold& f : plan.folds) {
     const std::string dir = fold_dir(out_dir, f.index);
@@ -124,6 +127,12 @@ Result<nlohmann::json> pool_folds(const CvConfig& cfg, const FoldPlan& plan,
     } else if (r.baseline_names != names) {
       return InvalidInput("{}/rows.bin: its baselines differ from the first fold's", dir);
     }
+    if (oracle_spec.enabled() && r.rows() != f.test.end - f.test.begin) {
+      return InvalidInput("{}/rows.bin: {} rows, not one per snapshot of the test range", dir,
+                          r.rows());
+    }
+    fold_row0.push_back(model.size() / nh);
+    fold_test0.push_back(f.test.begin);
     model.insert(model.end(), r.model_logits.begin(), r.model_logits.end());
     for (size_t b = 0; b < names.size(); ++b) {
       baselines[b].insert(baselines[b].end(), r.baseline_logits[b].begin(),
@@ -246,6 +255,28 @@ Result<nlohmann::json> pool_folds(const CvConfig& cfg, const FoldPlan& plan,
       {"hi_percentile", bo.hi_percentile}};
   cv["comparison"] = comparison;
   cv["mean"] = mean;
+  if (oracle_spec.enabled()) {
+    if (!vs.is_object() || cfg.bootstrap < 1) {
+      return UsageError("--oracle needs the baselines and bootstrap intervals (--bootstrap > 0)");
+    }
+    OracleRows in;
+    in.horizons = hz;
+    in.model = model;
+    in.names = &names;
+    in.baselines = &baselines;
+    in.labels = labels;
+    in.mask = mask;
+    in.comparison = &vs;
+    in.snapshot_of_row = [&](size_t row) {  // the fold holding the pooled row, then its offset
+      const size_t k = static_cast<size_t>(
+          std::upper_bound(fold_row0.begin(), fold_row0.end(), row) - fold_row0.begin() - 1);
+      return fold_test0[k] + (row - fold_row0[k]);
+    };
+    in.store_count = stores.size();
+    in.store_snapshots = 0;
+    for (uint64_t n : plan.store_sizes) in.store_snapshots += n;
+    FXT_ASSIGN_OR_RETURN(cv["oracle"], oracle_on_rows(oracle_spec, in, cfg.train.threads));
+  }
   return cv;
 }
 
@@ -711,6 +742,11 @@ Result<CvResult> run_cv(const CvConfig& config_in, const std::vector<std::string
   if (options.pool_only && options.only_fold >= 0) {
     return UsageError("--fold and --pool-only exclude each other");
   }
+  if (options.oracle.enabled()) {  // before any training: the store must be the oracle's
+    uint64_t snapshots = 0;
+    for (uint64_t n : plan.store_sizes) snapshots += n;
+    FXT_RETURN_IF_ERROR(oracle_market(options.oracle, stores.size(), snapshots).status());
+  }
 
   // plan.json first: a rerun must describe the same CV. A single fold (--fold) checks it when
   // present but writes its own copy inside its folder; the gather step (--pool-only) checks
@@ -810,7 +846,7 @@ Result<CvResult> run_cv(const CvConfig& config_in, const std::vector<std::string
   record.set("folds", n_folds);
   record.set("folds_finished", result.folds_finished);
   if (result.folds_finished == n_folds) {
-    FXT_ASSIGN_OR_RETURN(result.cv, pool_folds(cfg, plan, stores, out_dir));
+    FXT_ASSIGN_OR_RETURN(result.cv, pool_folds(cfg, plan, stores, out_dir, options.oracle));
     FXT_RETURN_IF_ERROR(write_file_atomic(out_dir + "/cv.json", result.cv.dump(2) + "\n"));
     result.complete = true;
     record.set_metrics(summary_metrics(result.cv));
@@ -894,6 +930,7 @@ std::string format_cv_table(const nlohmann::json& cv) {
   for (const auto& c : cv["comparison"]) {
     if (c.contains("line")) out += c["line"].get<std::string>() + "\n";
   }
+  if (cv.contains("oracle")) out += oracle_lines(cv["oracle"], "pooled test rows");
   return out;
 }
 

@@ -12,10 +12,10 @@
 
 #include "core/file_util.h"
 #include "core/progress.h"
-#include "data/synth_oracle.h"
 #include "features/features.h"
 #include "train/comparison.h"
 #include "train/metrics.h"
+#include "train/oracle_rows.h"
 #include "train/scoring.h"
 #include "train/train_state.h"
 
@@ -35,84 +35,6 @@ Result<EvalSplit> parse_eval_split(const std::string& name) {
   if (name == "all") return EvalSplit::kAll;
   return UsageError("--split must be test, validation or all (got '{}')", name);
 }
-
-namespace {
-
-// The synthetic market's oracle on evenly spaced rows of an evaluation (EvalOptions::oracle_*):
-// the store must be the one the config generated (one store, as many snapshots as events).
-Result<nlohmann::json> oracle_section(const EvalOptions& o, const Dataset& ds, GlobalRange g,
-                                      const TrainConfig& c, const std::vector<std::string>& names,
-                                      const std::vector<std::vector<float>>& base_scores,
-                                      const std::vector<float>& model_scores,
-                                      const std::vector<uint8_t>& labels,
-                                      const std::vector<uint8_t>& mask,
-                                      const nlohmann::json& comparison) {
-  FXT_ASSIGN_OR_RETURN(std::string text, read_file(o.oracle_config));
-  const auto cj = nlohmann::json::parse(text, nullptr, false);
-  if (cj.is_discarded()) return InvalidInput("{}: not JSON", o.oracle_config);
-  FXT_ASSIGN_OR_RETURN(SynthConfig sc, synth_config_from_json(cj, o.oracle_config));
-  if (ds.store_count() != 1 || ds.store(0).reader.size() != sc.events) {
-    return UsageError(
-        "--oracle {}: the evaluated data must be the one store generated from it ({} events; "
-        "got {} store(s), {} snapshots)",
-        o.oracle_config, sc.events, ds.store_count(), ds.total_snapshots());
-  }
-  if (o.oracle_rows < 1 || o.oracle_paths < 1 || o.oracle_max_horizon < 1) {
-    return UsageError("--oracle-rows, --oracle-paths and --oracle-max-horizon must be >= 1");
-  }
-  const size_t nh = c.horizons.size(), rows = model_scores.size() / nh;
-  const size_t n = std::min<size_t>(rows, static_cast<size_t>(o.oracle_rows));
-  std::vector<size_t> picked;
-  std::vector<uint64_t> events;
-  for (size_t k = 0; k < n; ++k) {
-    const size_t r = k * rows / n;
-    picked.push_back(r);
-    events.push_back(g.begin + r);  // one store: global index = local index
-  }
-  std::vector<int> covered;
-  for (int h : c.horizons) {
-    if (h <= o.oracle_max_horizon) covered.push_back(h);
-  }
-  if (covered.empty()) return UsageError("--oracle-max-horizon is below every horizon");
-  OracleOptions oo;
-  oo.paths = o.oracle_paths;
-  oo.threads = c.threads;
-  Progress progress("oracle", events.size(), "rows");
-  FXT_ASSIGN_OR_RETURN(std::vector<double> op, synth_oracle(sc, events, covered, oo, &progress));
-  progress.finish();
-  // The picked rows of every array, all horizons (NaN oracle where not covered).
-  std::vector<double> oracle(n * nh, std::nan(""));
-  std::vector<float> ms(n * nh), bs(n * nh);
-  std::vector<uint8_t> ys(n * nh), ks(n * nh);
-  std::vector<std::string> best_names(nh);
-  for (size_t h = 0; h < nh; ++h) {
-    best_names[h] = comparison["horizons"][h]["best_baseline"].get<std::string>();
-  }
-  for (size_t k = 0; k < n; ++k) {
-    size_t ci = 0;
-    for (size_t h = 0; h < nh; ++h) {
-      const size_t at = picked[k] * nh + h, to = k * nh + h;
-      const size_t b =
-          static_cast<size_t>(std::find(names.begin(), names.end(), best_names[h]) - names.begin());
-      ms[to] = model_scores[at];
-      bs[to] = base_scores[b][at];
-      ys[to] = labels[at];
-      ks[to] = mask[at];
-      if (c.horizons[h] <= o.oracle_max_horizon) oracle[to] = op[k * covered.size() + ci++];
-    }
-  }
-  BootstrapOptions bo;
-  bo.replicates = 200;
-  bo.threads = c.threads;
-  const auto spacing = static_cast<int64_t>(std::max<size_t>(1, rows / n));
-  FXT_ASSIGN_OR_RETURN(nlohmann::json out, compare_with_oracle(oracle, ms, bs, best_names, ys, ks,
-                                                               c.horizons, spacing, bo));
-  out["paths"] = o.oracle_paths;
-  out["config"] = o.oracle_config;
-  return out;
-}
-
-}  // namespace
 
 Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
                                 const std::vector<std::string>& store_dirs,
@@ -213,12 +135,22 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
     }
   }
   nlohmann::json oracle;
-  if (!options.oracle_config.empty()) {
+  if (options.oracle.enabled()) {
     if (!comparison.is_object()) {
       return UsageError("--oracle needs the baselines and bootstrap intervals (--bootstrap > 0)");
     }
-    FXT_ASSIGN_OR_RETURN(oracle, oracle_section(options, ds, g, c, names, base_scores, model_scores,
-                                                labels, mask, comparison));
+    OracleRows in;
+    in.horizons = c.horizons;
+    in.model = model_scores;
+    in.names = &names;
+    in.baselines = &base_scores;
+    in.labels = labels;
+    in.mask = mask;
+    in.comparison = &comparison;
+    in.snapshot_of_row = [&](size_t r) { return g.begin + r; };  // one store: global = local
+    in.store_count = ds.store_count();
+    in.store_snapshots = ds.store_count() == 1 ? ds.store(0).reader.size() : ds.total_snapshots();
+    FXT_ASSIGN_OR_RETURN(oracle, oracle_on_rows(options.oracle, in, c.threads));
   }
   nlohmann::json j;
   j["checkpoint"] = checkpoint_path;

@@ -36,6 +36,7 @@
 #include "model/perception.h"
 #include "train/baselines.h"
 #include "train/checkpoint.h"
+#include "train/oracle_rows.h"
 #include "train/train_config.h"
 
 namespace fxt {
@@ -69,14 +70,9 @@ struct EvalOptions {
   uint64_t bootstrap_seed = 1;
   std::string device = "auto";  // as TrainConfig::device
   Precision precision = Precision::kFp32;  // as TrainConfig::precision
-  // The synthetic market's oracle (data/synth_oracle.h): the OUT.synth.json that `fxt synth
-  // --latent` wrote for the evaluated store; empty = none. Computed on oracle_rows evenly spaced
-  // rows of the evaluated ones, for horizons <= oracle_max_horizon (Monte Carlo cost grows
-  // with the horizon), by oracle_paths continuations each.
-  std::string oracle_config;
-  int oracle_rows = 2000;
-  int oracle_paths = 64;
-  int oracle_max_horizon = 1000;
+  // The synthetic market's oracle on a sample of the evaluated rows (train/oracle_rows.h); its
+  // config empty = none.
+  OracleSpec oracle;
 };
 
 // The rows evaluate() scored, in time order, row-major [rows][H]: the model's and each

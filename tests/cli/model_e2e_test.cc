@@ -146,7 +146,7 @@ TEST(ModelEndToEnd, QuickstartComparesTheModelWithTheBaselines) {
   EXPECT_EQ(report->find("https://"), std::string::npos);
   for (const char* id :
        {"comparison", "sec1-loss", "sec1-val-auc", "sec1-sigma", "sec1-lambda", "sec2-metrics",
-        "sec2-lift", "sec2-auc", "sec2-reliability-h30", "sec2-reliability-h6000", "sec3-equity",
+        "sec2-lift", "sec2-auc", "sec2-reliability-h30", "sec2-reliability-h1000", "sec3-equity",
         "sec3-fills", "sec3-stats", "sec4-equity", "sec4-drawdown", "sec4-position", "sec4-band"}) {
     EXPECT_NE(report->find(std::string("id=\"") + id + "\""), std::string::npos) << id;
   }

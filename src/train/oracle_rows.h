@@ -1,0 +1,55 @@
+// The synthetic market's oracle beside scored rows (fxt eval --oracle, fxt cv --oracle): the
+// oracle's probabilities (data/synth_oracle.h) on evenly spaced rows, compared with the model
+// and the best baseline on exactly those rows (compare_with_oracle, train/comparison.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "data/synth.h"
+
+namespace fxt {
+
+struct OracleSpec {
+  // OUT.synth.json of `fxt synth --latent` for the evaluated store; empty = no oracle.
+  std::string config;
+  int rows = 2000;         // evenly spaced rows it scores
+  int paths = 64;          // Monte Carlo continuations that moved the mid, per row and horizon
+  int max_horizon = 1000;  // largest horizon it covers (its cost grows with the horizon)
+  bool enabled() const { return !config.empty(); }
+};
+
+// The scored rows: [rows][H] model logits, each baseline's, labels and mask (0/1), and
+// `comparison`, compare_with_baselines()'s JSON for them (it names each horizon's best
+// baseline). snapshot_of_row(r) is row r's snapshot index in the one store the config
+// generated, which holds store_snapshots snapshots (checked: the config's event count, one
+// store). threads: of the Monte Carlo and the bootstrap.
+struct OracleRows {
+  std::span<const int> horizons;
+  std::span<const float> model;
+  const std::vector<std::string>* names = nullptr;
+  const std::vector<std::vector<float>>* baselines = nullptr;
+  std::span<const uint8_t> labels, mask;
+  const nlohmann::json* comparison = nullptr;
+  std::function<uint64_t(size_t)> snapshot_of_row;
+  size_t store_count = 0;
+  uint64_t store_snapshots = 0;
+};
+
+// The market the spec's config describes, checked against the evaluated data (one store of
+// the config's event count) and the spec's counts: a one-line error (exit code 2) otherwise.
+// fxt cv calls it before training, so a wrong store fails at once.
+Result<SynthConfig> oracle_market(const OracleSpec& spec, size_t store_count,
+                                  uint64_t store_snapshots);
+
+// JSON of compare_with_oracle() plus "paths" and "config". Errors (exit code 2): an unreadable
+// config, a store other than the one it generated, a bad spec, no horizon <= max_horizon.
+Result<nlohmann::json> oracle_on_rows(const OracleSpec& spec, const OracleRows& rows, int threads);
+
+}  // namespace fxt

@@ -55,13 +55,14 @@ __device__ float expectation_row(const float* logits, const float* atoms, int K)
 // thread 0 the greedy action (the first maximum) or, with probability ε, a uniform one from the
 // lane's Rng (CPU order: one unit() draw, then uniform(A) only when exploring; no draw at ε = 0).
 // kTrain: ε from the device step counter, and the lane's observation and action copied into its
-// replay slot (replay_next + i) mod capacity.
+// replay slot (replay_next + i) mod capacity (1-step: ring 0) or, with n-step returns, into its
+// row (step mod ring) of the lane's ring of the last n steps (r_obs/r_act are then the ring's).
 template <bool kTrain>
 __global__ void act_kernel(const float* __restrict__ params, NetLayout net,
                            const float* __restrict__ atoms, int K, int A,
                            const float* __restrict__ obs, int d, Rng* rngs, EpsSchedule eps,
                            const DeviceLearnerStats* stats, int* actions, float* q_out,
-                           float* r_obs, int* r_act, int cap) {
+                           float* r_obs, int* r_act, int cap, int ring) {
   extern __shared__ float smem[];
   int width = d;
   for (int l = 0; l < net.count; ++l) width = max(width, net.layer[l].out);
@@ -107,11 +108,32 @@ __global__ void act_kernel(const float* __restrict__ params, NetLayout net,
     actions[lane] = best;
   }
   if (kTrain) {
-    const size_t slot = static_cast<size_t>((stats->replay_next + lane) % cap);
+    const long long step = stats->env_steps / gridDim.x;
+    const size_t slot = ring > 0
+                            ? static_cast<size_t>(lane) * ring + static_cast<size_t>(step % ring)
+                            : static_cast<size_t>((stats->replay_next + lane) % cap);
     for (int i = tid; i < d; i += blockDim.x) r_obs[slot * d + i] = o[i];
     __syncthreads();
     if (tid == 0) r_act[slot] = actions[lane];
   }
+}
+
+// The finished lanes' returns into the ring of the last 100 (lane order, the CPU trainer's), then
+// the replay ring, its size (`emitted` rows this step) and the step counter. One thread.
+__device__ void advance_counters(const uint8_t* terminated, const uint8_t* truncated, int n,
+                                 int emitted, DeviceLearnerStats* stats, double* lane_ret,
+                                 double* recent, int cap) {
+  for (int i = 0; i < n; ++i) {
+    if (!(terminated[i] || truncated[i])) continue;
+    recent[stats->recent_next] = lane_ret[i];
+    stats->recent_next = (stats->recent_next + 1) % kRecentEpisodes;
+    stats->recent_count = min(stats->recent_count + 1, kRecentEpisodes);
+    lane_ret[i] = 0;
+    ++stats->episodes;
+  }
+  stats->replay_next = (stats->replay_next + emitted) % cap;
+  stats->replay_size = min(stats->replay_size + emitted, cap);
+  stats->env_steps += n;
 }
 
 // ---- store + advance ---------------------------------------------------------------------------
@@ -133,18 +155,64 @@ __global__ void store_kernel(const float* __restrict__ next_obs, const float* __
     lane_ret[i] += static_cast<double>(reward[i]);
   }
   __syncthreads();
-  if (threadIdx.x != 0) return;
-  for (int i = 0; i < n; ++i) {
-    if (!(terminated[i] || truncated[i])) continue;
-    recent[stats->recent_next] = lane_ret[i];
-    stats->recent_next = (stats->recent_next + 1) % kRecentEpisodes;
-    stats->recent_count = min(stats->recent_count + 1, kRecentEpisodes);
-    lane_ret[i] = 0;
-    ++stats->episodes;
+  if (threadIdx.x == 0) advance_counters(terminated, truncated, n, n, stats, lane_ret, recent, cap);
+}
+
+// n-step returns (ring = n > 1). Launch: one block of min(N, 1024) threads; thread i handles lanes
+// i, i + blockDim, …. Step t of a lane fills row t mod n of its ring (act_kernel wrote the
+// observation and action; here the reward, the end flag and next_obs); from t = n − 1 on, the
+// lane stores the transition that started at s = t − n + 1 into replay slot replay_next + i: the
+// rewards from s summed as NStepAccumulator does (double, γ^k), up to step t or the end of s's
+// episode, whichever is first; discount 0 at a terminal, γ^k when truncated after k steps (from
+// that step's next_obs), else γ^n from step t's next_obs. Rows of a new episode follow an
+// ended one in the ring, so the n − 1 transitions cut by an episode's end go out during the next
+// episode's first n − 1 steps, which store none of their own: one row per lane and step.
+__global__ void nstep_store_kernel(
+    const float* __restrict__ next_obs, const float* __restrict__ reward,
+    const uint8_t* __restrict__ terminated, const uint8_t* __restrict__ truncated, int n, int d,
+    double gamma, int ring, DeviceLearnerStats* stats, double* lane_ret, double* recent,
+    float* p_obs, int* p_act, float* p_rew, uint8_t* p_end, float* p_next, float* r_obs, int* r_act,
+    float* r_next, float* r_rew, float* r_disc, int cap) {
+  const long long t = stats->env_steps / n;
+  const int row = static_cast<int>(t % ring);
+  const bool emit = t >= ring - 1;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const size_t lane_row = static_cast<size_t>(i) * ring;
+    const size_t cur = lane_row + static_cast<size_t>(row);
+    for (int k = 0; k < d; ++k) p_next[cur * d + k] = next_obs[static_cast<size_t>(i) * d + k];
+    p_rew[cur] = reward[i];
+    p_end[cur] = terminated[i] ? 1 : truncated[i] ? 2 : 0;
+    lane_ret[i] += static_cast<double>(reward[i]);
+    if (!emit) continue;
+    const int first = static_cast<int>((t - ring + 1) % ring);
+    double ret = 0, g = 1;
+    int last = row;
+    bool terminal = false;
+    for (int k = 0; k < ring; ++k) {
+      const int r = (first + k) % ring;
+      ret += g * p_rew[lane_row + static_cast<size_t>(r)];
+      g *= gamma;
+      last = r;
+      const uint8_t end = p_end[lane_row + static_cast<size_t>(r)];
+      if (end != 0) {
+        terminal = end == 1;
+        break;
+      }
+    }
+    const size_t slot = static_cast<size_t>((stats->replay_next + i) % cap);
+    const size_t src = lane_row + static_cast<size_t>(first);
+    const size_t nxt = lane_row + static_cast<size_t>(last);
+    for (int k = 0; k < d; ++k) {
+      r_obs[slot * d + k] = p_obs[src * d + k];
+      r_next[slot * d + k] = p_next[nxt * d + k];
+    }
+    r_act[slot] = p_act[src];
+    r_rew[slot] = static_cast<float>(ret);
+    r_disc[slot] = terminal ? 0.0f : static_cast<float>(g);
   }
-  stats->replay_next = (next + n) % cap;
-  stats->replay_size = min(stats->replay_size + n, cap);
-  stats->env_steps += n;
+  __syncthreads();
+  if (threadIdx.x == 0)
+    advance_counters(terminated, truncated, n, emit ? n : 0, stats, lane_ret, recent, cap);
 }
 
 // ---- sampling ----------------------------------------------------------------------------------
@@ -318,6 +386,10 @@ struct DeviceC51Learner::Impl {
   gpu::DeviceBuffer<Rng> act_rngs, sample_rngs;
   gpu::DeviceBuffer<int> actions, r_act, idx, b_act;
   gpu::DeviceBuffer<float> q_last, r_obs, r_next, r_rew, r_disc;
+  // n-step returns: each lane's last n steps, [lane · n + (step mod n)] (empty with n = 1).
+  gpu::DeviceBuffer<float> p_obs, p_next, p_rew;
+  gpu::DeviceBuffer<int> p_act;
+  gpu::DeviceBuffer<uint8_t> p_end;
   gpu::DeviceBuffer<double> lane_ret, recent, lr;
   gpu::DeviceBuffer<DeviceLearnerStats> stats;
   gpu::DeviceBuffer<float> b_obs, b_next, b_rew, b_disc;
@@ -340,6 +412,7 @@ DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv*
   assert(cfg.layers.back().out == cfg.num_actions * cfg.atoms);
   assert(static_cast<int>(cfg.atom_values.size()) == cfg.atoms);
   assert(cfg.buffer_size >= cfg.num_envs);
+  assert(cfg.n_step >= 1);
   Impl& m = *impl_;
   const size_t P = cfg.num_params, N = static_cast<size_t>(cfg.num_envs);
   const size_t B = static_cast<size_t>(cfg.batch), d = static_cast<size_t>(cfg.obs_dim);
@@ -360,6 +433,14 @@ DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv*
   m.r_act.resize(cap);
   m.r_rew.resize(cap);
   m.r_disc.resize(cap);
+  if (cfg.n_step > 1) {
+    const size_t rows = N * static_cast<size_t>(cfg.n_step);
+    m.p_obs.resize(rows * d);
+    m.p_next.resize(rows * d);
+    m.p_rew.resize(rows);
+    m.p_act.resize(rows);
+    m.p_end.resize(rows);
+  }
   m.lane_ret.resize(N);
   m.recent.resize(kRecentEpisodes);
   m.stats.resize(1);
@@ -436,6 +517,13 @@ void DeviceC51Learner::reset(uint64_t env_seed) {
   m.r_act.zero();
   m.r_rew.zero();
   m.r_disc.zero();
+  if (cfg_.n_step > 1) {
+    m.p_obs.zero();
+    m.p_next.zero();
+    m.p_rew.zero();
+    m.p_act.zero();
+    m.p_end.zero();
+  }
 }
 
 void DeviceC51Learner::enqueue_env_step() {
@@ -443,16 +531,27 @@ void DeviceC51Learner::enqueue_env_step() {
   const int N = cfg_.num_envs, d = cfg_.obs_dim;
   const EpsSchedule eps{cfg_.eps_start, cfg_.eps_end, cfg_.exploration_fraction,
                         static_cast<long long>(cfg_.total_steps)};
+  const bool nstep = cfg_.n_step > 1;
   act_kernel<true><<<static_cast<unsigned>(N), kThreads, m.act_smem, ctx_.stream()>>>(
       m.online.data(), m.net, m.atoms.data(), cfg_.atoms, cfg_.num_actions, env_->obs(), d,
-      m.act_rngs.data(), eps, m.stats.data(), m.actions.data(), m.q_last.data(), m.r_obs.data(),
-      m.r_act.data(), cfg_.buffer_size);
+      m.act_rngs.data(), eps, m.stats.data(), m.actions.data(), m.q_last.data(),
+      nstep ? m.p_obs.data() : m.r_obs.data(), nstep ? m.p_act.data() : m.r_act.data(),
+      cfg_.buffer_size, nstep ? cfg_.n_step : 0);
   FXT_CUDA_LAUNCH_CHECK();
   env_->step(m.actions.data(), ctx_.stream());
-  store_kernel<<<1, static_cast<unsigned>(std::min(N, 1024)), 0, ctx_.stream()>>>(
-      env_->next_obs(), env_->reward(), env_->terminated(), env_->truncated(), N, d,
-      static_cast<float>(cfg_.gamma), m.stats.data(), m.lane_ret.data(), m.recent.data(),
-      m.r_next.data(), m.r_rew.data(), m.r_disc.data(), cfg_.buffer_size);
+  const unsigned threads = static_cast<unsigned>(std::min(N, 1024));
+  if (nstep) {
+    nstep_store_kernel<<<1, threads, 0, ctx_.stream()>>>(
+        env_->next_obs(), env_->reward(), env_->terminated(), env_->truncated(), N, d, cfg_.gamma,
+        cfg_.n_step, m.stats.data(), m.lane_ret.data(), m.recent.data(), m.p_obs.data(),
+        m.p_act.data(), m.p_rew.data(), m.p_end.data(), m.p_next.data(), m.r_obs.data(),
+        m.r_act.data(), m.r_next.data(), m.r_rew.data(), m.r_disc.data(), cfg_.buffer_size);
+  } else {
+    store_kernel<<<1, threads, 0, ctx_.stream()>>>(
+        env_->next_obs(), env_->reward(), env_->terminated(), env_->truncated(), N, d,
+        static_cast<float>(cfg_.gamma), m.stats.data(), m.lane_ret.data(), m.recent.data(),
+        m.r_next.data(), m.r_rew.data(), m.r_disc.data(), cfg_.buffer_size);
+  }
   FXT_CUDA_LAUNCH_CHECK();
 }
 
@@ -591,6 +690,13 @@ std::vector<int> DeviceC51Learner::last_indices() const {
   return impl_->idx.download();
 }
 
+DeviceC51Learner::ReplayRows DeviceC51Learner::replay() const {
+  ctx_.sync();
+  const Impl& m = *impl_;
+  return {m.r_obs.download(), m.r_rew.download(), m.r_next.download(), m.r_disc.download(),
+          m.r_act.download()};
+}
+
 std::vector<double> DeviceC51Learner::evaluate(DeviceVecEnv* eval_env, uint64_t seed) {
   Impl& m = *impl_;
   const int n = eval_env->num_envs(), A = cfg_.num_actions;
@@ -610,7 +716,7 @@ std::vector<double> DeviceC51Learner::evaluate(DeviceVecEnv* eval_env, uint64_t 
     for (int k = 0; k < kEvalChunk; ++k) {
       act_kernel<false><<<static_cast<unsigned>(n), kThreads, m.act_smem, s>>>(
           m.online.data(), m.net, m.atoms.data(), cfg_.atoms, A, eval_env->obs(), cfg_.obs_dim,
-          nullptr, none, nullptr, actions.data(), q.data(), nullptr, nullptr, 1);
+          nullptr, none, nullptr, actions.data(), q.data(), nullptr, nullptr, 1, 0);
       FXT_CUDA_LAUNCH_CHECK();
       eval_env->step(actions.data(), s);
       eval_accumulate_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(

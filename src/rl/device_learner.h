@@ -59,6 +59,10 @@ struct DeviceLearnerConfig {
   std::vector<gpu::AdamSegment> segments;  // AdamW segments (one per ParamSpec)
   bool double_q = true;
   double gamma = 0.99;
+  // n-step returns: each lane stores, at step t, the transition that started at step t − n + 1
+  // (its n rewards, or fewer when its episode ended), so the replay takes one row per lane and
+  // step as with n = 1, (n − 1) steps late (TrainSchedule::set_replay_lag).
+  int n_step = 1;
   double lr = 2.5e-4, adam_eps = 0.01 / 128, max_grad_norm = 10;
   int batch = 128, buffer_size = 10000;
   double polyak = 1.0;
@@ -129,6 +133,12 @@ class DeviceC51Learner {
   void update_on(const std::vector<int>& indices);
   // Tests: the replay indices the last update sampled.
   std::vector<int> last_indices() const;
+  // Tests: the replay's rows (all `buffer_size` slots; stats().replay_size of them written).
+  struct ReplayRows {
+    std::vector<float> obs, reward, next_obs, discount;
+    std::vector<int> action;
+  };
+  ReplayRows replay() const;
 
  private:
   struct Impl;

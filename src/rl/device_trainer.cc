@@ -21,7 +21,6 @@ Status device_learner_supports(const DqnConfig& cfg) {
   };
   if (cfg.algo != Algo::kC51) return no("QR-DQN or IQN head (--algo c51 only)");
   if (cfg.dueling) return no("dueling head (--dueling)");
-  if (cfg.n_step != 1) return no("n-step returns (--n-step 1 only)");
   if (cfg.per_alpha > 0) return no("prioritised replay (--per-alpha 0 only)");
   if (cfg.munchausen) return no("Munchausen target (--munchausen)");
   if (cfg.mirror) return no("mirror augmentation (--mirror)");
@@ -56,6 +55,7 @@ DeviceLearnerConfig device_learner_config(const DqnConfig& cfg, int obs_dim, int
   d.segments = gpu::segments_from_specs(specs);
   d.double_q = cfg.double_q;
   d.gamma = cfg.gamma;
+  d.n_step = cfg.n_step;
   d.lr = cfg.lr;
   d.adam_eps = cfg.adam_eps;
   d.max_grad_norm = cfg.max_grad_norm;
@@ -129,6 +129,7 @@ Result<TrainResult> train_dqn_device(const EnvSpec& spec, const TrainOptions& op
   TrainResult result;
   DeviceLearnerStats last{};
   TrainSchedule sched(cfg, opts, !opts.out_dir.empty());
+  sched.set_replay_lag(static_cast<int64_t>(cfg.n_step - 1) * n);  // n-step rows come n − 1 late
   int64_t updates = 0;
   Progress progress("rl train (cuda)", static_cast<uint64_t>(cfg.total_steps), "steps");
   int64_t step = 0;

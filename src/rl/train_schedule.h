@@ -4,9 +4,10 @@
 // updates that are due (step >= next_update while the replay holds a batch; one every
 // train_frequency env steps), the target updates (every target_update), an evaluation (every
 // eval_every), a log line (every log_every, and at every evaluation) and a checkpoint (every
-// checkpoint_every). The CPU trainer passes its replay's size; with 1-step returns the replay
-// holds min(step, capacity) transitions, so the GPU trainer's host knows it. plan() says when k env steps can run as one graph: when nothing is due after
-// the first k − 1 of them and at most one update after the last. Header-only; host code.
+// checkpoint_every). The CPU trainer passes its replay's size; the GPU learner's replay holds
+// min(step − lag, capacity) transitions (set_replay_lag), so the GPU trainer's host knows it.
+// plan() says when k env steps can run as one graph: when nothing is due after the first k − 1 of
+// them and at most one update after the last. Header-only; host code.
 #pragma once
 
 #include <algorithm>
@@ -37,6 +38,10 @@ class TrainSchedule {
 
   int64_t step() const { return step_; }
   bool done() const { return step_ >= total_; }
+  // The GPU learner's n-step returns store each transition n − 1 steps after it starts
+  // (rl/device_learner.h): the replay then holds min(step − lag, capacity) transitions with
+  // lag = (n − 1) · lanes. 0 (the default): 1-step returns.
+  void set_replay_lag(int64_t lag) { lag_ = lag; }
 
   // Where the schedule stands: the step and when each kind of event falls next (a saved run,
   // rl/resume.h). restore() puts back a position of a schedule built from the same config.
@@ -79,7 +84,7 @@ class TrainSchedule {
     while (step_ >= next_update_ && replay_size >= batch_) ++u, next_update_ += train_frequency_;
     return u;
   }
-  int take_updates() { return take_updates(replay_size(step_)); }  // 1-step returns
+  int take_updates() { return take_updates(replay_size(step_)); }  // the GPU learner's replay
   int take_targets() {
     int t = 0;
     while (step_ >= next_target_) ++t, next_target_ += target_update_;
@@ -102,7 +107,7 @@ class TrainSchedule {
   }
 
  private:
-  int64_t replay_size(int64_t s) const { return std::min<int64_t>(s, capacity_); }
+  int64_t replay_size(int64_t s) const { return std::clamp<int64_t>(s - lag_, 0, capacity_); }
   bool wants_update(int64_t s, int64_t next) const { return s >= next && replay_size(s) >= batch_; }
   // Nothing is due after env step s.
   bool quiet(int64_t s) const {
@@ -112,6 +117,7 @@ class TrainSchedule {
   int64_t n_, total_, batch_, capacity_, train_frequency_, target_update_;
   int64_t log_every_, eval_every_, ckpt_every_;
   int64_t step_ = 0, next_update_, next_target_, next_log_, next_eval_, next_ckpt_;
+  int64_t lag_ = 0;
 };
 
 }  // namespace fxt::rl

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -416,8 +417,9 @@ TEST(RlCli, TrainEvalAndBadInput) {
 // update) as one graph where plan() allows must do exactly what stepping one at a time does:
 // the same updates, target updates, evaluations, log lines and checkpoints after the same steps.
 std::vector<std::string> schedule_events(const DqnConfig& cfg, const TrainOptions& opts, int k,
-                                         int* graphs) {
+                                         int* graphs, int64_t replay_lag = 0) {
   TrainSchedule s(cfg, opts, true);
+  s.set_replay_lag(replay_lag);
   std::vector<std::string> events;
   *graphs = 0;
   while (!s.done()) {
@@ -469,6 +471,11 @@ TEST(TrainSchedule, ChunkedGraphsKeepTheStepByStepSchedule) {
     const auto one = schedule_events(cfg, opts, 1, &single);
     const auto many = schedule_events(cfg, opts, k, &chunked);
     EXPECT_EQ(one, many) << "envs " << c.envs << ", train_frequency " << c.train_frequency;
+    // The GPU learner's 3-step returns: the replay fills (3 − 1) · envs steps late.
+    int lag_single = 0, lag_chunked = 0;
+    EXPECT_EQ(schedule_events(cfg, opts, 1, &lag_single, 2 * c.envs),
+              schedule_events(cfg, opts, k, &lag_chunked, 2 * c.envs))
+        << "lagged replay, envs " << c.envs;
     EXPECT_EQ(single, (c.total + c.envs - 1) / c.envs);
     if (c.total == 500000) {
       EXPECT_LT(chunked, single / 5);  // CleanRL's settings: most steps run inside chunks
@@ -489,6 +496,34 @@ TEST(TrainSchedule, ChunkedGraphsKeepTheStepByStepSchedule) {
   }
   EXPECT_EQ(updates, 49001);
   EXPECT_EQ(targets, 1000);
+}
+
+TEST(TrainSchedule, ReplayLagDelaysTheFirstUpdates) {
+  // 4 lanes, batch 8, an update due every 4 steps from step 0. Without a lag the replay holds a
+  // batch at step 8 (updates due at 0, 4 and 8 run then); with 3-step returns on the GPU
+  // (lag (3 − 1) · 4 = 8) it holds 8 transitions at step 16, where the five due updates run.
+  DqnConfig cfg;
+  cfg.num_envs = 4;
+  cfg.batch = 8;
+  cfg.learning_starts = 0;
+  cfg.train_frequency = 4;
+  cfg.total_steps = 24;
+  cfg.buffer_size = 1000;
+  TrainOptions opts;
+  opts.log_every = 1000;
+  for (const int64_t lag : {int64_t{0}, int64_t{8}}) {
+    TrainSchedule s(cfg, opts, false);
+    s.set_replay_lag(lag);
+    std::vector<std::pair<int64_t, int>> due;
+    while (!s.done()) {
+      s.advance(1);
+      if (const int u = s.take_updates()) due.emplace_back(s.step(), u);
+    }
+    const std::vector<std::pair<int64_t, int>> want =
+        lag == 0 ? std::vector<std::pair<int64_t, int>>{{8, 3}, {12, 1}, {16, 1}, {20, 1}, {24, 1}}
+                 : std::vector<std::pair<int64_t, int>>{{16, 5}, {20, 1}, {24, 1}};
+    EXPECT_EQ(due, want) << "lag " << lag;
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -95,7 +96,8 @@ std::string first_difference(const nlohmann::json& a, const nlohmann::json& b) {
 // Pools the finished folds' test rows into the cv.json object.
 Result<nlohmann::json> pool_folds(const CvConfig& cfg, const FoldPlan& plan,
                                   const std::vector<std::string>& stores,
-                                  const std::string& out_dir, const OracleSpec& oracle_spec) {
+                                  const std::string& out_dir, const OracleSpec& oracle_spec,
+                                  const SynthConfig* oracle_market_config) {
   const std::vector<int>& hz = cfg.train.horizons;
   const size_t nh = hz.size();
   std::vector<float> model;
@@ -272,10 +274,8 @@ Result<nlohmann::json> pool_folds(const CvConfig& cfg, const FoldPlan& plan,
           std::upper_bound(fold_row0.begin(), fold_row0.end(), row) - fold_row0.begin() - 1);
       return fold_test0[k] + (row - fold_row0[k]);
     };
-    in.store_count = stores.size();
-    in.store_snapshots = 0;
-    for (uint64_t n : plan.store_sizes) in.store_snapshots += n;
-    FXT_ASSIGN_OR_RETURN(cv["oracle"], oracle_on_rows(oracle_spec, in, cfg.train.threads));
+    FXT_ASSIGN_OR_RETURN(cv["oracle"],
+                         oracle_on_rows(oracle_spec, *oracle_market_config, in, cfg.train.threads));
   }
   return cv;
 }
@@ -363,6 +363,12 @@ nlohmann::json FoldPlan::to_json() const {
           {"store_sizes", store_sizes},
           {"blocks", bl},
           {"folds", fs_}};
+}
+
+uint64_t FoldPlan::total_snapshots() const {
+  uint64_t n = 0;
+  for (uint64_t s : store_sizes) n += s;
+  return n;
 }
 
 Result<FoldPlan> plan_folds(const std::vector<uint64_t>& sizes, const FoldPlanConfig& c) {
@@ -742,10 +748,10 @@ Result<CvResult> run_cv(const CvConfig& config_in, const std::vector<std::string
   if (options.pool_only && options.only_fold >= 0) {
     return UsageError("--fold and --pool-only exclude each other");
   }
-  if (options.oracle.enabled()) {  // before any training: the store must be the oracle's
-    uint64_t snapshots = 0;
-    for (uint64_t n : plan.store_sizes) snapshots += n;
-    FXT_RETURN_IF_ERROR(oracle_market(options.oracle, stores.size(), snapshots).status());
+  std::optional<SynthConfig> market;  // the oracle's, checked before any training
+  if (options.oracle.enabled()) {
+    FXT_ASSIGN_OR_RETURN(market,
+                         oracle_market(options.oracle, stores.size(), plan.total_snapshots()));
   }
 
   // plan.json first: a rerun must describe the same CV. A single fold (--fold) checks it when
@@ -846,7 +852,8 @@ Result<CvResult> run_cv(const CvConfig& config_in, const std::vector<std::string
   record.set("folds", n_folds);
   record.set("folds_finished", result.folds_finished);
   if (result.folds_finished == n_folds) {
-    FXT_ASSIGN_OR_RETURN(result.cv, pool_folds(cfg, plan, stores, out_dir, options.oracle));
+    FXT_ASSIGN_OR_RETURN(result.cv, pool_folds(cfg, plan, stores, out_dir, options.oracle,
+                                               market ? &*market : nullptr));
     FXT_RETURN_IF_ERROR(write_file_atomic(out_dir + "/cv.json", result.cv.dump(2) + "\n"));
     result.complete = true;
     record.set_metrics(summary_metrics(result.cv));

@@ -82,6 +82,7 @@ struct FoldPlan {
   std::vector<GlobalRange> blocks;
   std::vector<Fold> folds;
 
+  uint64_t total_snapshots() const;  // of every store
   nlohmann::json to_json() const;
 };
 

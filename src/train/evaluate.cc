@@ -148,9 +148,9 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
     in.mask = mask;
     in.comparison = &comparison;
     in.snapshot_of_row = [&](size_t r) { return g.begin + r; };  // one store: global = local
-    in.store_count = ds.store_count();
-    in.store_snapshots = ds.store_count() == 1 ? ds.store(0).reader.size() : ds.total_snapshots();
-    FXT_ASSIGN_OR_RETURN(oracle, oracle_on_rows(options.oracle, in, c.threads));
+    FXT_ASSIGN_OR_RETURN(SynthConfig market,
+                         oracle_market(options.oracle, ds.store_count(), ds.total_snapshots()));
+    FXT_ASSIGN_OR_RETURN(oracle, oracle_on_rows(options.oracle, market, in, c.threads));
   }
   nlohmann::json j;
   j["checkpoint"] = checkpoint_path;

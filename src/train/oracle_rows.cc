@@ -28,8 +28,8 @@ Result<SynthConfig> oracle_market(const OracleSpec& spec, size_t store_count,
   return sc;
 }
 
-Result<nlohmann::json> oracle_on_rows(const OracleSpec& spec, const OracleRows& in, int threads) {
-  FXT_ASSIGN_OR_RETURN(SynthConfig sc, oracle_market(spec, in.store_count, in.store_snapshots));
+Result<nlohmann::json> oracle_on_rows(const OracleSpec& spec, const SynthConfig& market,
+                                      const OracleRows& in, int threads) {
   const std::vector<std::string>& names = *in.names;
   const nlohmann::json& comparison = *in.comparison;
   const size_t nh = in.horizons.size(), rows = in.model.size() / nh;
@@ -51,7 +51,8 @@ Result<nlohmann::json> oracle_on_rows(const OracleSpec& spec, const OracleRows& 
   oo.paths = spec.paths;
   oo.threads = threads;
   Progress progress("oracle", events.size(), "rows");
-  FXT_ASSIGN_OR_RETURN(std::vector<double> op, synth_oracle(sc, events, covered, oo, &progress));
+  FXT_ASSIGN_OR_RETURN(std::vector<double> op,
+                       synth_oracle(market, events, covered, oo, &progress));
   progress.finish();
   // The picked rows of every array, all horizons (NaN oracle where not covered).
   std::vector<double> oracle(n * nh, std::nan(""));

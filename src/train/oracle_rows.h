@@ -27,9 +27,8 @@ struct OracleSpec {
 
 // The scored rows: [rows][H] model logits, each baseline's, labels and mask (0/1), and
 // `comparison`, compare_with_baselines()'s JSON for them (it names each horizon's best
-// baseline). snapshot_of_row(r) is row r's snapshot index in the one store the config
-// generated, which holds store_snapshots snapshots (checked: the config's event count, one
-// store). threads: of the Monte Carlo and the bootstrap.
+// baseline). snapshot_of_row(r) is row r's snapshot index in the one store the market
+// generated (oracle_market() checked it).
 struct OracleRows {
   std::span<const int> horizons;
   std::span<const float> model;
@@ -38,8 +37,6 @@ struct OracleRows {
   std::span<const uint8_t> labels, mask;
   const nlohmann::json* comparison = nullptr;
   std::function<uint64_t(size_t)> snapshot_of_row;
-  size_t store_count = 0;
-  uint64_t store_snapshots = 0;
 };
 
 // The market the spec's config describes, checked against the evaluated data (one store of
@@ -48,8 +45,10 @@ struct OracleRows {
 Result<SynthConfig> oracle_market(const OracleSpec& spec, size_t store_count,
                                   uint64_t store_snapshots);
 
-// JSON of compare_with_oracle() plus "paths" and "config". Errors (exit code 2): an unreadable
-// config, a store other than the one it generated, a bad spec, no horizon <= max_horizon.
-Result<nlohmann::json> oracle_on_rows(const OracleSpec& spec, const OracleRows& rows, int threads);
+// The oracle of `market` (oracle_market's) on the rows: JSON of compare_with_oracle() plus
+// "paths" and "config". threads: of the Monte Carlo and the bootstrap. Errors (exit code 2): no
+// horizon <= max_horizon, no rows.
+Result<nlohmann::json> oracle_on_rows(const OracleSpec& spec, const SynthConfig& market,
+                                      const OracleRows& rows, int threads);
 
 }  // namespace fxt

@@ -80,8 +80,13 @@ void add_train_flags(CLI::App* cmd, TrainFlags* f, TrainFlagsFor who) {
       ->check(int_range(2, 64))
       ->capture_default_str();
   cmd->add_option("--baseline-max-rows", c.baselines.max_fit_rows,
-                  "training rows a baseline is fit on at most (thinned by a fixed stride above; 0 "
-                  "= every row)")
+                  "training rows a logistic baseline (logreg, logreg_lags, gam) is fit on at most "
+                  "(thinned by a fixed stride above; 0 = every row)")
+      ->check(int_range(0, 1000000000))
+      ->capture_default_str();
+  cmd->add_option("--gbdt-max-rows", c.baselines.gbdt_max_fit_rows,
+                  "training rows a GBDT baseline is fit on at most (thinned by a fixed stride "
+                  "above; 0 = every row)")
       ->check(int_range(0, 1000000000))
       ->capture_default_str();
   cmd->add_option("--input-skip", f->input_skip,

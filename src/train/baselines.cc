@@ -192,6 +192,10 @@ Status BaselineConfig::validate() const {
     return UsageError("--baseline-max-rows must be 0 (every row) or at least 1000 (got {})",
                       max_fit_rows);
   }
+  if (gbdt_max_fit_rows != 0 && gbdt_max_fit_rows < 1000) {
+    return UsageError("--gbdt-max-rows must be 0 (every row) or at least 1000 (got {})",
+                      gbdt_max_fit_rows);
+  }
   return Status::Ok();
 }
 
@@ -202,6 +206,7 @@ nlohmann::json BaselineConfig::to_json() const {
           {"gam_bins", gam_bins},
           {"lags", lags},
           {"max_fit_rows", max_fit_rows},
+          {"gbdt_max_fit_rows", gbdt_max_fit_rows},
           {"gbdt_max_depth", gbdt_params.max_depth},
           {"gbdt_learning_rate", gbdt_params.learning_rate},
           {"gbdt_max_rounds", gbdt_params.max_rounds},
@@ -217,6 +222,8 @@ Result<BaselineConfig> BaselineConfig::from_json(const nlohmann::json& j) {
     c.gam_bins = j.value("gam_bins", 16);
     c.lags = j.at("lags").get<int>();
     c.max_fit_rows = j.at("max_fit_rows").get<int64_t>();
+    // Absent: a config from before the GBDT's own cap, whose GBDTs were fit under the one cap.
+    c.gbdt_max_fit_rows = j.value("gbdt_max_fit_rows", c.max_fit_rows);
     c.gbdt_params.max_depth = j.at("gbdt_max_depth").get<int>();
     c.gbdt_params.learning_rate = j.at("gbdt_learning_rate").get<double>();
     c.gbdt_params.max_rounds = j.at("gbdt_max_rounds").get<int>();
@@ -268,21 +275,33 @@ Result<Baselines> Baselines::fit(const Dataset& ds, std::span<const int> horizon
   }
   if (!want_logreg && !want_gbdt && !want_gam) return out;
 
-  const std::vector<Row> train_rows = window_rows(ds, ds.anchors(Split::kTrain), cfg.max_fit_rows);
-  const std::vector<Row> val_rows =
-      window_rows(ds, ds.evaluation_anchors(Split::kValidation), cfg.max_fit_rows);
-  if (train_rows.empty() || val_rows.empty()) {
-    return InvalidInput("the baselines need training and validation rows (none in the split)");
+  // The training and validation rows under a cap (the logistic families' or the GBDT's).
+  struct SplitRows {
+    std::vector<Row> train, validation;
+  };
+  auto split_rows = [&](int64_t cap) -> Result<SplitRows> {
+    SplitRows r{window_rows(ds, ds.anchors(Split::kTrain), cap),
+                window_rows(ds, ds.evaluation_anchors(Split::kValidation), cap)};
+    if (r.train.empty() || r.validation.empty()) {
+      return InvalidInput("the baselines need training and validation rows (none in the split)");
+    }
+    return r;
+  };
+  SplitRows logistic_rows, gbdt_rows;
+  if (want_logreg || want_gam) {
+    FXT_ASSIGN_OR_RETURN(logistic_rows, split_rows(cfg.max_fit_rows));
+  }
+  if (want_gbdt) {
+    FXT_ASSIGN_OR_RETURN(gbdt_rows, split_rows(cfg.gbdt_max_fit_rows));
   }
   std::vector<int> lag_set = {1};
   if (cfg.lags > 1) lag_set.push_back(cfg.lags);
   for (int lags : lag_set) {
-    const RowSet tr = gather_rows(ds, train_rows, lags, nh);
-    const RowSet va = gather_rows(ds, val_rows, lags, nh);
     const int64_t cols = static_cast<int64_t>(lags) * kF;
     const std::string suffix = lags > 1 ? "_lags" : "";
-    // One baseline of a family: fit_all(b) fits every horizon; timed and logged.
-    auto fit_family = [&](const std::string& family, BaselineKind kind,
+    // One baseline of a family on the rows tr / va: fit_all(b) fits every horizon; timed, logged.
+    auto fit_family = [&](const std::string& family, BaselineKind kind, const RowSet& tr,
+                          const RowSet& va,
                           const std::function<Status(FittedBaseline&)>& fit_all) -> Status {
       const auto t0 = Clock::now();
       FittedBaseline b;
@@ -300,45 +319,53 @@ Result<Baselines> Baselines::fit(const Dataset& ds, std::span<const int> horizon
       out.fitted_.push_back(std::move(b));
       return Status::Ok();
     };
-    if (want_logreg) {
-      const DesignMatrix dtr = to_design(tr, cols), dva = to_design(va, cols);
-      FXT_RETURN_IF_ERROR(
-          fit_family("logreg", BaselineKind::kLogistic, [&](FittedBaseline& b) -> Status {
-            FXT_ASSIGN_OR_RETURN(b.logistic,
-                                 fit_logistic_horizons(dtr, tr, dva, va, horizons, threads));
-            return Status::Ok();
-          }));
-    }
-    if (want_gam && lags == 1) {
-      const int bins = cfg.gam_bins;
-      const std::vector<float> edges = ple_edges_of_rows(ds, train_rows, bins);  // its own rows
-      const DesignMatrix dtr = to_gam_design(tr, edges, bins), dva = to_gam_design(va, edges, bins);
-      FXT_RETURN_IF_ERROR(
-          fit_family("gam", BaselineKind::kLogistic, [&](FittedBaseline& b) -> Status {
-            FXT_ASSIGN_OR_RETURN(b.logistic,
-                                 fit_logistic_horizons(dtr, tr, dva, va, horizons, threads));
-            return Status::Ok();
-          }));
-      out.fitted_.back().ple_bins = bins;
-      out.fitted_.back().ple_edges = edges;
+    if (want_logreg || (want_gam && lags == 1)) {
+      const RowSet tr = gather_rows(ds, logistic_rows.train, lags, nh);
+      const RowSet va = gather_rows(ds, logistic_rows.validation, lags, nh);
+      if (want_logreg) {
+        const DesignMatrix dtr = to_design(tr, cols), dva = to_design(va, cols);
+        FXT_RETURN_IF_ERROR(
+            fit_family("logreg", BaselineKind::kLogistic, tr, va, [&](FittedBaseline& b) -> Status {
+              FXT_ASSIGN_OR_RETURN(b.logistic,
+                                   fit_logistic_horizons(dtr, tr, dva, va, horizons, threads));
+              return Status::Ok();
+            }));
+      }
+      if (want_gam && lags == 1) {
+        const int bins = cfg.gam_bins;
+        const std::vector<float> edges = ple_edges_of_rows(ds, logistic_rows.train, bins);
+        const DesignMatrix dtr = to_gam_design(tr, edges, bins);
+        const DesignMatrix dva = to_gam_design(va, edges, bins);
+        FXT_RETURN_IF_ERROR(
+            fit_family("gam", BaselineKind::kLogistic, tr, va, [&](FittedBaseline& b) -> Status {
+              FXT_ASSIGN_OR_RETURN(b.logistic,
+                                   fit_logistic_horizons(dtr, tr, dva, va, horizons, threads));
+              return Status::Ok();
+            }));
+        out.fitted_.back().ple_bins = bins;
+        out.fitted_.back().ple_edges = edges;
+      }
     }
     if (want_gbdt) {
+      const RowSet tr = gather_rows(ds, gbdt_rows.train, lags, nh);
+      const RowSet va = gather_rows(ds, gbdt_rows.validation, lags, nh);
       GbdtParams gp = cfg.gbdt_params;
       gp.threads = threads;
       std::vector<float> xt, yt, xv, yv;
-      FXT_RETURN_IF_ERROR(fit_family("gbdt", BaselineKind::kGbdt, [&](FittedBaseline& b) -> Status {
-        for (size_t h = 0; h < static_cast<size_t>(nh); ++h) {
-          masked_rows(tr, h, cols, &xt, &yt);
-          masked_rows(va, h, cols, &xv, &yv);
-          auto m = fit_gbdt(xt, yt, xv, yv, cols, gp);
-          if (!m.ok()) {
-            return Status(m.status().code(),
-                          fmt::format("at h{}: {}", horizons[h], m.status().message()));
-          }
-          b.gbdt.push_back(std::move(*m));
-        }
-        return Status::Ok();
-      }));
+      FXT_RETURN_IF_ERROR(
+          fit_family("gbdt", BaselineKind::kGbdt, tr, va, [&](FittedBaseline& b) -> Status {
+            for (size_t h = 0; h < static_cast<size_t>(nh); ++h) {
+              masked_rows(tr, h, cols, &xt, &yt);
+              masked_rows(va, h, cols, &xv, &yv);
+              auto m = fit_gbdt(xt, yt, xv, yv, cols, gp);
+              if (!m.ok()) {
+                return Status(m.status().code(),
+                              fmt::format("at h{}: {}", horizons[h], m.status().message()));
+              }
+              b.gbdt.push_back(std::move(*m));
+            }
+            return Status::Ok();
+          }));
     }
   }
   return out;

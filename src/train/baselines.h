@@ -16,8 +16,9 @@
 //                model's PLE path contains (--input-skip gam starts the model from it).
 // Training rows: every position of every clean training window (the union of the positions the
 // model's sampler can draw); validation rows: every position of the non-overlapping validation
-// windows (the rows the model's validation scores). Above max_fit_rows a split's rows are thinned
-// by a fixed stride (deterministic; neighbouring rows are near-duplicates). Positions before a
+// windows (the rows the model's validation scores). Above a family's cap (max_fit_rows for the
+// logistic families, gbdt_max_fit_rows for the GBDTs) a split's rows are thinned by a fixed
+// stride (deterministic; neighbouring rows are near-duplicates). Positions before a
 // store's start repeat its first snapshot, as inference windows do (window_positions).
 //
 // The logistic fits (logreg, logreg_lags, gam) run one horizon per thread and do not depend on
@@ -49,7 +50,11 @@ struct BaselineConfig {
   bool gam = false;              // the GAM on the PLE encoding (opt-in: 40 (K + 1) columns)
   int gam_bins = 16;             // K of the GAM's encoding (2..64)
   int lags = 4;                  // positions of the lag variants; 1 = no lag variants
-  int64_t max_fit_rows = 50000;  // 0 = every row
+  // Training (and validation) rows a baseline is fit on at most, thinned by a fixed stride above
+  // (0 = every row): the logistic families (logreg, logreg_lags, gam; their fits saturate early
+  // and cost most), and the GBDTs, which keep gaining from rows (docs/BASELINES.md "Rows").
+  int64_t max_fit_rows = 50000;
+  int64_t gbdt_max_fit_rows = 1000000;
   GbdtParams gbdt_params;
 
   Status validate() const;

@@ -28,7 +28,7 @@ using nlohmann::json;
 const std::string kFlags =
     " --seed 3 --epochs 1 --steps-per-epoch 2 --batch 8 --seq 16 --horizons 10,30 --warmup 1"
     " --d-model 16 --d-state 8 --head-dim 16 --head-mid 8 --bootstrap 10 --baselines logreg"
-    " --baseline-max-rows 1000";
+    " --baseline-max-rows 1000 --gbdt-max-rows 1000";
 
 // DIR/vol is the volume: four 1,500-snapshot days and one 6,000-snapshot store.
 std::string volume_fixture() {

@@ -75,6 +75,7 @@ class CvRun : public ::testing::Test {
     t.eval_batch = 64;
     t.threads = 2;
     t.baselines.max_fit_rows = 1000;
+    t.baselines.gbdt_max_fit_rows = 1000;
     t.baselines.gbdt_params.max_rounds = 30;
     c.plan.folds = 2;
     c.bootstrap = 20;
@@ -268,7 +269,7 @@ TEST_F(CvRun, CommandLinePrintsTheTableAndRejectsImpossiblePlans) {
   const std::string flags =
       " --seed 3 --epochs 1 --steps-per-epoch 2 --batch 8 --seq 16 --horizons 10,30 --warmup 1"
       " --d-model 32 --d-state 8 --head-dim 32 --head-mid 16 --bootstrap 10 --threads 2"
-      " --baseline-max-rows 2000";
+      " --baseline-max-rows 2000 --gbdt-max-rows 2000";
   const std::string out = test::scratch_dir() + "/cv";
   auto r = test::run_fxt("cv" + stores + " --folds 1 --scheme expanding --embargo 4" + flags +
                          " --out " + out);

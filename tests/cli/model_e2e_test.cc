@@ -39,7 +39,7 @@ std::vector<std::string> lines_of(const std::string& path) {
 const char* kFewSteps =
     " --epochs 2 --steps-per-epoch 4 --batch 8 --seq 16 --horizons 30,100 --d-model 32"
     " --d-state 8 --head-dim 32 --head-mid 16 --warmup 2 --eval-batch 64 --threads 2"
-    " --baseline-max-rows 2000";
+    " --baseline-max-rows 2000 --gbdt-max-rows 2000";
 
 TEST(ModelEndToEnd, EsMboStoreTrainsEvaluatesAndPredicts) {
   FXT_SKIP_WITHOUT_SHARED_DATA();

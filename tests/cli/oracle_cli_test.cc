@@ -26,7 +26,7 @@ TEST(OracleCli, TheOracleIsTheCeilingOnTheSameRows) {
   auto t = run_fxt("train -q --store " + dir + "/store --run-dir " + dir +
                    "/run --epochs 1 --steps-per-epoch 3 --batch 8 --seq 16 --horizons 10,30 "
                    "--d-model 32 --d-state 8 --head-dim 32 --head-mid 16 --warmup 1 "
-                   "--baseline-max-rows 3000");
+                   "--baseline-max-rows 3000 --gbdt-max-rows 3000");
   ASSERT_EQ(t.exit_code, 0) << t.output;
   auto e =
       run_fxt("eval -q --checkpoint " + dir + "/run/best.ckpt --threads 2 --oracle " + dir +
@@ -71,7 +71,8 @@ TEST(OracleCli, CvPoolsTheOracleOverTheFoldsTestRows) {
       " --store " + dir +
       "/store --epochs 1 --steps-per-epoch 3 --batch 8 --seq 16 "
       "--horizons 10,30 --d-model 32 --d-state 8 --head-dim 32 --head-mid 16 --warmup 1 "
-      "--baseline-max-rows 2000 --bootstrap 20 --threads 2 --oracle-paths 32 --oracle " +
+      "--baseline-max-rows 2000 --gbdt-max-rows 2000 --bootstrap 20 --threads 2 --oracle-paths 32 "
+      "--oracle " +
       dir + "/m.dbn.synth.json";
   auto read_json = [](const std::string& path) {
     auto text = read_file(path);

@@ -20,7 +20,8 @@ using test::run_fxt;
 
 const char* kSmall =
     " --epochs 2 --steps-per-epoch 3 --batch 8 --seq 16 --horizons 10,30 --d-model 32"
-    " --d-state 8 --head-dim 32 --head-mid 16 --warmup 2 --eval-batch 32 --baseline-max-rows 2000";
+    " --d-state 8 --head-dim 32 --head-mid 16 --warmup 2 --eval-batch 32 --baseline-max-rows 2000 "
+    "--gbdt-max-rows 2000";
 
 nlohmann::json json_of(const std::string& path) {
   auto text = read_file(path);

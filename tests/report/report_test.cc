@@ -231,7 +231,7 @@ TEST(ReportHtml, EscapingAndNumbers) {
 const char* kSmallModel =
     " --epochs 3 --steps-per-epoch 4 --batch 8 --seq 16 --horizons 30,100 --d-model 32"
     " --d-state 8 --head-dim 32 --head-mid 16 --warmup 2 --eval-batch 64 --threads 2"
-    " --baseline-max-rows 2000";
+    " --baseline-max-rows 2000 --gbdt-max-rows 2000";
 
 std::string read_text(const std::string& path) {
   auto text = read_file(path);

@@ -255,6 +255,7 @@ TEST_F(BaselinesTest, FitOnTrainingRowsOnlyALeakInValidationIsNotLearned) {
   BaselineConfig bc;
   bc.lags = 2;
   bc.max_fit_rows = 4000;  // small and quick: thinned training rows
+  bc.gbdt_max_fit_rows = 4000;
   bc.gbdt_params.max_rounds = 60;
   const std::vector<int> hz = {10, 30};
   auto b = Baselines::fit(*ds, hz, bc, 2);
@@ -309,6 +310,43 @@ TEST_F(BaselinesTest, FitOnTrainingRowsOnlyALeakInValidationIsNotLearned) {
   for (size_t i = 0; i < ck.tensors.size(); ++i) {
     EXPECT_EQ(ck2.tensors[i].data, ck.tensors[i].data) << ck.tensors[i].name;
   }
+}
+
+// Each family is fit under its own cap: the logistic families on max_fit_rows thinned rows, the
+// GBDTs on gbdt_max_fit_rows; a config written before the GBDT's own cap reads it as the one cap.
+TEST_F(BaselinesTest, TheGbdtHasItsOwnRowCap) {
+  auto ds = Dataset::open({*dir_ + "/store"}, config());
+  ASSERT_TRUE(ds.ok()) << ds.status().message();
+  ds->standardise_features(ds->measure_train_stats());
+  BaselineConfig bc;
+  bc.lags = 1;
+  bc.max_fit_rows = 2000;
+  bc.gbdt_max_fit_rows = 8000;
+  bc.gbdt_params.max_rounds = 20;
+  const std::vector<int> hz = {10, 30};
+  auto b = Baselines::fit(*ds, hz, bc, 2);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  const FittedBaseline* lr = b->find("logreg");
+  ASSERT_NE(lr, nullptr);
+  // Thinning by a whole stride keeps at most the cap and more than half of it (the store's
+  // training split holds ~14,000 rows).
+  EXPECT_LE(lr->train_rows, 2000);
+  EXPECT_GT(lr->train_rows, 1000);
+  if (gbdt_available()) {
+    const FittedBaseline* gb = b->find("gbdt");
+    ASSERT_NE(gb, nullptr);
+    EXPECT_LE(gb->train_rows, 8000);
+    EXPECT_GT(gb->train_rows, 4000);
+    EXPECT_GT(gb->validation_rows, lr->validation_rows);
+  }
+  nlohmann::json j = bc.to_json();
+  EXPECT_EQ(j.at("gbdt_max_fit_rows").get<int64_t>(), 8000);
+  j.erase("gbdt_max_fit_rows");
+  auto old = BaselineConfig::from_json(j);
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_EQ(old->gbdt_max_fit_rows, 2000);
+  bc.gbdt_max_fit_rows = 999;
+  EXPECT_EQ(bc.validate().code(), StatusCode::kUsage);
 }
 
 // The GAM on the PLE encoding (--baselines ...,gam): slot 38 carries the h10 label only through

@@ -58,6 +58,7 @@ class TrainerTest : public ::testing::Test {
     c.perception.head_mid = 16;
     c.eval_batch = 32;
     c.baselines.max_fit_rows = 2000;  // quick fits on the small store
+    c.baselines.gbdt_max_fit_rows = 2000;
     c.baselines.gbdt_params.max_rounds = 40;
     return c;
   }

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Issue 13's synthetic target on the GPU: `fxt cv` (3 folds by block, W = 8 training blocks) of
+# the wide causal model on market C (the meta-order market, docs/MODEL.md rounds 12-13) at EVENTS
+# events for each seed of SEEDS, with the oracle on ORACLE_ROWS pooled test rows. Every seed's
+# three folds train at once on the one GPU (--fold i, THREADS CPU threads each), then pool.
+# Logs, plan.json and cv.json go to $OUT/seed_<s>/; the stores are deleted after each seed.
+# Usage (device, after scripts/device_check.sh built build-dev, or alone: it builds fxt):
+#   OUT=$OUT/cv SEEDS="1 2" EVENTS=40000000 bash bench/ablation/device_cv_meta.sh
+set -uo pipefail
+source "$(dirname "$0")/device_common.sh"
+mkdir -p "$OUT"
+[ -x build-dev/bin/fxt ] && FXT=$PWD/build-dev/bin/fxt || build_fxt || exit 1
+SEEDS=${SEEDS:-1} THREADS=${THREADS:-5} FOLDS=3
+MODEL="--stride 4 --epochs ${EPOCHS:-16} --steps-per-epoch ${STEPS:-300} --batch 256 \
+  --horizons 30,100,300,1000 --drop-features tod_sin,tod_cos --ple-bins 8 --gam-bins 8 \
+  --input-skip gam --baselines logreg,gbdt,gam --early-stop mean_auc ${FLAGS:-}"
+CV="--folds $FOLDS --by block --train-blocks 8 --device cuda"
+cv_seed() {
+  local s=$1 w=/tmp/cvmeta/s$1 o=$OUT/seed_$1
+  mkdir -p "$o"
+  local t0=$SECONDS
+  [ -d "$w/store" ] || SEED=$s EVENTS=${EVENTS:-40000000} make_market "seed_$s/market" \
+    "--meta-gap 3 --meta-clip-rate 20 --meta-skew 1.2 --drift-skew 0.15" "$w" ||
+    { echo "seed $s: market failed"; cat "$OUT/seed_$s/market.data.log"; return 1; }
+  rm -f "$w/synth.dbn.zst"  # the store and the sidecars are what cv and the oracle read
+  echo "seed $s: market in $((SECONDS - t0)) s"
+  for ((i = 0; i < FOLDS; i++)); do
+    # shellcheck disable=SC2086
+    timeout ${FXT_RUN_LIMIT:-560} $FXT cv --store $w/store --out $w/cv $CV $MODEL --fold $i \
+      --threads $THREADS >"$o/fold_$i.log" 2>&1 &
+  done
+  wait
+  echo "seed $s: folds in $((SECONDS - t0)) s"
+  # shellcheck disable=SC2086
+  $FXT cv --store $w/store --out $w/cv $CV $MODEL --pool-only --threads 16 \
+    --oracle $w/synth.dbn.zst.synth.json --oracle-rows ${ORACLE_ROWS:-3000} >"$o/pool.log" 2>&1
+  echo "seed $s: pooled in $((SECONDS - t0)) s (rc $?)"
+  cp $w/cv/plan.json $w/cv/cv.json "$o/" 2>/dev/null
+  for ((i = 0; i < FOLDS; i++)); do cp $w/cv/fold_$i/run.json "$o/fold_$i.run.json" 2>/dev/null; done
+  [ -n "${KEEP:-}" ] || rm -rf "$w"
+}
+for s in $SEEDS; do cv_seed "$s" & done
+wait
+for s in $SEEDS; do echo "== seed $s"; grep -E "baseline .*fit in|trained" "$OUT/seed_$s"/fold_*.log; tail -n 25 "$OUT/seed_$s/pool.log"; done

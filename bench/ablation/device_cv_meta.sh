@@ -3,7 +3,9 @@
 # the wide causal model on market C (the meta-order market, docs/MODEL.md rounds 12-13) at EVENTS
 # events for each seed of SEEDS, with the oracle on ORACLE_ROWS pooled test rows. Every seed's
 # three folds train at once on the one GPU (--fold i, THREADS CPU threads each), then pool.
-# Logs, plan.json and cv.json go to $OUT/seed_<s>/; the stores are deleted after each seed.
+# Logs, plan.json and cv.json go to $OUT/seed_<s>/. The market and the CV directory are deleted
+# after each seed unless KEEP is set; a rerun with KEEP on a warm machine reuses the market and
+# resumes the folds (each fold's `fxt cv` is cut at FXT_RUN_LIMIT seconds, default 560).
 # Usage (device, after scripts/device_check.sh built build-dev, or alone: it builds fxt):
 #   OUT=$OUT/cv SEEDS="1 2" EVENTS=40000000 bash bench/ablation/device_cv_meta.sh
 set -uo pipefail

@@ -97,7 +97,7 @@ std::string first_difference(const nlohmann::json& a, const nlohmann::json& b) {
 Result<nlohmann::json> pool_folds(const CvConfig& cfg, const FoldPlan& plan,
                                   const std::vector<std::string>& stores,
                                   const std::string& out_dir, const OracleSpec& oracle_spec,
-                                  const SynthConfig* oracle_market_config) {
+                                  const std::optional<SynthConfig>& oracle_config) {
   const std::vector<int>& hz = cfg.train.horizons;
   const size_t nh = hz.size();
   std::vector<float> model;
@@ -275,7 +275,7 @@ Result<nlohmann::json> pool_folds(const CvConfig& cfg, const FoldPlan& plan,
       return fold_test0[k] + (row - fold_row0[k]);
     };
     FXT_ASSIGN_OR_RETURN(cv["oracle"],
-                         oracle_on_rows(oracle_spec, *oracle_market_config, in, cfg.train.threads));
+                         oracle_on_rows(oracle_spec, *oracle_config, in, cfg.train.threads));
   }
   return cv;
 }
@@ -852,8 +852,7 @@ Result<CvResult> run_cv(const CvConfig& config_in, const std::vector<std::string
   record.set("folds", n_folds);
   record.set("folds_finished", result.folds_finished);
   if (result.folds_finished == n_folds) {
-    FXT_ASSIGN_OR_RETURN(result.cv, pool_folds(cfg, plan, stores, out_dir, options.oracle,
-                                               market ? &*market : nullptr));
+    FXT_ASSIGN_OR_RETURN(result.cv, pool_folds(cfg, plan, stores, out_dir, options.oracle, market));
     FXT_RETURN_IF_ERROR(write_file_atomic(out_dir + "/cv.json", result.cv.dump(2) + "\n"));
     result.complete = true;
     record.set_metrics(summary_metrics(result.cv));

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include <fmt/format.h>
@@ -60,6 +61,11 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
   // --split all ignores the split, so a CV fold's explicit ranges need not fit other stores.
   if (options.split == EvalSplit::kAll) dc.split = SplitConfig{};
   FXT_ASSIGN_OR_RETURN(Dataset ds, Dataset::open(dirs, dc));
+  std::optional<SynthConfig> market;  // the oracle's, checked against the store before scoring
+  if (options.oracle.enabled()) {
+    FXT_ASSIGN_OR_RETURN(market,
+                         oracle_market(options.oracle, ds.store_count(), ds.total_snapshots()));
+  }
   ds.standardise_features(st->stats);  // the training statistics, never re-measured
   const int nh = static_cast<int>(c.horizons.size());
   GlobalRange g{0, ds.total_snapshots()};
@@ -148,9 +154,7 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
     in.mask = mask;
     in.comparison = &comparison;
     in.snapshot_of_row = [&](size_t r) { return g.begin + r; };  // one store: global = local
-    FXT_ASSIGN_OR_RETURN(SynthConfig market,
-                         oracle_market(options.oracle, ds.store_count(), ds.total_snapshots()));
-    FXT_ASSIGN_OR_RETURN(oracle, oracle_on_rows(options.oracle, market, in, c.threads));
+    FXT_ASSIGN_OR_RETURN(oracle, oracle_on_rows(options.oracle, *market, in, c.threads));
   }
   nlohmann::json j;
   j["checkpoint"] = checkpoint_path;

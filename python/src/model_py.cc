@@ -56,13 +56,16 @@ void bind_model(py::module_& m) {
       "evaluate",
       [](const std::string& checkpoint, const std::vector<std::string>& stores,
          const std::string& split, const std::vector<int>& horizons, int threads, int bootstrap,
-         uint64_t bootstrap_seed, const std::string& device, const std::string& precision) {
+         uint64_t bootstrap_seed, const std::string& device, const std::string& precision,
+         int stack_rows) {
         EvalOptions o;
         o.split = unwrap(parse_eval_split(split));
         o.expect_horizons = horizons;
         if (threads < 1) raise(UsageError("--threads must be >= 1"));
         if (bootstrap < 0) raise(UsageError("--bootstrap must be >= 0"));
+        if (stack_rows < 0) raise(UsageError("--stack-rows must be >= 0"));
         o.threads = threads;
+        o.stack_rows = stack_rows;
         o.bootstrap = bootstrap;
         o.bootstrap_seed = bootstrap_seed;
         o.device = device;
@@ -77,7 +80,8 @@ void bind_model(py::module_& m) {
       py::arg("checkpoint"), py::arg("stores") = std::vector<std::string>{},
       py::arg("split") = "test", py::arg("horizons") = std::vector<int>{}, py::arg("threads") = 1,
       py::arg("bootstrap") = 200, py::arg("bootstrap_seed") = 1, py::arg("device") = "auto",
-      py::arg("precision") = "fp32", "`fxt eval` as a dict: the same JSON `fxt eval --out` writes");
+      py::arg("precision") = "fp32", py::arg("stack_rows") = EvalOptions{}.stack_rows,
+      "`fxt eval` as a dict: the same JSON `fxt eval --out` writes");
 
   m.def(
       "_predict",

@@ -96,6 +96,11 @@ void register_cv(CLI::App& app) {
       ->check(int_range(0, 1000000));
   cmd->add_option("--bootstrap-seed", a->config.bootstrap_seed, "bootstrap seed")
       ->capture_default_str();
+  cmd->add_option("--stack-rows", a->config.stack_rows,
+                  "validation rows each fold's stacks are fit on (docs/BASELINES.md \"Stacks\"; "
+                  "0: no stacks)")
+      ->capture_default_str()
+      ->check(int_range(0, 100000000));
   cmd->add_option("--stop-after-folds", a->options.stop_after_folds,
                   "return after finishing this many folds in this invocation (rerun to continue)")
       ->check(int_range(1, 1000));

@@ -44,7 +44,7 @@ Status run_train(TrainArgs& a) {
 struct EvalArgs {
   std::string checkpoint, out, run_dir, split = "test", horizons;
   std::vector<std::string> stores;
-  int threads = default_threads(), bootstrap = 200;
+  int threads = default_threads(), bootstrap = 200, stack_rows = EvalOptions{}.stack_rows;
   uint64_t bootstrap_seed = 1;
   std::string device = "auto";
   Precision precision = Precision::kFp32;
@@ -64,6 +64,7 @@ Status run_eval(const EvalArgs& a) {
   if (a.bootstrap < 0) return UsageError("--bootstrap must be >= 0");
   o.bootstrap = a.bootstrap;
   o.bootstrap_seed = a.bootstrap_seed;
+  o.stack_rows = a.stack_rows;
   o.oracle = a.oracle;
   RunRecord record("eval");
   if (!a.run_dir.empty()) FXT_RETURN_IF_ERROR(record.claim(a.run_dir));
@@ -166,6 +167,11 @@ void register_eval(CLI::App& app) {
       ->capture_default_str()
       ->check(int_range(0, 1000000));
   cmd->add_option("--bootstrap-seed", a->bootstrap_seed, "bootstrap seed")->capture_default_str();
+  cmd->add_option("--stack-rows", a->stack_rows,
+                  "validation rows the stacks are fit on when the test split is scored "
+                  "(docs/BASELINES.md \"Stacks\"; 0: no stacks)")
+      ->capture_default_str()
+      ->check(int_range(0, 100000000));
   add_oracle_flags(cmd, &a->oracle);
   cmd->add_option("--threads", a->threads, "CPU threads (default: every core)")->capture_default_str()
       ->check(int_range(1, 4096));

@@ -1,5 +1,6 @@
 #include "cli/eval_table.h"
 
+#include <algorithm>
 #include <iterator>
 
 #include <fmt/format.h>
@@ -28,6 +29,10 @@ std::string format_eval_table(const nlohmann::json& eval) {
   const nlohmann::json& model = eval["model"];
   const nlohmann::json& base = eval["base_rate"];
   const nlohmann::json baselines = eval.value("baselines", nlohmann::json::object());
+  // The model stack (train/stacking.h), when the evaluation fit one.
+  const nlohmann::json stacked = eval.value("stacked", nlohmann::json::object());
+  const bool has_stack = stacked.contains("model");
+  auto width = [](const std::string& name) { return std::max<size_t>(11, name.size()); };
   std::string out;
   auto it = std::back_inserter(out);
   fmt::format_to(it, "{} split: {} rows, window {} at stride {}\n",
@@ -35,14 +40,16 @@ std::string format_eval_table(const nlohmann::json& eval) {
                  eval.value("window", 0), eval.value("stride", 0));
   // AUC of every predictor, then the model's and the base rate's log loss.
   fmt::format_to(it, "{:>8} {:>9} | AUC {:>7}", "horizon", "labelled", "model");
-  for (const auto& [name, m] : baselines.items()) fmt::format_to(it, " {:>11}", name);
+  if (has_stack) fmt::format_to(it, " {:>7}", "stacked");
+  for (const auto& [name, m] : baselines.items()) fmt::format_to(it, " {:>{}}", name, width(name));
   fmt::format_to(it, " {:>7} | log loss {:>7} {:>7}\n", "base", "model", "base");
   const size_t n = model["horizons"].size();
   for (size_t i = 0; i < n; ++i) {
     fmt::format_to(it, "{:>8} {:>9} |     {:>7}", model["horizons"][i]["horizon"].get<int>(),
                    model["horizons"][i]["n_valid"].get<int64_t>(), cell(model, i, "auc"));
+    if (has_stack) fmt::format_to(it, " {:>7}", cell(stacked["model"], i, "auc"));
     for (const auto& [name, m] : baselines.items())
-      fmt::format_to(it, " {:>11}", cell(m, i, "auc"));
+      fmt::format_to(it, " {:>{}}", cell(m, i, "auc"), width(name));
     fmt::format_to(it, " {:>7} |          {:>7} {:>7}\n", cell(base, i, "auc"),
                    cell(model, i, "log_loss"), cell(base, i, "log_loss"));
   }
@@ -51,6 +58,7 @@ std::string format_eval_table(const nlohmann::json& eval) {
   };
   const nlohmann::json boot = eval.value("bootstrap", nlohmann::json::object());
   fmt::format_to(it, "mean AUC: model {}{}", mean(model), interval(boot, "model"));
+  if (has_stack) fmt::format_to(it, ", stacked {}", mean(stacked["model"]));
   for (const auto& [name, m] : baselines.items()) {
     fmt::format_to(it, ", {} {}{}", name, mean(m), interval(boot, name.c_str()));
   }
@@ -58,6 +66,11 @@ std::string format_eval_table(const nlohmann::json& eval) {
   const nlohmann::json vs = eval.value("vs_best_baseline", nlohmann::json());
   if (vs.is_object()) {
     for (const auto& h : vs["horizons"]) out += h["line"].get<std::string>() + "\n";
+    if (stacked.contains("vs_best_baseline")) {
+      for (const auto& h : stacked["vs_best_baseline"]["horizons"]) {
+        out += h["line"].get<std::string>() + "\n";
+      }
+    }
   } else if (baselines.empty()) {
     out += "no baseline was fit (--baselines none)\n";
   }

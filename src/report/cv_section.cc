@@ -163,6 +163,7 @@ Result<std::string> cv_html(const std::string& dir, const std::string& sid, Head
   out += render_table(t);
   out += render_table(p);
   out += verdict_html(comparison);
+  out += verdict_html(field(field(cv, "stacked"), "horizons"));  // the model stack, when pooled
 
   headline->push_back({"folds", std::to_string(n_folds)});
   headline->push_back({"mean AUC model", format_fixed(num(mean, "model_auc"), 4)});

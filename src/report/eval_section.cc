@@ -47,6 +47,8 @@ std::string baselines_html(const json& ev, const std::vector<int>& hs, const std
       "AUC of every baseline on the same rows (fit to convergence on the training rows; "
       "[block-bootstrap 95% intervals])";
   t.header = {"horizon", "model"};
+  const json& stacked = field(field(ev, "stacked"), "model");  // the model stack, when fit
+  if (stacked.is_object()) t.header.emplace_back("stacked");
   for (const auto& [name, m] : bs.items()) t.header.push_back(name);
   const json& boot = field(ev, "bootstrap");
   for (size_t i = 0; i < hs.size(); ++i) {
@@ -54,6 +56,7 @@ std::string baselines_html(const json& ev, const std::vector<int>& hs, const std
     std::vector<std::string> row = {
         horizon_name(hs[i]),
         format_with_interval(horizon_stat(field(ev, "model"), i, "auc"), mlo, mhi)};
+    if (stacked.is_object()) row.push_back(format_fixed(horizon_stat(stacked, i, "auc"), 4));
     for (const auto& [name, m] : bs.items()) {
       auto [lo, hi] = interval(field(boot, name), i, "auc");
       row.push_back(format_with_interval(horizon_stat(m, i, "auc"), lo, hi));
@@ -156,6 +159,8 @@ std::string eval_html(const json& ev, const std::string& sid, Headline* headline
   out += render_table(t);
   out += baselines_html(ev, hs, sid);
   out += verdict_html(field(vs, "horizons"));
+  // The model stacked with the baselines (train/stacking.h), when the evaluation fit it.
+  out += verdict_html(field(field(field(ev, "stacked"), "vs_best_baseline"), "horizons"));
 
   // Lift over the baselines.
   Table lift;

@@ -30,8 +30,9 @@ std::string verdict_line(const nlohmann::json& e) {
     tail = hi < 0 ? " (the baseline is better)" : " (within noise)";
   }
   return fmt::format(
-      "h{}: model beats the best baseline ({} {:.4f}): {}, {:+.4f} [{:+.4f}, {:+.4f}]{}",
-      e.value("horizon", 0), e.value("best_baseline", std::string("?")),
+      "h{}: {} beats the best baseline ({} {:.4f}): {}, {:+.4f} [{:+.4f}, {:+.4f}]{}",
+      e.value("horizon", 0), e.value("subject", std::string("model")),
+      e.value("best_baseline", std::string("?")),
       get(e.value("best_baseline_auc", nlohmann::json())), e.value("verdict", std::string("no")), d,
       lo, hi, tail);
 }
@@ -39,7 +40,8 @@ std::string verdict_line(const nlohmann::json& e) {
 Result<nlohmann::json> compare_with_baselines(
     std::span<const float> model, const std::vector<std::string>& names,
     const std::vector<std::vector<float>>& baselines, std::span<const uint8_t> labels,
-    std::span<const uint8_t> mask, std::span<const int> horizons, const BootstrapOptions& options) {
+    std::span<const uint8_t> mask, std::span<const int> horizons, const BootstrapOptions& options,
+    const std::string& subject) {
   const size_t nh = horizons.size();
   if (baselines.empty() || names.size() != baselines.size()) {
     return InvalidInput("compare_with_baselines: {} names for {} baselines", names.size(),
@@ -78,6 +80,7 @@ Result<nlohmann::json> compare_with_baselines(
   for (size_t h = 0; h < nh; ++h) {
     const PairedAucHorizon& ph = p.horizons[h];
     nlohmann::json e = {{"horizon", horizons[h]},
+                        {"subject", subject},
                         {"model_auc", num(ph.auc_a)},
                         {"best_baseline", names[best[h]]},
                         {"best_baseline_auc", num(ph.auc_b)},

@@ -21,14 +21,19 @@
 
 namespace fxt {
 
+// What the stacked model is called in verdict lines (train/stacking.h).
+inline constexpr const char* kStackedSubject = "the model stacked with the baselines";
+
 // scores: [rows][H] logits each; names[i] goes with baselines[i]. options.replicates > 0.
-// JSON: {"horizons": [{horizon, model_auc, best_baseline, best_baseline_auc, diff, diff_ci
+// subject names the compared predictor in the lines ("model", or kStackedSubject).
+// JSON: {"horizons": [{horizon, subject, model_auc, best_baseline, best_baseline_auc, diff, diff_ci
 // [lo, hi], model_ci, verdict, line}], "mean": {model_auc, best_baseline_auc, diff, diff_ci},
 // "block_rows", "replicates"}.
 Result<nlohmann::json> compare_with_baselines(
     std::span<const float> model, const std::vector<std::string>& names,
     const std::vector<std::vector<float>>& baselines, std::span<const uint8_t> labels,
-    std::span<const uint8_t> mask, std::span<const int> horizons, const BootstrapOptions& options);
+    std::span<const uint8_t> mask, std::span<const int> horizons, const BootstrapOptions& options,
+    const std::string& subject = "model");
 
 // "h30: model beats the best baseline (gbdt_lags 0.9012): yes, +0.0120 [+0.0040, +0.0200]"
 std::string verdict_line(const nlohmann::json& horizon_entry);

@@ -26,7 +26,9 @@ namespace {
 
 constexpr double kNaN = HorizonMetrics::kNaN;
 constexpr int kCvFormat = 1;
-constexpr char kRowsMagic[8] = {'F', 'X', 'T', 'C', 'V', 'R', 'W', '3'};
+constexpr char kRowsMagic[8] = {'F', 'X', 'T', 'C', 'V', 'R', 'W', '4'};
+// Version 3 (no stack flag, no stacked logits) is still read: a fold scored before the stacks.
+constexpr char kRowsMagicV3[8] = {'F', 'X', 'T', 'C', 'V', 'R', 'W', '3'};
 
 nlohmann::json num(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
@@ -100,7 +102,9 @@ Result<nlohmann::json> pool_folds(const CvConfig& cfg, const FoldPlan& plan,
                                   const std::optional<SynthConfig>& oracle_config) {
   const std::vector<int>& hz = cfg.train.horizons;
   const size_t nh = hz.size();
-  std::vector<float> model;
+  std::vector<float> model, stacked;
+  bool all_stacked = true;  // every fold has the model stack (folds scored before it have not)
+  std::vector<int> stacked_wins(nh, 0), stacked_compared(nh, 0);
   std::vector<std::string> names;
   std::vector<std::vector<float>> baselines;
   std::vector<double> base;
@@ -136,6 +140,19 @@ Result<nlohmann::json> pool_folds(const CvConfig& cfg, const FoldPlan& plan,
     fold_row0.push_back(model.size() / nh);
     fold_test0.push_back(f.test.begin);
     model.insert(model.end(), r.model_logits.begin(), r.model_logits.end());
+    all_stacked = all_stacked && !r.stacked_logits.empty();
+    if (all_stacked) {
+      stacked.insert(stacked.end(), r.stacked_logits.begin(), r.stacked_logits.end());
+      const nlohmann::json& sv = ev.contains("stacked") ? ev["stacked"] : nlohmann::json();
+      for (size_t h = 0; h < nh && sv.contains("vs_best_baseline"); ++h) {
+        const nlohmann::json& e = sv["vs_best_baseline"]["horizons"][h];
+        const double a = num_of(e["model_auc"]), b = num_of(e["best_baseline_auc"]);
+        if (std::isfinite(a) && std::isfinite(b)) {
+          ++stacked_compared[h];
+          if (a > b) ++stacked_wins[h];
+        }
+      }
+    }
     for (size_t b = 0; b < names.size(); ++b) {
       baselines[b].insert(baselines[b].end(), r.baseline_logits[b].begin(),
                           r.baseline_logits[b].end());
@@ -199,6 +216,22 @@ Result<nlohmann::json> pool_folds(const CvConfig& cfg, const FoldPlan& plan,
   if (!names.empty()) {
     FXT_ASSIGN_OR_RETURN(vs, compare_with_baselines(model, names, baselines, labels, mask, hz, bo));
   }
+  if (!all_stacked) stacked.clear();
+  nlohmann::json stacked_vs;  // the model stack against the same baselines (train/stacking.h)
+  if (!stacked.empty() && !names.empty()) {
+    FXT_ASSIGN_OR_RETURN(stacked_vs, compare_with_baselines(stacked, names, baselines, labels, mask,
+                                                            hz, bo, kStackedSubject));
+    for (size_t h = 0; h < nh; ++h) {
+      nlohmann::json& e = stacked_vs["horizons"][h];
+      e["folds_won"] = stacked_wins[h];
+      e["folds_compared"] = stacked_compared[h];
+      if (cfg.bootstrap < 1) {  // no intervals: no verdict
+        for (const char* k : {"diff_ci", "model_ci", "best_baseline_ci", "verdict", "line"}) {
+          e.erase(k);
+        }
+      }
+    }
+  }
   nlohmann::json comparison = nlohmann::json::array();
   for (size_t h = 0; h < nh; ++h) {
     nlohmann::json c = {
@@ -257,6 +290,7 @@ Result<nlohmann::json> pool_folds(const CvConfig& cfg, const FoldPlan& plan,
       {"hi_percentile", bo.hi_percentile}};
   cv["comparison"] = comparison;
   cv["mean"] = mean;
+  if (stacked_vs.is_object()) cv["stacked"] = stacked_vs;
   if (oracle_spec.enabled()) {
     if (!vs.is_object() || cfg.bootstrap < 1) {
       return UsageError("--oracle needs the baselines and bootstrap intervals (--bootstrap > 0)");
@@ -264,6 +298,7 @@ Result<nlohmann::json> pool_folds(const CvConfig& cfg, const FoldPlan& plan,
     OracleRows in;
     in.horizons = hz;
     in.model = model;
+    in.stacked = stacked;
     in.names = &names;
     in.baselines = &baselines;
     in.labels = labels;
@@ -472,15 +507,19 @@ nlohmann::json CvConfig::to_json() const {
   t.erase("split_train");
   t.erase("split_validation");
   t.erase("split_ranges");
-  return {{"train", t},
-          {"folds", plan.folds},
-          {"scheme", cv_scheme_name(plan.scheme)},
-          {"by", fold_unit_name(plan.unit)},
-          {"train_blocks", plan.train_blocks},
-          {"purge", plan.purge},
-          {"embargo", plan.embargo},
-          {"bootstrap", bootstrap},
-          {"bootstrap_seed", bootstrap_seed}};
+  nlohmann::json j = {{"train", t},
+                      {"folds", plan.folds},
+                      {"scheme", cv_scheme_name(plan.scheme)},
+                      {"by", fold_unit_name(plan.unit)},
+                      {"train_blocks", plan.train_blocks},
+                      {"purge", plan.purge},
+                      {"embargo", plan.embargo},
+                      {"bootstrap", bootstrap},
+                      {"bootstrap_seed", bootstrap_seed}};
+  // Only when it is not the default, so a CV from before the stacks still resumes (its folds,
+  // scored without stacks, pool without them).
+  if (stack_rows != EvalOptions{}.stack_rows) j["stack_rows"] = stack_rows;
+  return j;
 }
 
 // ---- pooled statistics --------------------------------------------------------------------------
@@ -581,23 +620,26 @@ Result<PairedAucResult> paired_auc_bootstrap(std::span<const float> a, std::span
 }
 
 // ---- rows.bin -----------------------------------------------------------------------------------
-// magic "FXTCVRW2", u32 horizons H, u32 baselines B, u64 rows N, i32 horizons[H],
-// f64 base_rates[H], B x (u32 name length, name bytes), f32 model_logits[N*H],
-// B x f32 baseline_logits[N*H], u8 labels[N*H], u8 mask[N*H], u32 CRC32 of every byte before
-// it; host (little-endian) byte order. The CRC makes a flipped bit an error, not other AUCs.
+// magic "FXTCVRW4", u32 horizons H, u32 baselines B, u32 stacked S (0/1), u64 rows N,
+// i32 horizons[H], f64 base_rates[H], B x (u32 name length, name bytes), f32 model_logits[N*H],
+// B x f32 baseline_logits[N*H], S x f32 stacked_logits[N*H], u8 labels[N*H], u8 mask[N*H], u32
+// CRC32 of every byte before it; host (little-endian) byte order. "FXTCVRW3" is the same
+// without S and the stacked logits. The CRC makes a flipped bit an error, not other AUCs.
 
 Status write_eval_rows(const std::string& path, const EvalRows& r) {
   const size_t nh = r.horizons.size();
   const uint64_t n = r.rows();
   bool ok = nh > 0 && r.base_rates.size() == nh && r.labels.size() == n * nh &&
             r.mask.size() == n * nh && r.model_logits.size() == n * nh &&
-            r.baseline_names.size() == r.baseline_logits.size();
+            r.baseline_names.size() == r.baseline_logits.size() &&
+            (r.stacked_logits.empty() || r.stacked_logits.size() == n * nh);
   for (const std::vector<float>& b : r.baseline_logits) ok = ok && b.size() == n * nh;
   if (!ok) return InternalError("write_eval_rows {}: inconsistent row arrays", path);
   std::string out(kRowsMagic, sizeof(kRowsMagic));
-  const uint32_t head[2] = {static_cast<uint32_t>(nh),
-                            static_cast<uint32_t>(r.baseline_names.size())};
-  append_raw(out, head, 2);
+  const uint32_t head[3] = {static_cast<uint32_t>(nh),
+                            static_cast<uint32_t>(r.baseline_names.size()),
+                            r.stacked_logits.empty() ? 0U : 1U};
+  append_raw(out, head, 3);
   append_raw(out, &n, 1);
   append_raw(out, r.horizons.data(), nh);
   append_raw(out, r.base_rates.data(), nh);
@@ -608,6 +650,7 @@ Status write_eval_rows(const std::string& path, const EvalRows& r) {
   }
   append_raw(out, r.model_logits.data(), n * nh);
   for (const std::vector<float>& b : r.baseline_logits) append_raw(out, b.data(), n * nh);
+  if (!r.stacked_logits.empty()) append_raw(out, r.stacked_logits.data(), n * nh);
   append_raw(out, r.labels.data(), n * nh);
   append_raw(out, r.mask.data(), n * nh);
   const uint32_t crc = crc32_update(0, out.data(), out.size());
@@ -617,10 +660,13 @@ Status write_eval_rows(const std::string& path, const EvalRows& r) {
 
 Result<EvalRows> read_eval_rows(const std::string& path) {
   FXT_ASSIGN_OR_RETURN(std::string in, read_file(path));
-  constexpr size_t kHead = sizeof(kRowsMagic) + 2 * sizeof(uint32_t) + sizeof(uint64_t);
+  const bool v3 = in.size() >= sizeof(kRowsMagicV3) &&
+                  std::memcmp(in.data(), kRowsMagicV3, sizeof(kRowsMagicV3)) == 0;
+  const size_t words = v3 ? 2 : 3;  // u32 header words before the row count
+  const size_t kHead = sizeof(kRowsMagic) + words * sizeof(uint32_t) + sizeof(uint64_t);
   if (in.size() < kHead + sizeof(uint32_t) ||
-      std::memcmp(in.data(), kRowsMagic, sizeof(kRowsMagic)) != 0) {
-    return InvalidInput("{}: not a CV rows file (expected magic FXTCVRW3 at offset 0)", path);
+      (!v3 && std::memcmp(in.data(), kRowsMagic, sizeof(kRowsMagic)) != 0)) {
+    return InvalidInput("{}: not a CV rows file (expected magic FXTCVRW4 at offset 0)", path);
   }
   uint32_t stored_crc = 0;
   std::memcpy(&stored_crc, in.data() + in.size() - sizeof(stored_crc), sizeof(stored_crc));
@@ -631,16 +677,19 @@ Result<EvalRows> read_eval_rows(const std::string& path) {
         "fold's eval.json and rerun fxt cv to score the fold again",
         path, crc, stored_crc);
   }
-  uint32_t head[2];
+  uint32_t head[3] = {0, 0, 0};
   uint64_t n = 0;
-  std::memcpy(head, in.data() + sizeof(kRowsMagic), sizeof(head));
-  std::memcpy(&n, in.data() + sizeof(kRowsMagic) + sizeof(head), sizeof(n));
-  const size_t nh = head[0], nb = head[1];
+  std::memcpy(head, in.data() + sizeof(kRowsMagic), words * sizeof(uint32_t));
+  std::memcpy(&n, in.data() + sizeof(kRowsMagic) + words * sizeof(uint32_t), sizeof(n));
+  const size_t nh = head[0], nb = head[1], ns = head[2];
+  if (ns > 1) return InvalidInput("{}: offset 16: stacked flag {} (expected 0 or 1)", path, ns);
   if (nh < 1 || nh > 8) {
     return InvalidInput("{}: offset 8: {} horizons (expected 1-8)", path, nh);
   }
   if (nb > 16) return InvalidInput("{}: offset 12: {} baselines (expected 0-16)", path, nb);
-  if (n > (uint64_t{1} << 40)) return InvalidInput("{}: offset 16: {} rows is too many", path, n);
+  if (n > (uint64_t{1} << 40)) {
+    return InvalidInput("{}: offset {}: {} rows is too many", path, 8 + 4 * words, n);
+  }
   size_t at = kHead;
   auto take = [&](void* dst, size_t bytes) -> Status {
     if (in.size() - at < bytes) {
@@ -664,7 +713,7 @@ Result<EvalRows> read_eval_rows(const std::string& path) {
     FXT_RETURN_IF_ERROR(take(name.data(), len));
     r.baseline_names.push_back(std::move(name));
   }
-  const size_t want = at + cells * ((1 + nb) * sizeof(float) + 2 * sizeof(uint8_t));
+  const size_t want = at + cells * ((1 + nb + ns) * sizeof(float) + 2 * sizeof(uint8_t));
   if (in.size() != want) {
     return InvalidInput("{}: {} bytes, expected {} for {} rows of {} horizons and {} baselines",
                         path, in.size(), want, n, nh, nb);
@@ -676,6 +725,10 @@ Result<EvalRows> read_eval_rows(const std::string& path) {
   FXT_RETURN_IF_ERROR(take(r.model_logits.data(), cells * sizeof(float)));
   for (std::vector<float>& b : r.baseline_logits) {
     FXT_RETURN_IF_ERROR(take(b.data(), cells * sizeof(float)));
+  }
+  if (ns == 1) {
+    r.stacked_logits.resize(cells);
+    FXT_RETURN_IF_ERROR(take(r.stacked_logits.data(), cells * sizeof(float)));
   }
   FXT_RETURN_IF_ERROR(take(r.labels.data(), cells));
   FXT_RETURN_IF_ERROR(take(r.mask.data(), cells));
@@ -827,6 +880,7 @@ Result<CvResult> run_cv(const CvConfig& config_in, const std::vector<std::string
     eo.device = tc.device;
     eo.bootstrap = cfg.bootstrap;
     eo.bootstrap_seed = cfg.bootstrap_seed;
+    eo.stack_rows = cfg.stack_rows;
     EvalRows rows;
     FXT_ASSIGN_OR_RETURN(nlohmann::json ev, evaluate(dir + "/best.ckpt", {}, eo, &rows));
     ev["fold"] = f.index;
@@ -935,6 +989,13 @@ std::string format_cv_table(const nlohmann::json& cv) {
                  s4(m.value("diff", nlohmann::json())) + ci(m, "diff_ci", true));
   for (const auto& c : cv["comparison"]) {
     if (c.contains("line")) out += c["line"].get<std::string>() + "\n";
+  }
+  if (cv.contains("stacked")) {
+    for (const auto& e : cv["stacked"]["horizons"]) {
+      if (!e.contains("line")) continue;
+      fmt::format_to(std::back_inserter(out), "{}; folds won {}/{}\n", e["line"].get<std::string>(),
+                     e["folds_won"].get<int>(), e["folds_compared"].get<int>());
+    }
   }
   if (cv.contains("oracle")) out += oracle_lines(cv["oracle"], "pooled test rows");
   return out;

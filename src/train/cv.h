@@ -95,6 +95,7 @@ struct CvConfig {
   FoldPlanConfig plan;  // purge is raised to max(horizons) x stride when smaller
   int bootstrap = 200;  // block-bootstrap replicates, per fold and pooled (0 = no intervals)
   uint64_t bootstrap_seed = 1;
+  int stack_rows = 50000;  // EvalOptions::stack_rows of each fold's evaluation
 
   // Everything that defines the CV's results (not threads): compared on a rerun.
   nlohmann::json to_json() const;

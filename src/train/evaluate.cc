@@ -12,12 +12,14 @@
 #include <fmt/format.h>
 
 #include "core/file_util.h"
+#include "core/log.h"
 #include "core/progress.h"
 #include "features/features.h"
 #include "train/comparison.h"
 #include "train/metrics.h"
 #include "train/oracle_rows.h"
 #include "train/scoring.h"
+#include "train/stacking.h"
 #include "train/train_state.h"
 
 namespace fxt {
@@ -74,32 +76,48 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
 
   CpuContext ctx(c.threads);
   const std::vector<FittedBaseline>& fitted = st->baselines.fitted();
-  std::vector<float> model_scores, ml;
-  std::vector<std::vector<float>> base_scores(fitted.size());
-  std::vector<uint8_t> labels, mask;
-  Progress progress("eval", g.end - g.begin, "snap");
-  for (size_t i = 0; i < ds.store_count(); ++i) {
-    const Dataset::Store& s = ds.store(i);
-    const uint64_t n = s.reader.size();
-    const uint64_t lo = std::max(g.begin, s.offset), hi = std::min(g.end, s.offset + n);
-    if (lo >= hi) continue;
-    std::vector<uint64_t> ends;
-    for (uint64_t t = lo; t < hi; ++t) ends.push_back(t - s.offset);
-    FXT_RETURN_IF_ERROR(
-        score_inference(*st, ctx, s.reader, s.features.data(), ends, &ml, &progress));
-    model_scores.insert(model_scores.end(), ml.begin(), ml.end());
-    for (size_t b = 0; b < fitted.size(); ++b) {
-      FXT_ASSIGN_OR_RETURN(std::vector<float> bl,
-                           st->baselines.score(b, s.features.data(), ends, c.stride, c.threads));
-      base_scores[b].insert(base_scores[b].end(), bl.begin(), bl.end());
+  // Scores every `step`-th snapshot of g (step 1: all) with the model and every baseline, and
+  // gathers their labels and masks, in time order: [rows][H] each.
+  struct Scored {
+    std::vector<float> model;
+    std::vector<std::vector<float>> baselines;
+    std::vector<uint8_t> labels, mask;
+  };
+  auto score_range = [&](GlobalRange range, uint64_t step, Progress* progress) -> Result<Scored> {
+    Scored out;
+    out.baselines.resize(fitted.size());
+    std::vector<float> ml;
+    for (size_t i = 0; i < ds.store_count(); ++i) {
+      const Dataset::Store& s = ds.store(i);
+      const uint64_t n = s.reader.size();
+      const uint64_t lo = std::max(range.begin, s.offset), hi = std::min(range.end, s.offset + n);
+      std::vector<uint64_t> ends;
+      for (uint64_t t = lo; t < hi; ++t) {
+        if ((t - range.begin) % step == 0) ends.push_back(t - s.offset);
+      }
+      if (ends.empty()) continue;
+      FXT_RETURN_IF_ERROR(
+          score_inference(*st, ctx, s.reader, s.features.data(), ends, &ml, progress));
+      out.model.insert(out.model.end(), ml.begin(), ml.end());
+      for (size_t b = 0; b < fitted.size(); ++b) {
+        FXT_ASSIGN_OR_RETURN(std::vector<float> bl,
+                             st->baselines.score(b, s.features.data(), ends, c.stride, c.threads));
+        out.baselines[b].insert(out.baselines[b].end(), bl.begin(), bl.end());
+      }
+      for (uint64_t e : ends) {
+        const auto r0 = static_cast<std::ptrdiff_t>(e * static_cast<uint64_t>(nh));
+        out.labels.insert(out.labels.end(), s.labels.y.begin() + r0, s.labels.y.begin() + r0 + nh);
+        out.mask.insert(out.mask.end(), s.labels.mask.begin() + r0,
+                        s.labels.mask.begin() + r0 + nh);
+      }
     }
-    const size_t r0 = static_cast<size_t>(ends.front()) * static_cast<size_t>(nh);
-    const size_t r1 = static_cast<size_t>(ends.back() + 1) * static_cast<size_t>(nh);
-    labels.insert(labels.end(), s.labels.y.begin() + static_cast<std::ptrdiff_t>(r0),
-                  s.labels.y.begin() + static_cast<std::ptrdiff_t>(r1));
-    mask.insert(mask.end(), s.labels.mask.begin() + static_cast<std::ptrdiff_t>(r0),
-                s.labels.mask.begin() + static_cast<std::ptrdiff_t>(r1));
-  }
+    return out;
+  };
+  Progress progress("eval", g.end - g.begin, "snap");
+  FXT_ASSIGN_OR_RETURN(Scored test, score_range(g, 1, &progress));
+  std::vector<float>& model_scores = test.model;
+  std::vector<std::vector<float>>& base_scores = test.baselines;
+  std::vector<uint8_t>&labels = test.labels, &mask = test.mask;
   if (model_scores.empty()) {
     return InvalidInput("no snapshot to evaluate in the {} split of the given stores",
                         options.split == EvalSplit::kTest         ? "test"
@@ -107,15 +125,59 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
                                                                   : "whole");
   }
   progress.finish();
+  std::vector<std::string> names;
+  for (const FittedBaseline& f : fitted) names.push_back(f.name);
+
+  // The stacks (train/stacking.h), fit on evenly spaced validation rows: the baseline stack
+  // joins the baselines, the model stack is reported beside the model.
+  nlohmann::json stack_json;
+  std::vector<float> stacked_scores;
+  const GlobalRange gv = ds.range(Split::kValidation);
+  if (options.split == EvalSplit::kTest && !fitted.empty() && options.stack_rows > 0 &&
+      gv.end > gv.begin) {
+    const uint64_t span = gv.end - gv.begin, want = static_cast<uint64_t>(options.stack_rows);
+    const uint64_t step = (span + want - 1) / want;
+    FXT_ASSIGN_OR_RETURN(Scored val, score_range(gv, step, nullptr));
+    std::vector<std::span<const float>> vin, tin;
+    for (size_t b = 0; b < fitted.size(); ++b) {
+      vin.emplace_back(val.baselines[b]);
+      tin.emplace_back(base_scores[b]);
+    }
+    // A stack that cannot be fit (a horizon without both classes among the validation rows)
+    // is skipped with a warning: the evaluation itself stands without it.
+    Result<LogitStack> bstack = fit_logit_stack(names, vin, val.labels, val.mask, c.horizons);
+    std::vector<std::string> with_model = names;
+    with_model.emplace_back("model");
+    vin.emplace_back(val.model);
+    tin.emplace_back(model_scores);
+    Result<LogitStack> mstack =
+        bstack.ok() ? fit_logit_stack(with_model, vin, val.labels, val.mask, c.horizons)
+                    : Result<LogitStack>(bstack.status());
+    if (mstack.ok()) {
+      stacked_scores = apply_logit_stack(*mstack, tin);
+      tin.pop_back();
+      base_scores.push_back(apply_logit_stack(*bstack, tin));
+      names.emplace_back(kBaselineStackName);
+      stack_json = {{"validation_rows", val.labels.size() / static_cast<size_t>(nh)},
+                    {"validation_step", step},
+                    {"baseline_stack", bstack->to_json()},
+                    {"model_stack", mstack->to_json()}};
+    } else {
+      log_warn("the stacks are skipped: {}", mstack.status().message());
+    }
+  }
   FXT_ASSIGN_OR_RETURN(Metrics mm, compute_metrics(std::span<const float>(model_scores), labels,
                                                    mask, c.horizons, ScoreKind::kLogit));
   nlohmann::json baseline_metrics = nlohmann::json::object();
-  std::vector<std::string> names;
-  for (size_t b = 0; b < fitted.size(); ++b) {
-    names.push_back(fitted[b].name);
+  for (size_t b = 0; b < names.size(); ++b) {
     FXT_ASSIGN_OR_RETURN(Metrics m, compute_metrics(std::span<const float>(base_scores[b]), labels,
                                                     mask, c.horizons, ScoreKind::kLogit));
-    baseline_metrics[fitted[b].name] = m.to_json();
+    baseline_metrics[names[b]] = m.to_json();
+  }
+  if (!stacked_scores.empty()) {
+    FXT_ASSIGN_OR_RETURN(Metrics sm, compute_metrics(std::span<const float>(stacked_scores), labels,
+                                                     mask, c.horizons, ScoreKind::kLogit));
+    stack_json["model"] = sm.to_json();
   }
   FXT_ASSIGN_OR_RETURN(Metrics bm, base_rate_metrics(st->base_rates, labels, mask, c.horizons));
   nlohmann::json ci = nlohmann::json::object();
@@ -129,15 +191,20 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
                          bootstrap_metrics(std::span<const float>(model_scores), labels, mask,
                                            c.horizons, ScoreKind::kLogit, bo));
     ci["model"] = mb.to_json();
-    for (size_t b = 0; b < fitted.size(); ++b) {
+    for (size_t b = 0; b < names.size(); ++b) {
       FXT_ASSIGN_OR_RETURN(BootstrapResult lb,
                            bootstrap_metrics(std::span<const float>(base_scores[b]), labels, mask,
                                              c.horizons, ScoreKind::kLogit, bo));
-      ci[fitted[b].name] = lb.to_json();
+      ci[names[b]] = lb.to_json();
     }
-    if (!fitted.empty()) {
+    if (!names.empty()) {
       FXT_ASSIGN_OR_RETURN(comparison, compare_with_baselines(model_scores, names, base_scores,
                                                               labels, mask, c.horizons, bo));
+    }
+    if (!stacked_scores.empty()) {
+      FXT_ASSIGN_OR_RETURN(stack_json["vs_best_baseline"],
+                           compare_with_baselines(stacked_scores, names, base_scores, labels, mask,
+                                                  c.horizons, bo, kStackedSubject));
     }
   }
   nlohmann::json oracle;
@@ -148,6 +215,7 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
     OracleRows in;
     in.horizons = c.horizons;
     in.model = model_scores;
+    in.stacked = stacked_scores;
     in.names = &names;
     in.baselines = &base_scores;
     in.labels = labels;
@@ -177,10 +245,12 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
   j["bootstrap"] = ci;
   j["vs_best_baseline"] = comparison;
   if (!oracle.is_null()) j["oracle"] = oracle;
+  if (!stack_json.is_null()) j["stacked"] = stack_json;
   if (rows != nullptr) {
     rows->horizons = c.horizons;
     rows->base_rates = st->base_rates;
     rows->model_logits = std::move(model_scores);
+    rows->stacked_logits = std::move(stacked_scores);
     rows->baseline_names = std::move(names);
     rows->baseline_logits = std::move(base_scores);
     rows->labels = std::move(labels);

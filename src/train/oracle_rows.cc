@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "core/file_util.h"
 #include "core/progress.h"
 #include "data/synth_oracle.h"
@@ -56,7 +58,7 @@ Result<nlohmann::json> oracle_on_rows(const OracleSpec& spec, const SynthConfig&
   progress.finish();
   // The picked rows of every array, all horizons (NaN oracle where not covered).
   std::vector<double> oracle(n * nh, std::nan(""));
-  std::vector<float> ms(n * nh), bs(n * nh);
+  std::vector<float> ms(n * nh), bs(n * nh), ss(in.stacked.empty() ? 0 : n * nh);
   std::vector<uint8_t> ys(n * nh), ks(n * nh);
   std::vector<std::string> best_names(nh);
   std::vector<size_t> best(nh);
@@ -74,6 +76,7 @@ Result<nlohmann::json> oracle_on_rows(const OracleSpec& spec, const SynthConfig&
     for (size_t h = 0; h < nh; ++h) {
       const size_t at = picked[k] * nh + h, to = k * nh + h;
       ms[to] = in.model[at];
+      if (!ss.empty()) ss[to] = in.stacked[at];
       bs[to] = (*in.baselines)[best[h]][at];
       ys[to] = in.labels[at];
       ks[to] = in.mask[at];
@@ -86,6 +89,22 @@ Result<nlohmann::json> oracle_on_rows(const OracleSpec& spec, const SynthConfig&
   const auto spacing = static_cast<int64_t>(std::max<size_t>(1, rows / n));
   FXT_ASSIGN_OR_RETURN(nlohmann::json out, compare_with_oracle(oracle, ms, bs, best_names, ys, ks,
                                                                in.horizons, spacing, bo));
+  if (!ss.empty()) {
+    FXT_ASSIGN_OR_RETURN(nlohmann::json so, compare_with_oracle(oracle, ss, bs, best_names, ys, ks,
+                                                                in.horizons, spacing, bo));
+    for (size_t i = 0; i < out["horizons"].size(); ++i) {
+      nlohmann::json& e = out["horizons"][i];
+      const nlohmann::json& se = so["horizons"][i];
+      e["stacked_auc"] = se["model_auc"];
+      e["stacked_gap_recovered"] = se["gap_recovered"];
+      const double r =
+          se["gap_recovered"].is_number() ? se["gap_recovered"].get<double>() : std::nan("");
+      e["line"] =
+          fmt::format("{}; stacked {:.4f}, {}", e["line"].get<std::string>(),
+                      se["model_auc"].is_number() ? se["model_auc"].get<double>() : std::nan(""),
+                      std::isfinite(r) ? fmt::format("{:.0f}%", 100 * r) : "n/a");
+    }
+  }
   out["paths"] = spec.paths;
   out["config"] = spec.config;
   return out;

@@ -32,6 +32,7 @@ struct OracleSpec {
 struct OracleRows {
   std::span<const int> horizons;
   std::span<const float> model;
+  std::span<const float> stacked;  // the model stack's logits (train/stacking.h); empty = none
   const std::vector<std::string>* names = nullptr;
   const std::vector<std::vector<float>>* baselines = nullptr;
   std::span<const uint8_t> labels, mask;
@@ -46,8 +47,9 @@ Result<SynthConfig> oracle_market(const OracleSpec& spec, size_t store_count,
                                   uint64_t store_snapshots);
 
 // The oracle of `market` (oracle_market's) on the rows: JSON of compare_with_oracle() plus
-// "paths" and "config". threads: of the Monte Carlo and the bootstrap. Errors (exit code 2): no
-// horizon <= max_horizon, no rows.
+// "paths" and "config"; with a model stack, each horizon also gets "stacked_auc" and
+// "stacked_gap_recovered" (the same gap, closed by the stack) and its line says both. threads: of
+// the Monte Carlo and the bootstrap. Errors (exit code 2): no horizon <= max_horizon, no rows.
 Result<nlohmann::json> oracle_on_rows(const OracleSpec& spec, const SynthConfig& market,
                                       const OracleRows& rows, int threads);
 

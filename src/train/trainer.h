@@ -73,6 +73,9 @@ struct EvalOptions {
   // The synthetic market's oracle on a sample of the evaluated rows (train/oracle_rows.h); its
   // config empty = none.
   OracleSpec oracle;
+  // The stacks (train/stacking.h) are fit on up to this many evenly spaced validation rows when
+  // the test split is evaluated and baselines were fit; 0 = no stacks.
+  int stack_rows = 50000;
 };
 
 // The rows evaluate() scored, in time order, row-major [rows][H]: the model's and each
@@ -84,6 +87,7 @@ struct EvalRows {
   std::vector<float> model_logits;
   std::vector<std::string> baseline_names;
   std::vector<std::vector<float>> baseline_logits;  // one [rows][H] array per baseline
+  std::vector<float> stacked_logits;  // the model stack's [rows][H] logits; empty = no stack
   std::vector<uint8_t> labels, mask;
   size_t rows() const { return horizons.empty() ? 0 : labels.size() / horizons.size(); }
 };

@@ -650,8 +650,13 @@ void check_in_chromium(const std::string& chromium, const std::string& html_path
   // The verdict lines (docs/BASELINES.md) are in the rendered page, one per horizon.
   EXPECT_EQ(count_of(dom, "<li class=\"fxt-verdict fxt-verdict-"),
             count_of(html, "<li class=\"fxt-verdict fxt-verdict-"));
-  EXPECT_EQ(count_of(dom, "model beats the best baseline ("),
+  EXPECT_EQ(count_of(dom, " beats the best baseline ("),
             count_of(html, "<li class=\"fxt-verdict fxt-verdict-"));
+  // The model's lines and, after them, the model stack's (docs/BASELINES.md "Stacks"): one each
+  // per horizon of every evaluation shown.
+  EXPECT_GT(count_of(dom, "model beats the best baseline ("), 0u);
+  EXPECT_EQ(count_of(dom, "the model stacked with the baselines beats the best baseline ("),
+            count_of(dom, "model beats the best baseline ("));
 }
 
 // The horizontal extent (first to last column) of the palette's first colour in a screenshot.
@@ -722,8 +727,9 @@ TEST(ReportChromium, RendersEveryChartAndTable) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   check_in_chromium(chromium, out, expected_ids());
   check_zoom_in_chromium(chromium, out, "sec3-equity");
-  // Two horizons in the evaluation and two in the CV: four verdict lines.
-  EXPECT_EQ(count_of(read_text(out), "<li class=\"fxt-verdict fxt-verdict-"), 4u);
+  // Two horizons in the evaluation and two in the CV, each with the model's line and the model
+  // stack's: eight verdict lines.
+  EXPECT_EQ(count_of(read_text(out), "<li class=\"fxt-verdict fxt-verdict-"), 8u);
 }
 
 // ---- the real ES MBO store --------------------------------------------------------------------

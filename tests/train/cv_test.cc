@@ -450,5 +450,48 @@ TEST(CvRows, RoundTripAndCorruption) {
   EXPECT_NE(read_eval_rows(path).status().message().find("magic"), std::string::npos);
 }
 
+// The model stack's logits travel with the rows (version 4); a version-3 file (a fold scored
+// before the stacks: no stacked flag, no stacked logits) still reads, without a stack.
+TEST(CvRows, StackedLogitsRoundTripAndVersion3StillReads) {
+  EvalRows r;
+  r.horizons = {10, 30};
+  r.base_rates = {0.25, 0.5};
+  r.model_logits = {0.5f, -1.0f, 0.25f, 2.0f, 1.5f, -0.5f};
+  r.baseline_names = {"gbdt_lags"};
+  r.baseline_logits = {{1, 2, 3, 4, 5, 6}};
+  r.stacked_logits = {-0.75f, 0.125f, 3.5f, -2.0f, 0.0f, 9.0f};
+  r.labels = {1, 0, 1, 1, 0, 0};
+  r.mask = {1, 1, 0, 1, 1, 0};
+  const std::string path = test::scratch_dir() + "/rows.bin";
+  ASSERT_TRUE(write_eval_rows(path, r).ok());
+  auto back = read_eval_rows(path);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->stacked_logits, r.stacked_logits);
+  EXPECT_EQ(back->baseline_logits, r.baseline_logits);
+  EXPECT_EQ(back->labels, r.labels);
+
+  // Version 3: the same rows without a stack, its header one word shorter.
+  r.stacked_logits.clear();
+  ASSERT_TRUE(write_eval_rows(path, r).ok());
+  auto v4 = read_file(path);
+  ASSERT_TRUE(v4.ok());
+  std::string v3 = v4->substr(0, v4->size() - 4);  // without the CRC
+  ASSERT_EQ(v3.substr(0, 8), "FXTCVRW4");
+  v3[7] = '3';
+  uint32_t flag = 1;
+  std::memcpy(&flag, v3.data() + 16, 4);
+  EXPECT_EQ(flag, 0u);
+  v3.erase(16, 4);
+  const uint32_t crc = crc32_update(0, v3.data(), v3.size());
+  v3.append(reinterpret_cast<const char*>(&crc), sizeof(crc));
+  ASSERT_TRUE(write_file_atomic(path, v3).ok());
+  auto old = read_eval_rows(path);
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_TRUE(old->stacked_logits.empty());
+  EXPECT_EQ(old->model_logits, r.model_logits);
+  EXPECT_EQ(old->baseline_logits, r.baseline_logits);
+  EXPECT_EQ(old->mask, r.mask);
+}
+
 }  // namespace
 }  // namespace fxt

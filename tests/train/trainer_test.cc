@@ -284,9 +284,83 @@ TEST_F(TrainerTest, EvaluateScoresModelBaselineAndBaseRateOnTheSameRows) {
   auto all = evaluate(run + "/best.ckpt", {store()}, all_rows);
   ASSERT_TRUE(all.ok());
   EXPECT_EQ((*all)["rows"], 20000);
+  // No stacks unless the test split is scored: their rows would include their own fit rows.
+  EXPECT_FALSE(all->contains("stacked"));
+  EXPECT_FALSE((*all)["baselines"].contains("baseline_stack"));
   EvalOptions bad;
   bad.expect_horizons = {10, 20};
   EXPECT_EQ(evaluate(run + "/best.ckpt", {}, bad).status().code(), StatusCode::kUsage);
+}
+
+// The stacks (train/stacking.h): fit on evenly spaced validation rows, the baseline stack among
+// the baselines, the model stack's test logits exactly its stored weights applied to the model's
+// and the baselines' test logits; --stack-rows 0 turns both off.
+TEST_F(TrainerTest, EvaluateStacksTheBaselinesAndTheModelOnValidationRows) {
+  const std::string run = test::scratch_dir() + "/run";
+  ASSERT_TRUE(train(small_config(), {store()}, run).ok());
+  EvalOptions o;
+  o.bootstrap = 20;
+  o.stack_rows = 500;
+  EvalRows rows;
+  auto j = evaluate(run + "/best.ckpt", {}, o, &rows);
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  const auto& st = (*j)["stacked"];
+  // About 3,000 validation snapshots (15% of 20,000), evenly spaced down to at most 500.
+  EXPECT_LE(st["validation_rows"].get<int64_t>(), 500);
+  EXPECT_GT(st["validation_rows"].get<int64_t>(), 400);
+  EXPECT_GE(st["validation_step"].get<int64_t>(), 6);
+  // The fitted baselines, then the baseline stack over them; the model stack adds the model.
+  ASSERT_GE(rows.baseline_names.size(), 3u);
+  EXPECT_EQ(rows.baseline_names.back(), "baseline_stack");
+  std::vector<std::string> fitted(rows.baseline_names.begin(), rows.baseline_names.end() - 1);
+  EXPECT_EQ(st["baseline_stack"]["inputs"], fitted);
+  std::vector<std::string> with_model = fitted;
+  with_model.emplace_back("model");
+  EXPECT_EQ(st["model_stack"]["inputs"], with_model);
+  ASSERT_EQ(rows.stacked_logits.size(), rows.model_logits.size());
+  const size_t nh = rows.horizons.size(), nb = fitted.size();
+  for (const char* which : {"model_stack", "baseline_stack"}) {
+    const auto& hs = st[which]["horizons"];
+    ASSERT_EQ(hs.size(), nh);
+    for (size_t h = 0; h < nh; ++h) {
+      EXPECT_GT(hs[h]["rows"].get<int64_t>(), 20);  // labelled rows only (the mid moved)
+      const auto& w = hs[h]["weights"];
+      for (size_t r = 0; r < rows.rows(); r += 97) {
+        const size_t at = r * nh + h;
+        double z = hs[h]["bias"].get<double>();
+        for (size_t b = 0; b < nb; ++b) {
+          z += w[fitted[b]].get<double>() * rows.baseline_logits[b][at];
+        }
+        if (std::string(which) == "model_stack") {
+          z += w["model"].get<double>() * rows.model_logits[at];
+          EXPECT_NEAR(rows.stacked_logits[at], z, 1e-4 * (1 + std::abs(z)));
+        } else {
+          EXPECT_NEAR(rows.baseline_logits[nb][at], z, 1e-4 * (1 + std::abs(z)));
+        }
+      }
+    }
+  }
+  // The stack's own comparison and verdict lines, and its AUC in the metrics.
+  ASSERT_EQ(st["vs_best_baseline"]["horizons"].size(), nh);
+  for (const auto& e : st["vs_best_baseline"]["horizons"]) {
+    EXPECT_NE(e["line"].get<std::string>().find(
+                  "the model stacked with the baselines beats the best baseline"),
+              std::string::npos);
+  }
+  EXPECT_TRUE(st["model"]["horizons"][0]["auc"].is_number());
+  EXPECT_TRUE((*j)["baselines"]["baseline_stack"]["horizons"][0]["auc"].is_number());
+  // One validation row cannot hold both classes: the stacks are skipped, the evaluation stands.
+  o.stack_rows = 1;
+  auto one = evaluate(run + "/best.ckpt", {}, o);
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  EXPECT_FALSE(one->contains("stacked"));
+  EXPECT_TRUE((*one)["vs_best_baseline"].is_object());
+  o.stack_rows = 0;
+  auto none = evaluate(run + "/best.ckpt", {}, o, &rows);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->contains("stacked"));
+  EXPECT_TRUE(rows.stacked_logits.empty());
+  EXPECT_EQ(rows.baseline_names, fitted);
 }
 
 // docs/MODEL.md "Logistic fallback": each epoch's line names the horizons whose logistic start

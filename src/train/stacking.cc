@@ -1,8 +1,79 @@
 #include "train/stacking.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "train/logistic_fit.h"
 
 namespace fxt {
+namespace {
+
+// The penalised logistic optimum over x [rows][p] with every weight >= 0 (the bias free), by an
+// active set: fit the free inputs (fit_logistic), drop the most negative weight while one is
+// negative, then add back the held-at-zero input whose gradient most wants it positive, until
+// neither applies (the KKT conditions of the constrained problem). Returns p weights, then
+// the bias. p <= 16 inputs, so the loop is short; it is bounded all the same.
+Result<std::vector<double>> fit_non_negative(const std::vector<double>& x,
+                                             const std::vector<uint8_t>& y, size_t p) {
+  const size_t rows = y.size();
+  const std::vector<uint8_t> every(rows, 1);
+  std::vector<bool> free(p, true);
+  std::vector<double> w(p + 1, 0.0);
+  for (size_t round = 0; round < 4 * p + 4; ++round) {
+    std::vector<size_t> cols;
+    for (size_t i = 0; i < p; ++i) {
+      if (free[i]) cols.push_back(i);
+    }
+    std::fill(w.begin(), w.end(), 0.0);
+    if (cols.empty()) {  // the bias alone: the log-odds of the rows' positive rate
+      double up = 0;
+      for (uint8_t v : y) up += v;
+      w[p] = std::log(up / (static_cast<double>(rows) - up));
+    } else {
+      DesignMatrix d;
+      d.rows = static_cast<int64_t>(rows);
+      d.cols = static_cast<int64_t>(cols.size());
+      d.values.reserve(rows * cols.size());
+      for (size_t r = 0; r < rows; ++r) {
+        for (size_t i : cols) d.values.push_back(x[r * p + i]);
+      }
+      FXT_ASSIGN_OR_RETURN(LogisticSolution sol, fit_logistic(d, y, every, kStackPenalty));
+      for (size_t k = 0; k < cols.size(); ++k) w[cols[k]] = sol.weights[k];
+      w[p] = sol.bias;
+    }
+    // The most negative free weight leaves the free set.
+    size_t worst = p;
+    for (size_t i : cols) {
+      if (w[i] < 0 && (worst == p || w[i] < w[worst])) worst = i;
+    }
+    if (worst < p) {
+      free[worst] = false;
+      continue;
+    }
+    // d objective / d w_j at w_j = 0 for the held inputs: (1/n) sum (sigmoid(z) - y) x_j.
+    std::vector<double> grad(p, 0.0);
+    for (size_t r = 0; r < rows; ++r) {
+      double z = w[p];
+      for (size_t i = 0; i < p; ++i) z += w[i] * x[r * p + i];
+      const double e = 1.0 / (1.0 + std::exp(-z)) - y[r];
+      for (size_t i = 0; i < p; ++i) {
+        if (!free[i]) grad[i] += e * x[r * p + i];
+      }
+    }
+    size_t best = p;
+    for (size_t i = 0; i < p; ++i) {
+      if (!free[i] && grad[i] / static_cast<double>(rows) < -1e-7 &&
+          (best == p || grad[i] < grad[best])) {
+        best = i;
+      }
+    }
+    if (best == p) return w;
+    free[best] = true;
+  }
+  return InternalError("stack: the non-negative fit did not settle in {} rounds", 4 * p + 4);
+}
+
+}  // namespace
 
 nlohmann::json LogitStack::to_json() const {
   nlohmann::json hs = nlohmann::json::array();
@@ -36,31 +107,27 @@ Result<LogitStack> fit_logit_stack(const std::vector<std::string>& names,
   s.inputs = names;
   s.horizons.assign(horizons.begin(), horizons.end());
   for (size_t h = 0; h < nh; ++h) {
-    // The design matrix of this horizon's labelled rows only (the others carry no label).
-    DesignMatrix x;
-    x.cols = static_cast<int64_t>(p);
+    // This horizon's labelled rows only (the others carry no label), every input as a column.
+    std::vector<double> x;
     std::vector<uint8_t> y;
     int64_t positives = 0;
     for (size_t r = 0; r < n; ++r) {
       const size_t at = r * nh + h;
       if (mask[at] == 0) continue;
-      for (size_t i = 0; i < p; ++i) x.values.push_back(static_cast<double>(inputs[i][at]));
+      for (size_t i = 0; i < p; ++i) x.push_back(static_cast<double>(inputs[i][at]));
       y.push_back(labels[at]);
       positives += labels[at];
     }
-    x.rows = static_cast<int64_t>(y.size());
-    if (positives == 0 || positives == x.rows) {
+    const auto rows = static_cast<int64_t>(y.size());
+    if (positives == 0 || positives == rows) {
       return InvalidInput(
           "stack: horizon {} has {} labelled validation rows, {} of them up: a stack needs both "
           "classes",
-          horizons[h], x.rows, positives);
+          horizons[h], rows, positives);
     }
-    const std::vector<uint8_t> every(y.size(), 1);
-    FXT_ASSIGN_OR_RETURN(LogisticSolution sol, fit_logistic(x, y, every, kStackPenalty));
-    std::vector<double> w = sol.weights;
-    w.push_back(sol.bias);
+    FXT_ASSIGN_OR_RETURN(std::vector<double> w, fit_non_negative(x, y, p));
     s.weights.push_back(std::move(w));
-    s.rows.push_back(x.rows);
+    s.rows.push_back(rows);
   }
   return s;
 }

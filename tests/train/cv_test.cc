@@ -406,15 +406,21 @@ TEST(CvPairedBootstrap, ResamplesTheRowsOfBootstrapMetrics) {
   EXPECT_FALSE(paired_auc_bootstrap(a, b, std::span<const uint8_t>(y).first(10), m, hz, o).ok());
 }
 
-TEST(CvRows, RoundTripAndCorruption) {
+// Three rows of two horizons: their labels, masks and base rates (the logits are each test's).
+EvalRows three_rows() {
   EvalRows r;
   r.horizons = {10, 30};
   r.base_rates = {0.25, 0.5};
+  r.labels = {1, 0, 1, 1, 0, 0};
+  r.mask = {1, 1, 0, 1, 1, 0};
+  return r;
+}
+
+TEST(CvRows, RoundTripAndCorruption) {
+  EvalRows r = three_rows();
   r.model_logits = {0.5f, -1.0f, std::nanf(""), 2.0f, 1e-30f, -0.0f};
   r.baseline_names = {"logreg", "gbdt_lags"};
   r.baseline_logits = {{0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f}, {1, 2, 3, 4, 5, 6}};
-  r.labels = {1, 0, 1, 1, 0, 0};
-  r.mask = {1, 1, 0, 1, 1, 0};
   const std::string path = test::scratch_dir() + "/rows.bin";
   ASSERT_TRUE(write_eval_rows(path, r).ok());
   auto back = read_eval_rows(path);
@@ -453,15 +459,11 @@ TEST(CvRows, RoundTripAndCorruption) {
 // The model stack's logits travel with the rows (version 4); a version-3 file (a fold scored
 // before the stacks: no stacked flag, no stacked logits) still reads, without a stack.
 TEST(CvRows, StackedLogitsRoundTripAndVersion3StillReads) {
-  EvalRows r;
-  r.horizons = {10, 30};
-  r.base_rates = {0.25, 0.5};
+  EvalRows r = three_rows();
   r.model_logits = {0.5f, -1.0f, 0.25f, 2.0f, 1.5f, -0.5f};
   r.baseline_names = {"gbdt_lags"};
   r.baseline_logits = {{1, 2, 3, 4, 5, 6}};
   r.stacked_logits = {-0.75f, 0.125f, 3.5f, -2.0f, 0.0f, 9.0f};
-  r.labels = {1, 0, 1, 1, 0, 0};
-  r.mask = {1, 1, 0, 1, 1, 0};
   const std::string path = test::scratch_dir() + "/rows.bin";
   ASSERT_TRUE(write_eval_rows(path, r).ok());
   auto back = read_eval_rows(path);

@@ -6,6 +6,12 @@
 # Logs, plan.json and cv.json go to $OUT/seed_<s>/. The market and the CV directory are deleted
 # after each seed unless KEEP is set; a rerun with KEEP on a warm machine reuses the market and
 # resumes the folds (each fold's `fxt cv` is cut at FXT_RUN_LIMIT seconds, default 560).
+# Budget at 40 M events on an H100 (2026-12-06): build ~100 s, market 63 s, the three folds'
+# training ~250-290 s at once, their test scoring ~185-200 s at once (not checkpointed: a cut
+# there starts it over), pooling with 2,000 oracle rows ~120 s. Two calls a seed: the first
+# (build, market, training; FXT_RUN_LIMIT ~380, so the call ends inside its 600 s) and, on the
+# same warm machine, the second (resume, scoring, pooling; FXT_RUN_LIMIT >= 260): about 900 s
+# of device time for the first seed, 700-800 s for the next.
 # Usage (device, after scripts/device_check.sh built build-dev, or alone: it builds fxt):
 #   OUT=$OUT/cv SEEDS="1 2" EVENTS=40000000 bash bench/ablation/device_cv_meta.sh
 set -uo pipefail

@@ -138,32 +138,21 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
     const uint64_t span = gv.end - gv.begin, want = static_cast<uint64_t>(options.stack_rows);
     const uint64_t step = (span + want - 1) / want;
     FXT_ASSIGN_OR_RETURN(Scored val, score_range(gv, step, nullptr));
-    std::vector<std::span<const float>> vin, tin;
-    for (size_t b = 0; b < fitted.size(); ++b) {
-      vin.emplace_back(val.baselines[b]);
-      tin.emplace_back(base_scores[b]);
-    }
-    // A stack that cannot be fit (a horizon without both classes among the validation rows)
-    // is skipped with a warning: the evaluation itself stands without it.
-    Result<LogitStack> bstack = fit_logit_stack(names, vin, val.labels, val.mask, c.horizons);
-    std::vector<std::string> with_model = names;
-    with_model.emplace_back("model");
-    vin.emplace_back(val.model);
-    tin.emplace_back(model_scores);
-    Result<LogitStack> mstack =
-        bstack.ok() ? fit_logit_stack(with_model, vin, val.labels, val.mask, c.horizons)
-                    : Result<LogitStack>(bstack.status());
-    if (mstack.ok()) {
-      stacked_scores = apply_logit_stack(*mstack, tin);
-      tin.pop_back();
-      base_scores.push_back(apply_logit_stack(*bstack, tin));
+    // Stacks that cannot be fit (a horizon without both classes among the validation rows) are
+    // skipped with a warning: the evaluation itself stands without them.
+    Result<Stacks> stacks =
+        fit_stacks(names, val.baselines, val.model, val.labels, val.mask, c.horizons);
+    if (stacks.ok()) {
+      auto [baseline_stack, model_stack] = apply_stacks(*stacks, base_scores, model_scores);
+      stacked_scores = std::move(model_stack);
+      base_scores.push_back(std::move(baseline_stack));
       names.emplace_back(kBaselineStackName);
       stack_json = {{"validation_rows", val.labels.size() / static_cast<size_t>(nh)},
                     {"validation_step", step},
-                    {"baseline_stack", bstack->to_json()},
-                    {"model_stack", mstack->to_json()}};
+                    {"baseline_stack", stacks->baselines.to_json()},
+                    {"model_stack", stacks->model.to_json()}};
     } else {
-      log_warn("the stacks are skipped: {}", mstack.status().message());
+      log_warn("the stacks are skipped: {}", stacks.status().message());
     }
   }
   FXT_ASSIGN_OR_RETURN(Metrics mm, compute_metrics(std::span<const float>(model_scores), labels,

@@ -146,4 +146,35 @@ std::vector<float> apply_logit_stack(const LogitStack& stack,
   return out;
 }
 
+namespace {
+
+std::vector<std::span<const float>> spans(const std::vector<std::vector<float>>& baselines) {
+  return {baselines.begin(), baselines.end()};
+}
+
+}  // namespace
+
+Result<Stacks> fit_stacks(const std::vector<std::string>& names,
+                          const std::vector<std::vector<float>>& baselines,
+                          std::span<const float> model, std::span<const uint8_t> labels,
+                          std::span<const uint8_t> mask, std::span<const int> horizons) {
+  Stacks s;
+  std::vector<std::span<const float>> in = spans(baselines);
+  FXT_ASSIGN_OR_RETURN(s.baselines, fit_logit_stack(names, in, labels, mask, horizons));
+  std::vector<std::string> with_model = names;
+  with_model.emplace_back("model");
+  in.push_back(model);
+  FXT_ASSIGN_OR_RETURN(s.model, fit_logit_stack(with_model, in, labels, mask, horizons));
+  return s;
+}
+
+std::pair<std::vector<float>, std::vector<float>> apply_stacks(
+    const Stacks& stacks, const std::vector<std::vector<float>>& baselines,
+    std::span<const float> model) {
+  std::vector<std::span<const float>> in = spans(baselines);
+  std::vector<float> b = apply_logit_stack(stacks.baselines, in);
+  in.push_back(model);
+  return {std::move(b), apply_logit_stack(stacks.model, in)};
+}
+
 }  // namespace fxt

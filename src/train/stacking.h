@@ -17,6 +17,7 @@
 
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -47,5 +48,23 @@ Result<LogitStack> fit_logit_stack(const std::vector<std::string>& names,
 // The stack's logits [rows][H] from its inputs, in the order fit_logit_stack() received them.
 std::vector<float> apply_logit_stack(const LogitStack& stack,
                                      const std::vector<std::span<const float>>& inputs);
+
+// The two stacks of an evaluation: over the baselines' logits, and over those and the model's.
+struct Stacks {
+  LogitStack baselines;  // inputs: the baselines' names
+  LogitStack model;      // inputs: the baselines' names, then "model"
+};
+
+// Fits both on validation rows: baselines[i] ([rows][H]) are names[i]'s logits, model the
+// model's; labels and mask as fit_logit_stack's.
+Result<Stacks> fit_stacks(const std::vector<std::string>& names,
+                          const std::vector<std::vector<float>>& baselines,
+                          std::span<const float> model, std::span<const uint8_t> labels,
+                          std::span<const uint8_t> mask, std::span<const int> horizons);
+
+// Both stacks' logits on other rows with the same inputs: {baseline stack, model stack}.
+std::pair<std::vector<float>, std::vector<float>> apply_stacks(
+    const Stacks& stacks, const std::vector<std::vector<float>>& baselines,
+    std::span<const float> model);
 
 }  // namespace fxt

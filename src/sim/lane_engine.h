@@ -72,6 +72,19 @@ struct LaneItem {
   uint8_t kind = kLaneSnapshot;
   int8_t side = 0;            // trade aggressor
   uint8_t session_start = 0;  // first row of its store: kLaneSessionL2 / kLaneSessionL3 begins
+  uint8_t crossed = 0;  // snapshots: the book is crossed or locked (kFlagCrossed | kFlagLocked)
+};
+
+// The `mm` strategy's market estimates at one delivered row (sim/mm_rules.h mm_observe /
+// mm_on_trade over the stream's rows up to and including it, for one tick): a function of the
+// market and the tick alone, so computed once per stream and tick on the host and read by
+// every `mm` lane of that tick (lane_mm_table). Snapshot rows only (others are left zero).
+struct LaneMmRow {
+  double sigma = 0;                // mm_sigma_estimate once the row is observed
+  double arrival = 0;              // mm_arrival_estimate
+  double mid_ticks = 0;            // mm_mid_ticks of the touch
+  int64_t bid_px = 0, ask_px = 0;  // the touch (level 0)
+  uint64_t seen = 0;  // snapshots_seen after the row; 0: the row does not count (one-sided)
 };
 
 // L3 sessions: one price level's history of total resting size (sim/lane_l3.h). Entries
@@ -108,6 +121,11 @@ struct LaneStream {
   uint64_t n_l3_levels = 0;
   const uint64_t* l3_rows = nullptr;
   const double* l3_sizes = nullptr;
+  // `mm` estimates (LaneMmRow), one table of mm_stride rows per tick mm_ticks[k], concatenated.
+  const LaneMmRow* mm_rows = nullptr;
+  const int64_t* mm_ticks = nullptr;
+  uint32_t n_mm_tables = 0;
+  uint64_t mm_stride = 0;
 
   // A window of the stream staged in fast memory (the device: the block's shared memory):
   // items [w_begin, w_end) and book rows [w_row_begin, w_row_end). Reads outside it go to
@@ -125,6 +143,33 @@ struct LaneStream {
     return i >= w_begin && i < w_end ? w_items[i - w_begin] : items[i];
   }
   FXT_HD bool in_window(int64_t row) const { return row >= w_row_begin && row < w_row_end; }
+  // One book row's four columns (kBookLevels values each), located once.
+  struct Book {
+    const int64_t *bid_px, *ask_px;
+    const double *bid_sz, *ask_sz;
+    FXT_HD const int64_t* px(int side) const { return side > 0 ? bid_px : ask_px; }
+    FXT_HD const double* sz(int side) const { return side > 0 ? bid_sz : ask_sz; }
+  };
+  FXT_HD Book book(int64_t row) const {
+    Book b;
+    if (in_window(row)) {
+      const size_t k = static_cast<size_t>(row - w_row_begin) * kBookLevels;
+      b.bid_px = w_bid_px + k;
+      b.ask_px = w_ask_px + k;
+      b.bid_sz = w_bid_sz + k;
+      b.ask_sz = w_ask_sz + k;
+    } else {
+      const size_t k = static_cast<size_t>(row) * kBookLevels;
+      b.bid_px = bid_px + k;
+      b.ask_px = ask_px + k;
+      b.bid_sz = bid_sz + k;
+      b.ask_sz = ask_sz + k;
+    }
+    return b;
+  }
+  FXT_HD const LaneMmRow& mm_row(uint32_t table, uint64_t i) const {
+    return mm_rows[table * mm_stride + i];
+  }
   // Row `row` of one side's prices / sizes (side +1 bids, -1 asks), kBookLevels values.
   FXT_HD const int64_t* px_row(int side, int64_t row) const {
     if (in_window(row)) {
@@ -221,10 +266,21 @@ FXT_HD inline void lane_stage_window(const LaneStream& s, uint64_t begin, uint64
   view->w_row_end = row_begin < 0 ? 0 : row_begin + rows;
 }
 
+// The session span of a row's store as mm sees it (MarketMakerStrategy::on_event).
+FXT_HD inline void lane_session(const LaneStream& s, const LaneItem& it, MmSnapshot* e) {
+  if (it.store < s.n_sessions) {
+    e->session_start = s.session_start[it.store];
+    e->session_end = s.session_end[it.store];
+  } else {
+    e->session_start = e->session_end = it.t;
+  }
+}
+
 // One lane's parameters.
 struct LaneConfig {
   uint8_t strategy = kLaneStrategyMm;
   MmParams mm;
+  uint32_t mm_table = 0;  // mm: its tick's estimates in LaneStream::mm_rows (mm_ticks[mm_table])
   bool has_signal = false;
   ExecParams exec;               // twap / ac
   SignalParams signal;           // signal (the probabilities are LaneItem::p)
@@ -351,7 +407,7 @@ struct LaneState {
   Holdings seen;
   LaneOpen open[kLaneSlots];
   uint32_t n_open = 0;
-  MmState mm;
+  MmQuotes mm;  // the estimates are the stream's (LaneMmRow)
   ExecState exec;
   SignalState signal;
   uint64_t cancel_sent[kLaneSlots];  // signal: orders asked to cancel
@@ -378,14 +434,21 @@ class LaneSim {
     if (!st.started) {
       st.started = 1;
       st.now = s_.n > 0 ? s_.item(0).t : 0;
+      // The mm estimates of its tick must be in the stream (run_gpu_lanes adds one table per
+      // tick); otherwise the lane stops and is rerun on the CPU engine.
+      if (c_.strategy == kLaneStrategyMm &&
+          (c_.mm_table >= s_.n_mm_tables || s_.mm_ticks[c_.mm_table] != c_.tick_px))
+        overflow();
     }
+    // The next market row's time and the next delivery's, kept across the loop: tm changes
+    // only when a market row is processed, td only then (a first row to deliver) and when a
+    // row is delivered.
+    int64_t tm = next_market_time();
+    int64_t td = next_delivery_time();
     while (!st.finished && st.error == kLaneOk) {
-      const int64_t tm = st.m < s_.n ? s_.item(st.m).t : kLaneNever;
-      if (st.m >= s_.n && st.end == kLaneNever)
+      if (tm == kLaneNever && st.end == kLaneNever)  // every market row is processed
         st.end = st.t == kLaneMinTime ? st.now : st.t + c_.feed_ns;
       const int64_t ta = st.arr_n > 0 ? max_of(st.arrivals[st.arr_head].t, st.t) : kLaneNever;
-      while (st.d < st.m && s_.item(st.d).kind >= kLaneOrderEvent) ++st.d;  // exchange only
-      const int64_t td = st.d < st.m ? s_.item(st.d).t + c_.feed_ns : kLaneNever;
       const int64_t tr = st.resp_n > 0 ? st.responses[st.resp_head].t : kLaneNever;
       int64_t t = tm;
       if (ta < t) t = ta;
@@ -402,6 +465,8 @@ class LaneSim {
         if (st.m >= until) return;
         st.t = t;
         market_row();
+        tm = next_market_time();
+        if (td == kLaneNever) td = next_delivery_time();
       } else if (ta == t) {
         st.t = t;
         const LaneArrival a = st.arrivals[st.arr_head];
@@ -415,6 +480,7 @@ class LaneSim {
           on_modify_arrival(a.id, a.px, a.qty, t);
       } else if (td == t) {
         deliver_market();
+        td = next_delivery_time();
       } else {
         deliver_response();
       }
@@ -564,6 +630,13 @@ class LaneSim {
     st_.error = kLaneOverflow;
     return 0;
   }
+  FXT_HD int64_t next_market_time() const { return st_.m < s_.n ? s_.item(st_.m).t : kLaneNever; }
+  // The next row the strategy sees (order events are the exchange's only), feed latency late.
+  FXT_HD int64_t next_delivery_time() {
+    LaneState& st = st_;
+    while (st.d < st.m && s_.item(st.d).kind >= kLaneOrderEvent) ++st.d;
+    return st.d < st.m ? s_.item(st.d).t + c_.feed_ns : kLaneNever;
+  }
   // LatencyModel::entry_ns / response_ns: the constant, or the curve at `at_ns`.
   FXT_HD int64_t entry_ns(int64_t at_ns) const {
     if (c_.latency_samples == 0) return c_.entry_ns;
@@ -659,10 +732,13 @@ class LaneSim {
   // The first level with size left on `side`.
   FXT_HD int64_t best_available(int side) const {
     if (st_.book_row < 0) return kEmptyPx;
-    const int64_t* p = s_.px_row(side, st_.book_row);
-    const double* sz = s_.sz_row(side, st_.book_row);
+    return best_available(side, s_.book(st_.book_row));
+  }
+  FXT_HD int64_t best_available(int side, const LaneStream::Book& book) const {
+    const int64_t* p = book.px(side);
+    const double* sz = book.sz(side);
     for (int i = 0; i < kBookLevels && p[i] != kEmptyPx; ++i)
-      if (level_left(sz[i], taken_at(side, p[i])) > kQtyEps) return p[i];
+      if (level_left(sz[i], st_.n_memory > 0 ? taken_at(side, p[i]) : 0.0) > kQtyEps) return p[i];
     return kEmptyPx;
   }
   FXT_HD bool would_cross(int side, int64_t px) const {
@@ -926,7 +1002,7 @@ class LaneSim {
     if (it.kind == kLaneTrade)
       on_trade(it.px, it.sz, it.side, t);
     else
-      on_book(it.book_row, t);
+      on_book(it.book_row, it.crossed != 0, t);
     ++st.events;
     if (st.equity_rows == 0 || t - st.eq_ts >= c_.equity_interval_ns) sample_equity(t);
     ++st.m;
@@ -959,14 +1035,18 @@ class LaneSim {
     }
     prune_resting();
   }
-  FXT_HD void on_book(int64_t row, int64_t t) {
+  // `crossed`: the row's book is crossed or locked (LaneItem::crossed). The resting list is
+  // pruned only when a fill ended an order (only fills change it here).
+  FXT_HD void on_book(int64_t row, bool crossed_book, int64_t t) {
     LaneState& st = st_;
     st.book_row = row;
     if (st.n_memory > 0) refresh_memory();
     if (st.n_resting == 0) return;
-    const bool crossed_book = (s_.flags_of(row) & (kFlagCrossed | kFlagLocked)) != 0;
-    const int64_t best_bid = best_available(+1);
-    const int64_t best_ask = best_available(-1);
+    const LaneStream::Book book = s_.book(row);
+    // The touches net of what we took, both read before any fill (as Exchange::on_book).
+    const int64_t best_bid = best_available(+1, book);
+    const int64_t best_ask = best_available(-1, book);
+    bool filled = false;
     for (uint32_t k = 0; k < st.n_resting; ++k) {
       LaneLiveOrder& o = st.live[st.resting[k]];
       if (!o.resting) continue;
@@ -975,14 +1055,17 @@ class LaneSim {
         o.l2.traded = 0;  // the event is complete: its fills' cancels have arrived
       } else {
         bool known = false;
-        const double size = size_at(o.side, o.px, &known);
+        const double size = level_size_at(book.px(o.side), book.sz(o.side), o.side, o.px, &known);
         o.l2.on_level(c_.queue, size, known);
       }
       if (crossed_book) continue;
       const int64_t opp = o.side > 0 ? best_ask : best_bid;
-      if (touch_reaches(o.side, o.px, opp)) fill(o, o.px, remaining(o), /*maker=*/true, t);
+      if (touch_reaches(o.side, o.px, opp)) {
+        fill(o, o.px, remaining(o), /*maker=*/true, t);
+        filled = true;
+      }
     }
-    prune_resting();
+    if (filled) prune_resting();
   }
 
   // An order event of an L3 session (Exchange::on_order_event, L3Queue::on_event / reduce):
@@ -1035,26 +1118,21 @@ class LaneSim {
       signal_on_snapshot(c_.signal, &st.signal, it.p, st.now, touch, *this);
       return;
     }
-    if (it.kind == kLaneTrade) {
-      mm_on_trade(&st.mm);
-      return;
-    }
+    // mm: the estimates (trades counted, snapshots observed) are the stream's table; a
+    // snapshot that counts and is past warmup gets the decision (mm_on_snapshot's second half).
+    if (it.kind == kLaneTrade) return;
+    const LaneMmRow& row = s_.mm_row(c_.mm_table, st.d - 1);
+    if (row.seen <= static_cast<uint64_t>(c_.mm.warmup)) return;  // 0: did not count
     MmSnapshot e;
     e.store = it.store;
     e.ts_ns = it.t;
     e.seen_ns = st.now;
-    e.bid_px = s_.px_row(+1, it.book_row)[0];
-    e.ask_px = s_.px_row(-1, it.book_row)[0];
-    e.bid_sz = s_.sz_row(+1, it.book_row)[0];
-    e.ask_sz = s_.sz_row(-1, it.book_row)[0];
-    if (it.store < s_.n_sessions) {
-      e.session_start = s_.session_start[it.store];
-      e.session_end = s_.session_end[it.store];
-    } else {
-      e.session_start = e.session_end = it.t;
-    }
+    e.bid_px = row.bid_px;
+    e.ask_px = row.ask_px;
+    lane_session(s_, it, &e);
     e.p = it.p;
-    mm_on_snapshot(c_.mm, c_.has_signal, &st.mm, e, c_.tick_px, *this);
+    mm_decide(c_.mm, c_.has_signal, &st.mm, e, row.mid_ticks, row.sigma, row.arrival, c_.tick_px,
+              *this);
   }
   FXT_HD void erase_open(uint64_t id) {
     uint32_t k = 0;

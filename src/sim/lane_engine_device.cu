@@ -105,6 +105,10 @@ DeviceLaneStream::DeviceLaneStream(const LaneStreamData& d) {
   view_.n_l3_levels = d.l3_levels.size();
   view_.l3_rows = upload_block(d.l3_rows, &blocks_[13]);
   view_.l3_sizes = upload_block(d.l3_sizes, &blocks_[14]);
+  view_.mm_rows = upload_block(d.mm_rows, &blocks_[15]);
+  view_.mm_ticks = upload_block(d.mm_ticks, &blocks_[16]);
+  view_.n_mm_tables = static_cast<uint32_t>(d.mm_ticks.size());
+  view_.mm_stride = d.mm_stride;
   view_.n_sessions = static_cast<uint32_t>(d.session_start.size());
 }
 

@@ -53,6 +53,14 @@ int64_t store_tick_px(const LaneMarket& market, int64_t tick_px) {
   return tick_px;
 }
 
+// One side's first level with size > kQtyEps (LaneItem::best_bid / best_ask): the exchange's
+// best_available with no liquidity taken (level_left(size, 0) = size).
+int64_t first_level_with_size(const int64_t* px, const double* sz) {
+  for (int i = 0; i < kBookLevels && px[i] != kEmptyPx; ++i)
+    if (level_left(sz[i], 0.0) > kQtyEps) return px[i];
+  return kEmptyPx;
+}
+
 }  // namespace
 
 LaneStreamData build_lane_stream(const LaneMarket& market, bool l3, Status* status) {
@@ -120,6 +128,8 @@ LaneStreamData build_lane_stream(const LaneMarket& market, bool l3, Status* stat
                                    r.ask_sz.row(i)[0], &two_sided);
         if (two_sided) mid = m;
         it.crossed = (r.flags[i] & (kFlagCrossed | kFlagLocked)) != 0 ? 1 : 0;
+        it.best_bid = first_level_with_size(r.bid_px.row(i), r.bid_sz.row(i));
+        it.best_ask = first_level_with_size(r.ask_px.row(i), r.ask_sz.row(i));
         if (signal != nullptr) it.p = signal->at(k, i);
       }
       it.mid = mid;
@@ -215,6 +225,7 @@ Result<LaneConfig> gpu_lane_config(const LaneMarket& market, const Lane& lane,
     FXT_ASSIGN_OR_RETURN(MarketMakerConfig mm, MarketMakerConfig::from_json(f.config));
     c.strategy = kLaneStrategyMm;
     c.mm = mm_params(mm);
+    if (c.tick_px > 0) c.mm_tick_limit = mm_tick_limit(c.tick_px);
     c.has_signal = market.inputs.signal != nullptr;
     return c;
   }

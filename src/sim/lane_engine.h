@@ -68,6 +68,9 @@ struct LaneItem {
   double p = 0.5;         // snapshots: the signal at (store, snapshot) when one is given
   int64_t book_row = -1;  // global snapshot row the strategy sees with this row; -1: none
   uint64_t snapshot = 0;  // MarketEvent::snapshot (store-local); order events: see above
+  // Snapshots: each side's first level with size > kQtyEps (kEmptyPx: none), i.e. the
+  // exchange's best_available while it remembers no liquidity taken.
+  int64_t best_bid = kEmptyPx, best_ask = kEmptyPx;
   uint32_t store = 0;
   uint8_t kind = kLaneSnapshot;
   int8_t side = 0;            // trade aggressor
@@ -138,6 +141,8 @@ struct LaneStream {
   const double* w_ask_sz = nullptr;
   const uint8_t* w_flags = nullptr;
   int64_t w_row_begin = 0, w_row_end = 0;
+  const LaneMmRow* w_mm_rows = nullptr;  // rows [w_begin, w_end) of mm table w_mm_table
+  uint32_t w_mm_table = UINT32_MAX;      // UINT32_MAX: none staged
 
   FXT_HD const LaneItem& item(uint64_t i) const {
     return i >= w_begin && i < w_end ? w_items[i - w_begin] : items[i];
@@ -168,7 +173,8 @@ struct LaneStream {
     return b;
   }
   FXT_HD const LaneMmRow& mm_row(uint32_t table, uint64_t i) const {
-    return mm_rows[table * mm_stride + i];
+    return table == w_mm_table && i >= w_begin && i < w_end ? w_mm_rows[i - w_begin]
+                                                            : mm_rows[table * mm_stride + i];
   }
   // Row `row` of one side's prices / sizes (side +1 bids, -1 asks), kBookLevels values.
   FXT_HD const int64_t* px_row(int side, int64_t row) const {
@@ -213,14 +219,16 @@ struct LaneStream {
   }
 };
 
-// Bytes of a window of `items` stream rows (lane_stage_window): the rows and up to items + 1
-// book rows.
+// Bytes of a window of `items` stream rows (lane_stage_window): the rows, up to items + 1
+// book rows and the rows of one mm table.
 FXT_HD inline size_t lane_window_bytes(uint64_t items) {
   return static_cast<size_t>(items + 1) * kBookLevels * (2 * sizeof(int64_t) + 2 * sizeof(double)) +
-         static_cast<size_t>(items) * sizeof(LaneItem) + static_cast<size_t>(items + 1);
+         static_cast<size_t>(items) * (sizeof(LaneItem) + sizeof(LaneMmRow)) +
+         static_cast<size_t>(items + 1);
 }
 
-// Copies rows [begin, end) of the stream and the book rows they refer to into `buffer`
+// Copies rows [begin, end) of the stream, the book rows they refer to and the rows of mm
+// table `mm_table` (when the stream has it: the table of the block's lanes) into `buffer`
 // (lane_window_bytes(end - begin) bytes, 8-byte aligned) and points *view's window at them.
 // Called by `threads` cooperating threads (thread = 0..threads-1; the host: 0 and 1), each
 // copying every threads-th element; the caller synchronises them before reading the window.
@@ -228,7 +236,7 @@ FXT_HD inline size_t lane_window_bytes(uint64_t items) {
 // first in the window refers to the snapshot before it.
 FXT_HD inline void lane_stage_window(const LaneStream& s, uint64_t begin, uint64_t end,
                                      void* buffer, unsigned thread, unsigned threads,
-                                     LaneStream* view) {
+                                     LaneStream* view, uint32_t mm_table = 0) {
   *view = s;
   if (end <= begin) return;
   int64_t row_begin = -1, last = -1;
@@ -243,8 +251,15 @@ FXT_HD inline void lane_stage_window(const LaneStream& s, uint64_t begin, uint64
   double* bid_sz = reinterpret_cast<double*>(ask_px + levels);
   double* ask_sz = bid_sz + levels;
   LaneItem* items = reinterpret_cast<LaneItem*>(ask_sz + levels);
-  uint8_t* flags = reinterpret_cast<uint8_t*>(items + n);
+  LaneMmRow* mm = reinterpret_cast<LaneMmRow*>(items + n);
+  uint8_t* flags = reinterpret_cast<uint8_t*>(mm + n);
   for (uint64_t i = thread; i < n; i += threads) items[i] = s.items[begin + i];
+  if (mm_table < s.n_mm_tables) {
+    const LaneMmRow* from = s.mm_rows + mm_table * s.mm_stride + begin;
+    for (uint64_t i = thread; i < n; i += threads) mm[i] = from[i];
+    view->w_mm_rows = mm;
+    view->w_mm_table = mm_table;
+  }
   const size_t values = static_cast<size_t>(rows) * kBookLevels;
   const size_t base = static_cast<size_t>(row_begin < 0 ? 0 : row_begin) * kBookLevels;
   for (size_t k = thread; k < values; k += threads) {
@@ -281,6 +296,7 @@ struct LaneConfig {
   uint8_t strategy = kLaneStrategyMm;
   MmParams mm;
   uint32_t mm_table = 0;  // mm: its tick's estimates in LaneStream::mm_rows (mm_ticks[mm_table])
+  double mm_tick_limit = 0;  // mm: mm_tick_limit(tick_px)
   bool has_signal = false;
   ExecParams exec;               // twap / ac
   SignalParams signal;           // signal (the probabilities are LaneItem::p)
@@ -440,11 +456,14 @@ class LaneSim {
           (c_.mm_table >= s_.n_mm_tables || s_.mm_ticks[c_.mm_table] != c_.tick_px))
         overflow();
     }
-    // The next market row's time and the next delivery's, kept across the loop: tm changes
-    // only when a market row is processed, td only then (a first row to deliver) and when a
-    // row is delivered.
-    int64_t tm = next_market_time();
-    int64_t td = next_delivery_time();
+    // The next market row and the next row to deliver (with their times), kept across the
+    // loop: the first changes only when a market row is processed, the second only then (a
+    // first row to deliver) and when a row is delivered. Pointers into the window or the
+    // stream, valid for this call.
+    const LaneItem* nm = next_market();
+    const LaneItem* nd = next_delivery();
+    int64_t tm = nm != nullptr ? nm->t : kLaneNever;
+    int64_t td = nd != nullptr ? nd->t + c_.feed_ns : kLaneNever;
     while (!st.finished && st.error == kLaneOk) {
       if (tm == kLaneNever && st.end == kLaneNever)  // every market row is processed
         st.end = st.t == kLaneMinTime ? st.now : st.t + c_.feed_ns;
@@ -464,9 +483,13 @@ class LaneSim {
       if (tm == t) {
         if (st.m >= until) return;
         st.t = t;
-        market_row();
-        tm = next_market_time();
-        if (td == kLaneNever) td = next_delivery_time();
+        market_row(*nm);
+        nm = next_market();
+        tm = nm != nullptr ? nm->t : kLaneNever;
+        if (nd == nullptr) {
+          nd = next_delivery();
+          td = nd != nullptr ? nd->t + c_.feed_ns : kLaneNever;
+        }
       } else if (ta == t) {
         st.t = t;
         const LaneArrival a = st.arrivals[st.arr_head];
@@ -479,8 +502,9 @@ class LaneSim {
         else
           on_modify_arrival(a.id, a.px, a.qty, t);
       } else if (td == t) {
-        deliver_market();
-        td = next_delivery_time();
+        deliver_market(*nd);
+        nd = next_delivery();
+        td = nd != nullptr ? nd->t + c_.feed_ns : kLaneNever;
       } else {
         deliver_response();
       }
@@ -630,12 +654,17 @@ class LaneSim {
     st_.error = kLaneOverflow;
     return 0;
   }
-  FXT_HD int64_t next_market_time() const { return st_.m < s_.n ? s_.item(st_.m).t : kLaneNever; }
-  // The next row the strategy sees (order events are the exchange's only), feed latency late.
-  FXT_HD int64_t next_delivery_time() {
+  // Market row m (null: none left).
+  FXT_HD const LaneItem* next_market() const { return st_.m < s_.n ? &s_.item(st_.m) : nullptr; }
+  // The next processed row the strategy sees (order events are the exchange's only; null:
+  // none yet), delivered feed latency after its time.
+  FXT_HD const LaneItem* next_delivery() {
     LaneState& st = st_;
-    while (st.d < st.m && s_.item(st.d).kind >= kLaneOrderEvent) ++st.d;
-    return st.d < st.m ? s_.item(st.d).t + c_.feed_ns : kLaneNever;
+    for (; st.d < st.m; ++st.d) {
+      const LaneItem& it = s_.item(st.d);
+      if (it.kind < kLaneOrderEvent) return &it;
+    }
+    return nullptr;
   }
   // LatencyModel::entry_ns / response_ns: the constant, or the curve at `at_ns`.
   FXT_HD int64_t entry_ns(int64_t at_ns) const {
@@ -738,7 +767,7 @@ class LaneSim {
     const int64_t* p = book.px(side);
     const double* sz = book.sz(side);
     for (int i = 0; i < kBookLevels && p[i] != kEmptyPx; ++i)
-      if (level_left(sz[i], st_.n_memory > 0 ? taken_at(side, p[i]) : 0.0) > kQtyEps) return p[i];
+      if (level_left(sz[i], taken_at(side, p[i])) > kQtyEps) return p[i];
     return kEmptyPx;
   }
   FXT_HD bool would_cross(int side, int64_t px) const {
@@ -980,9 +1009,9 @@ class LaneSim {
   }
 
   // ---- market data (Exchange::on_trade, on_book, begin_session) ----
-  FXT_HD void market_row() {
+  // Row m (`it`).
+  FXT_HD void market_row(const LaneItem& it) {
     LaneState& st = st_;
-    const LaneItem& it = s_.item(st.m);
     const int64_t t = st.t;
     if (it.session_start) {  // Exchange::begin_session
       st.book_row = -1;
@@ -1002,7 +1031,7 @@ class LaneSim {
     if (it.kind == kLaneTrade)
       on_trade(it.px, it.sz, it.side, t);
     else
-      on_book(it.book_row, it.crossed != 0, t);
+      on_book(it, t);
     ++st.events;
     if (st.equity_rows == 0 || t - st.eq_ts >= c_.equity_interval_ns) sample_equity(t);
     ++st.m;
@@ -1035,17 +1064,20 @@ class LaneSim {
     }
     prune_resting();
   }
-  // `crossed`: the row's book is crossed or locked (LaneItem::crossed). The resting list is
-  // pruned only when a fill ended an order (only fills change it here).
-  FXT_HD void on_book(int64_t row, bool crossed_book, int64_t t) {
+  // A snapshot row. The resting list is pruned only when a fill ended an order (only fills
+  // change it here).
+  FXT_HD void on_book(const LaneItem& it, int64_t t) {
     LaneState& st = st_;
+    const int64_t row = it.book_row;
     st.book_row = row;
     if (st.n_memory > 0) refresh_memory();
     if (st.n_resting == 0) return;
     const LaneStream::Book book = s_.book(row);
-    // The touches net of what we took, both read before any fill (as Exchange::on_book).
-    const int64_t best_bid = best_available(+1, book);
-    const int64_t best_ask = best_available(-1, book);
+    const bool crossed_book = it.crossed != 0;
+    // The touches net of what we took, both read before any fill (as Exchange::on_book); with
+    // nothing taken, the row's own.
+    const int64_t best_bid = st.n_memory == 0 ? it.best_bid : best_available(+1, book);
+    const int64_t best_ask = st.n_memory == 0 ? it.best_ask : best_available(-1, book);
     bool filled = false;
     for (uint32_t k = 0; k < st.n_resting; ++k) {
       LaneLiveOrder& o = st.live[st.resting[k]];
@@ -1086,9 +1118,10 @@ class LaneSim {
   }
 
   // ---- deliveries to the strategy (Replay::deliver_market, deliver_response) ----
-  FXT_HD void deliver_market() {
+  // Row d (`it`).
+  FXT_HD void deliver_market(const LaneItem& it) {
     LaneState& st = st_;
-    const LaneItem& it = s_.item(st.d++);
+    ++st.d;
     st.now = it.t + c_.feed_ns;
     if (c_.strategy == kLaneStrategyExec) {
       ExecEvent e;
@@ -1132,7 +1165,7 @@ class LaneSim {
     lane_session(s_, it, &e);
     e.p = it.p;
     mm_decide(c_.mm, c_.has_signal, &st.mm, e, row.mid_ticks, row.sigma, row.arrival, c_.tick_px,
-              *this);
+              c_.mm_tick_limit, *this);
   }
   FXT_HD void erase_open(uint64_t id) {
     uint32_t k = 0;

@@ -95,13 +95,18 @@ FXT_HD inline double mm_mid_ticks(int64_t bid0, int64_t ask0, int64_t tick_px) {
          static_cast<double>(tick_px);
 }
 
-// mm_quote of a two-sided touch (tick_px > 0) whose mid in ticks is given.
+// The largest quote in ticks whose price fits int64 (a lane constant: no division per quote).
+FXT_HD inline double mm_tick_limit(int64_t tick_px) {
+  return 9e18 / static_cast<double>(tick_px);
+}
+
+// mm_quote of a two-sided touch (tick_px > 0) whose mid in ticks is given; tick_limit =
+// mm_tick_limit(tick_px).
 FXT_HD inline MarketMakerQuote mm_quote_at(const MmParams& c, bool has_signal, int64_t bid0,
                                            int64_t ask0, double mid_ticks, int64_t tick_px,
-                                           double inventory, double tau, double sigma,
-                                           double arrival, double p) {
+                                           double tick_limit, double inventory, double tau,
+                                           double sigma, double arrival, double p) {
   MarketMakerQuote out;
-  const double tick = static_cast<double>(tick_px);
   const double q = inventory / c.order_qty;
   Quote raw;
   if (c.glft) {
@@ -113,8 +118,8 @@ FXT_HD inline MarketMakerQuote mm_quote_at(const MmParams& c, bool has_signal, i
   const double shift = has_signal ? c.skew_ticks * (2 * mm_clamp(p, 0.0, 1.0) - 1) : 0.0;
   const double bid_t = ::floor(raw.bid + shift + 1e-9);  // round the bid down
   const double ask_t = ::ceil(raw.ask + shift - 1e-9);   // and the ask up
-  if (!mm_finite(bid_t) || !mm_finite(ask_t) || ::fabs(bid_t) > 9e18 / tick ||
-      ::fabs(ask_t) > 9e18 / tick) {
+  if (!mm_finite(bid_t) || !mm_finite(ask_t) || ::fabs(bid_t) > tick_limit ||
+      ::fabs(ask_t) > tick_limit) {
     return out;
   }
   const int64_t bid_cap = ask0 - tick_px, ask_floor = bid0 + tick_px;
@@ -137,7 +142,7 @@ FXT_HD inline MarketMakerQuote mm_quote(const MmParams& c, bool has_signal, int6
                                         double p) {
   if (!two_sided || tick_px <= 0) return MarketMakerQuote();
   return mm_quote_at(c, has_signal, bid0, ask0, mm_mid_ticks(bid0, ask0, tick_px), tick_px,
-                     inventory, tau, sigma, arrival, p);
+                     mm_tick_limit(tick_px), inventory, tau, sigma, arrival, p);
 }
 
 // One side's working quote: cancel when not wanted, submit when none, modify when the price
@@ -155,8 +160,10 @@ FXT_HD void mm_work_side(const MmParams& c, Ctx& ctx, int side, bool wanted, int
     *last_px = px;
     return;
   }
+  // An unmoved price is 0 ticks without the division (tick_px > 0: the same 0.0).
+  const int64_t moved = px - *last_px;
   const double moved_ticks =
-      ::fabs(static_cast<double>(px - *last_px)) / static_cast<double>(tick_px);
+      moved == 0 ? 0.0 : ::fabs(static_cast<double>(moved)) / static_cast<double>(tick_px);
   if (moved_ticks + 1e-9 < max_of(c.requote_ticks, 1e-9)) return;
   double total = c.order_qty;
   ctx.open(*order_id, &total);
@@ -189,13 +196,14 @@ FXT_HD inline bool mm_observe(MmEstimates* s, const MmSnapshot& e, int64_t tick_
   return true;
 }
 
-// The decision on a counted snapshot past warmup (tick_px > 0): mid_ticks = mm_mid_ticks of
-// its touch; sigma_est and arrival_est the estimates once it is observed (mm_sigma_estimate,
-// mm_arrival_estimate), used where the parameters leave them to be estimated.
+// The decision on a counted snapshot past warmup (tick_px > 0, tick_limit =
+// mm_tick_limit(tick_px)): mid_ticks = mm_mid_ticks of its touch; sigma_est and arrival_est
+// the estimates once it is observed (mm_sigma_estimate, mm_arrival_estimate), used where the
+// parameters leave them to be estimated.
 template <typename Ctx>
 FXT_HD void mm_decide(const MmParams& c, bool has_signal, MmQuotes* s, const MmSnapshot& e,
                       double mid_ticks, double sigma_est, double arrival_est, int64_t tick_px,
-                      Ctx& ctx) {
+                      double tick_limit, Ctx& ctx) {
   // Forget working quotes that are final (filled, canceled, rejected).
   double unused = 0;
   if (s->bid_id != 0 && !ctx.open(s->bid_id, &unused)) s->bid_id = 0;
@@ -209,7 +217,7 @@ FXT_HD void mm_decide(const MmParams& c, bool has_signal, MmQuotes* s, const MmS
                  : 0.0;
   const double p = has_signal ? e.p : 0.5;
   const MarketMakerQuote q = mm_quote_at(c, has_signal, e.bid_px, e.ask_px, mid_ticks, tick_px,
-                                         ctx.position(), tau, sigma, arrival, p);
+                                         tick_limit, ctx.position(), tau, sigma, arrival, p);
   mm_work_side(c, ctx, +1, q.has_bid, q.bid_px, tick_px, &s->bid_id, &s->bid_px);
   mm_work_side(c, ctx, -1, q.has_ask, q.ask_px, tick_px, &s->ask_id, &s->ask_px);
 }
@@ -221,7 +229,7 @@ FXT_HD void mm_on_snapshot(const MmParams& c, bool has_signal, MmState* s, const
   if (!mm_observe(&s->est, e, tick_px)) return;
   if (s->est.snapshots_seen <= static_cast<uint64_t>(c.warmup)) return;
   mm_decide(c, has_signal, &s->quotes, e, s->est.last_mid_ticks, mm_sigma_estimate(s->est),
-            mm_arrival_estimate(s->est), tick_px, ctx);
+            mm_arrival_estimate(s->est), tick_px, mm_tick_limit(tick_px), ctx);
 }
 
 }  // namespace fxt::sim

@@ -53,6 +53,10 @@ enum : uint8_t { kLaneStrategyMm, kLaneStrategyExec, kLaneStrategySignal };
 // kLaneOrderClear (an MBO 'R') clears every L3 queue.
 enum : uint8_t { kLaneSnapshot = 0, kLaneTrade = 1, kLaneOrderEvent = 2, kLaneOrderClear = 3 };
 enum : uint8_t { kLaneSessionL2 = 1, kLaneSessionL3 = 2 };  // LaneItem::session_start
+// LaneItem::book bits (snapshots): the book is crossed or locked (kFlagCrossed | kFlagLocked);
+// the bid (ask) side's kBookLevels prices and sizes are, bit for bit, those of the previous
+// snapshot row of the same store.
+enum : uint8_t { kLaneBookCrossed = 1, kLaneBidSame = 2, kLaneAskSame = 4 };
 constexpr uint64_t kLaneNoSeq = UINT64_MAX;  // an order event no queue tracks
 
 // One market row of the stream, in replay order. Order-event rows (sim/lane_l3.h) reuse the
@@ -75,7 +79,7 @@ struct LaneItem {
   uint8_t kind = kLaneSnapshot;
   int8_t side = 0;            // trade aggressor
   uint8_t session_start = 0;  // first row of its store: kLaneSessionL2 / kLaneSessionL3 begins
-  uint8_t crossed = 0;  // snapshots: the book is crossed or locked (kFlagCrossed | kFlagLocked)
+  uint8_t book = 0;           // snapshots: kLaneBookCrossed | kLaneBidSame | kLaneAskSame
 };
 
 // The `mm` strategy's market estimates at one delivered row (sim/mm_rules.h mm_observe /
@@ -1064,8 +1068,10 @@ class LaneSim {
     }
     prune_resting();
   }
-  // A snapshot row. The resting list is pruned only when a fill ended an order (only fills
-  // change it here).
+  // A snapshot row. A queue on a side of the book that did not change since the last snapshot
+  // (which it saw: a lane processes every snapshot row) and that nothing traded against since
+  // keeps its estimate (L2Queue::settled) without the level's lookup. The resting list is
+  // pruned only when a fill ended an order (only fills change it here).
   FXT_HD void on_book(const LaneItem& it, int64_t t) {
     LaneState& st = st_;
     const int64_t row = it.book_row;
@@ -1073,7 +1079,7 @@ class LaneSim {
     if (st.n_memory > 0) refresh_memory();
     if (st.n_resting == 0) return;
     const LaneStream::Book book = s_.book(row);
-    const bool crossed_book = it.crossed != 0;
+    const bool crossed_book = (it.book & kLaneBookCrossed) != 0;
     // The touches net of what we took, both read before any fill (as Exchange::on_book); with
     // nothing taken, the row's own.
     const int64_t best_bid = st.n_memory == 0 ? it.best_bid : best_available(+1, book);
@@ -1085,6 +1091,8 @@ class LaneSim {
       if (o.rejoin) start_queue(o);  // first book of a new session: back of the level
       if (o.l3) {
         o.l2.traded = 0;  // the event is complete: its fills' cancels have arrived
+      } else if ((it.book & (o.side > 0 ? kLaneBidSame : kLaneAskSame)) != 0 && o.l2.settled()) {
+        o.l2.traded = 0;  // on_level's one effect here
       } else {
         bool known = false;
         const double size = level_size_at(book.px(o.side), book.sz(o.side), o.side, o.px, &known);

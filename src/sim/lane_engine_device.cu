@@ -13,7 +13,7 @@ namespace fxt::sim {
 namespace {
 
 constexpr unsigned kLanesPerBlock = 64;
-constexpr uint64_t kWindowRows = 96;  // stream rows staged per step: ~41 KB of shared memory
+constexpr uint64_t kWindowRows = 96;  // stream rows staged per step: ~43 KB of shared memory
 
 // Launch-shape overrides for measuring (docs/SWEEP.md "Launch shape"): FXT_LANES_PER_BLOCK
 // (threads per block) and FXT_LANE_WINDOW_ROWS (0: no staging, every read through L1/L2).

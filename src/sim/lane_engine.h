@@ -85,7 +85,7 @@ struct LaneItem {
 // The `mm` strategy's market estimates at one delivered row (sim/mm_rules.h mm_observe /
 // mm_on_trade over the stream's rows up to and including it, for one tick): a function of the
 // market and the tick alone, so computed once per stream and tick on the host and read by
-// every `mm` lane of that tick (lane_mm_table). Snapshot rows only (others are left zero).
+// every `mm` lane of that tick (add_lane_mm_table). Snapshot rows only (others stay zero).
 struct LaneMmRow {
   double sigma = 0;                // mm_sigma_estimate once the row is observed
   double arrival = 0;              // mm_arrival_estimate

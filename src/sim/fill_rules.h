@@ -198,6 +198,13 @@ struct L2Queue {
     ahead = max_of(0.0, ahead - size);
     return max_of(0.0, beyond);
   }
+  // True when on_level with the very size of the last observation (bit for bit) would
+  // change nothing but set traded to +0: the level was seen, nothing traded since, and the
+  // estimate is within the level (the GPU lanes skip such an update on a side of the book
+  // that did not change).
+  FXT_HD bool settled() const {
+    return known && traded == 0 && level_size >= 0 && ahead <= level_size;
+  }
   // The next snapshot shows `size` at our price (size_known = false: the level is deeper
   // than the displayed depth: nothing is learned).
   FXT_HD void on_level(const QueueModel& model, double size, bool size_known) {

@@ -45,6 +45,30 @@ static_assert(static_cast<uint8_t>(AckKind::kRejected) == kLaneAckRejected);
 static_assert(static_cast<uint8_t>(AckKind::kCanceled) == kLaneAckCanceled);
 static_assert(static_cast<uint8_t>(AckKind::kModified) == kLaneModified);
 
+namespace {
+
+// run_backtest_on's rule: the store's tick unless the config names one (tick_px != 1).
+int64_t store_tick_px(const LaneMarket& market, int64_t tick_px) {
+  if (tick_px == 1 && market.stores.front().tick_px() > 0) return market.stores.front().tick_px();
+  return tick_px;
+}
+
+// One side's first level with size > kQtyEps (LaneItem::best_bid / best_ask): the exchange's
+// best_available with no liquidity taken (level_left(size, 0) = size).
+int64_t first_level_with_size(const int64_t* px, const double* sz) {
+  for (int i = 0; i < kBookLevels && px[i] != kEmptyPx; ++i)
+    if (level_left(sz[i], 0.0) > kQtyEps) return px[i];
+  return kEmptyPx;
+}
+
+// Two rows of one side of the book equal bit for bit (prices and sizes of every level).
+bool same_side(const int64_t* px, const double* sz, const int64_t* px2, const double* sz2) {
+  return std::memcmp(px, px2, kBookLevels * sizeof(int64_t)) == 0 &&
+         std::memcmp(sz, sz2, kBookLevels * sizeof(double)) == 0;
+}
+
+}  // namespace
+
 LaneStreamData build_lane_stream(const LaneMarket& market, bool l3, Status* status) {
   LaneStreamData d;
   LaneL3Annotator annotator;
@@ -103,12 +127,23 @@ LaneStreamData build_lane_stream(const LaneMarket& market, bool l3, Status* stat
       } else {
         it.kind = kLaneSnapshot;
         it.snapshot = i;
+        const int64_t previous = last_book;  // this store's previous snapshot row, or -1
         last_book = static_cast<int64_t>(offset + i);
         it.book_row = last_book;
         bool two_sided = false;
         const double m = touch_mid(r.bid_px.row(i)[0], r.bid_sz.row(i)[0], r.ask_px.row(i)[0],
                                    r.ask_sz.row(i)[0], &two_sided);
         if (two_sided) mid = m;
+        it.book = (r.flags[i] & (kFlagCrossed | kFlagLocked)) != 0 ? kLaneBookCrossed : 0;
+        if (previous >= 0) {
+          const uint64_t j = static_cast<uint64_t>(previous) - offset;
+          if (same_side(r.bid_px.row(i), r.bid_sz.row(i), r.bid_px.row(j), r.bid_sz.row(j)))
+            it.book |= kLaneBidSame;
+          if (same_side(r.ask_px.row(i), r.ask_sz.row(i), r.ask_px.row(j), r.ask_sz.row(j)))
+            it.book |= kLaneAskSame;
+        }
+        it.best_bid = first_level_with_size(r.bid_px.row(i), r.bid_sz.row(i));
+        it.best_ask = first_level_with_size(r.ask_px.row(i), r.ask_sz.row(i));
         if (signal != nullptr) it.p = signal->at(k, i);
       }
       it.mid = mid;
@@ -117,7 +152,47 @@ LaneStreamData build_lane_stream(const LaneMarket& market, bool l3, Status* stat
     offset += r.size();
   }
   if (any_l3) annotator.finish(&d.l3_levels, &d.l3_rows, &d.l3_sizes);
+  // The mm estimates at the tick every lane gets unless it names one (lane_tick_px).
+  add_lane_mm_table(&d, market.stores.empty() ? 1 : store_tick_px(market, 1));
   return d;
+}
+
+uint32_t add_lane_mm_table(LaneStreamData* d, int64_t tick) {
+  for (size_t k = 0; k < d->mm_ticks.size(); ++k)
+    if (d->mm_ticks[k] == tick) return static_cast<uint32_t>(k);
+  const uint64_t n = d->items.size();
+  if (d->mm_ticks.empty()) d->mm_stride = n;
+  const LaneStream s = d->view();
+  const size_t base = d->mm_rows.size();
+  d->mm_rows.resize(base + d->mm_stride);
+  MmEstimates est;
+  for (uint64_t i = 0; i < n && i < d->mm_stride; ++i) {
+    const LaneItem& it = s.items[i];
+    if (it.kind == kLaneTrade) {
+      mm_on_trade(&est);
+      continue;
+    }
+    if (it.kind != kLaneSnapshot) continue;  // order events: the exchange's only
+    const LaneStream::Book book = s.book(it.book_row);
+    MmSnapshot e;  // as deliver_market / MarketMakerStrategy::on_event build it
+    e.store = it.store;
+    e.ts_ns = it.t;
+    e.bid_px = book.bid_px[0];
+    e.ask_px = book.ask_px[0];
+    e.bid_sz = book.bid_sz[0];
+    e.ask_sz = book.ask_sz[0];
+    lane_session(s, it, &e);
+    if (!mm_observe(&est, e, tick)) continue;
+    LaneMmRow& r = d->mm_rows[base + i];
+    r.sigma = mm_sigma_estimate(est);
+    r.arrival = mm_arrival_estimate(est);
+    r.mid_ticks = est.last_mid_ticks;
+    r.bid_px = e.bid_px;
+    r.ask_px = e.ask_px;
+    r.seen = est.snapshots_seen;
+  }
+  d->mm_ticks.push_back(tick);
+  return static_cast<uint32_t>(d->mm_ticks.size() - 1);
 }
 
 Result<LaneConfig> gpu_lane_config(const LaneMarket& market, const Lane& lane,
@@ -139,10 +214,7 @@ Result<LaneConfig> gpu_lane_config(const LaneMarket& market, const Lane& lane,
   c.response_ns = lane.sim.latency.response_ns;
   c.equity_interval_ns = lane.sim.equity_interval_ns;
   c.multiplier = lane.sim.instrument.multiplier;
-  // run_backtest_on's rule: the store's tick unless the config names one.
-  c.tick_px = lane.sim.instrument.tick_px;
-  if (c.tick_px == 1 && market.stores.front().tick_px() > 0)
-    c.tick_px = market.stores.front().tick_px();
+  c.tick_px = store_tick_px(market, lane.sim.instrument.tick_px);
   if (lane.strategy == "signal") {  // the factory's resolved config
     const nlohmann::json& j = f.config;
     SignalConfig sc;
@@ -167,6 +239,7 @@ Result<LaneConfig> gpu_lane_config(const LaneMarket& market, const Lane& lane,
     FXT_ASSIGN_OR_RETURN(MarketMakerConfig mm, MarketMakerConfig::from_json(f.config));
     c.strategy = kLaneStrategyMm;
     c.mm = mm_params(mm);
+    if (c.tick_px > 0) c.mm_tick_limit = mm_tick_limit(c.tick_px);
     c.has_signal = market.inputs.signal != nullptr;
     return c;
   }
@@ -379,6 +452,16 @@ Result<std::vector<LaneOutcome>> run_gpu_lanes(const LaneMarket& market,
                         exact.message());
     }
     if (max_events > 0 && max_events < stream.items.size()) stream.items.resize(max_events);
+    // One mm table per tick of this stream's mm lanes (none without mm lanes).
+    bool any_mm = false;
+    for (size_t i : ids) any_mm = any_mm || configs[i].strategy == kLaneStrategyMm;
+    if (!any_mm) {
+      stream.mm_rows = {};
+      stream.mm_ticks.clear();
+    }
+    for (size_t i : ids)
+      if (configs[i].strategy == kLaneStrategyMm)
+        configs[i].mm_table = add_lane_mm_table(&stream, configs[i].tick_px);
     stream.holdings = shared.holdings;
     stream.latency_ts = shared.latency_ts;
     stream.latency_entry = shared.latency_entry;

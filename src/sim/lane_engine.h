@@ -53,6 +53,10 @@ enum : uint8_t { kLaneStrategyMm, kLaneStrategyExec, kLaneStrategySignal };
 // kLaneOrderClear (an MBO 'R') clears every L3 queue.
 enum : uint8_t { kLaneSnapshot = 0, kLaneTrade = 1, kLaneOrderEvent = 2, kLaneOrderClear = 3 };
 enum : uint8_t { kLaneSessionL2 = 1, kLaneSessionL3 = 2 };  // LaneItem::session_start
+// LaneItem::book bits (snapshots): the book is crossed or locked (kFlagCrossed | kFlagLocked);
+// the bid (ask) side's kBookLevels prices and sizes are, bit for bit, those of the previous
+// snapshot row of the same store.
+enum : uint8_t { kLaneBookCrossed = 1, kLaneBidSame = 2, kLaneAskSame = 4 };
 constexpr uint64_t kLaneNoSeq = UINT64_MAX;  // an order event no queue tracks
 
 // One market row of the stream, in replay order. Order-event rows (sim/lane_l3.h) reuse the
@@ -68,10 +72,26 @@ struct LaneItem {
   double p = 0.5;         // snapshots: the signal at (store, snapshot) when one is given
   int64_t book_row = -1;  // global snapshot row the strategy sees with this row; -1: none
   uint64_t snapshot = 0;  // MarketEvent::snapshot (store-local); order events: see above
+  // Snapshots: each side's first level with size > kQtyEps (kEmptyPx: none), i.e. the
+  // exchange's best_available while it remembers no liquidity taken.
+  int64_t best_bid = kEmptyPx, best_ask = kEmptyPx;
   uint32_t store = 0;
   uint8_t kind = kLaneSnapshot;
   int8_t side = 0;            // trade aggressor
   uint8_t session_start = 0;  // first row of its store: kLaneSessionL2 / kLaneSessionL3 begins
+  uint8_t book = 0;           // snapshots: kLaneBookCrossed | kLaneBidSame | kLaneAskSame
+};
+
+// The `mm` strategy's market estimates at one delivered row (sim/mm_rules.h mm_observe /
+// mm_on_trade over the stream's rows up to and including it, for one tick): a function of the
+// market and the tick alone, so computed once per stream and tick on the host and read by
+// every `mm` lane of that tick (add_lane_mm_table). Snapshot rows only (others stay zero).
+struct LaneMmRow {
+  double sigma = 0;                // mm_sigma_estimate once the row is observed
+  double arrival = 0;              // mm_arrival_estimate
+  double mid_ticks = 0;            // mm_mid_ticks of the touch
+  int64_t bid_px = 0, ask_px = 0;  // the touch (level 0)
+  uint64_t seen = 0;  // snapshots_seen after the row; 0: the row does not count (one-sided)
 };
 
 // L3 sessions: one price level's history of total resting size (sim/lane_l3.h). Entries
@@ -108,6 +128,11 @@ struct LaneStream {
   uint64_t n_l3_levels = 0;
   const uint64_t* l3_rows = nullptr;
   const double* l3_sizes = nullptr;
+  // `mm` estimates (LaneMmRow), one table of mm_stride rows per tick mm_ticks[k], concatenated.
+  const LaneMmRow* mm_rows = nullptr;
+  const int64_t* mm_ticks = nullptr;
+  uint32_t n_mm_tables = 0;
+  uint64_t mm_stride = 0;
 
   // A window of the stream staged in fast memory (the device: the block's shared memory):
   // items [w_begin, w_end) and book rows [w_row_begin, w_row_end). Reads outside it go to
@@ -120,11 +145,41 @@ struct LaneStream {
   const double* w_ask_sz = nullptr;
   const uint8_t* w_flags = nullptr;
   int64_t w_row_begin = 0, w_row_end = 0;
+  const LaneMmRow* w_mm_rows = nullptr;  // rows [w_begin, w_end) of mm table w_mm_table
+  uint32_t w_mm_table = UINT32_MAX;      // UINT32_MAX: none staged
 
   FXT_HD const LaneItem& item(uint64_t i) const {
     return i >= w_begin && i < w_end ? w_items[i - w_begin] : items[i];
   }
   FXT_HD bool in_window(int64_t row) const { return row >= w_row_begin && row < w_row_end; }
+  // One book row's four columns (kBookLevels values each), located once.
+  struct Book {
+    const int64_t *bid_px, *ask_px;
+    const double *bid_sz, *ask_sz;
+    FXT_HD const int64_t* px(int side) const { return side > 0 ? bid_px : ask_px; }
+    FXT_HD const double* sz(int side) const { return side > 0 ? bid_sz : ask_sz; }
+  };
+  FXT_HD Book book(int64_t row) const {
+    Book b;
+    if (in_window(row)) {
+      const size_t k = static_cast<size_t>(row - w_row_begin) * kBookLevels;
+      b.bid_px = w_bid_px + k;
+      b.ask_px = w_ask_px + k;
+      b.bid_sz = w_bid_sz + k;
+      b.ask_sz = w_ask_sz + k;
+    } else {
+      const size_t k = static_cast<size_t>(row) * kBookLevels;
+      b.bid_px = bid_px + k;
+      b.ask_px = ask_px + k;
+      b.bid_sz = bid_sz + k;
+      b.ask_sz = ask_sz + k;
+    }
+    return b;
+  }
+  FXT_HD const LaneMmRow& mm_row(uint32_t table, uint64_t i) const {
+    return table == w_mm_table && i >= w_begin && i < w_end ? w_mm_rows[i - w_begin]
+                                                            : mm_rows[table * mm_stride + i];
+  }
   // Row `row` of one side's prices / sizes (side +1 bids, -1 asks), kBookLevels values.
   FXT_HD const int64_t* px_row(int side, int64_t row) const {
     if (in_window(row)) {
@@ -168,14 +223,16 @@ struct LaneStream {
   }
 };
 
-// Bytes of a window of `items` stream rows (lane_stage_window): the rows and up to items + 1
-// book rows.
+// Bytes of a window of `items` stream rows (lane_stage_window): the rows, up to items + 1
+// book rows and the rows of one mm table.
 FXT_HD inline size_t lane_window_bytes(uint64_t items) {
   return static_cast<size_t>(items + 1) * kBookLevels * (2 * sizeof(int64_t) + 2 * sizeof(double)) +
-         static_cast<size_t>(items) * sizeof(LaneItem) + static_cast<size_t>(items + 1);
+         static_cast<size_t>(items) * (sizeof(LaneItem) + sizeof(LaneMmRow)) +
+         static_cast<size_t>(items + 1);
 }
 
-// Copies rows [begin, end) of the stream and the book rows they refer to into `buffer`
+// Copies rows [begin, end) of the stream, the book rows they refer to and the rows of mm
+// table `mm_table` (when the stream has it: the table of the block's lanes) into `buffer`
 // (lane_window_bytes(end - begin) bytes, 8-byte aligned) and points *view's window at them.
 // Called by `threads` cooperating threads (thread = 0..threads-1; the host: 0 and 1), each
 // copying every threads-th element; the caller synchronises them before reading the window.
@@ -183,7 +240,7 @@ FXT_HD inline size_t lane_window_bytes(uint64_t items) {
 // first in the window refers to the snapshot before it.
 FXT_HD inline void lane_stage_window(const LaneStream& s, uint64_t begin, uint64_t end,
                                      void* buffer, unsigned thread, unsigned threads,
-                                     LaneStream* view) {
+                                     LaneStream* view, uint32_t mm_table = 0) {
   *view = s;
   if (end <= begin) return;
   int64_t row_begin = -1, last = -1;
@@ -198,8 +255,15 @@ FXT_HD inline void lane_stage_window(const LaneStream& s, uint64_t begin, uint64
   double* bid_sz = reinterpret_cast<double*>(ask_px + levels);
   double* ask_sz = bid_sz + levels;
   LaneItem* items = reinterpret_cast<LaneItem*>(ask_sz + levels);
-  uint8_t* flags = reinterpret_cast<uint8_t*>(items + n);
+  LaneMmRow* mm = reinterpret_cast<LaneMmRow*>(items + n);
+  uint8_t* flags = reinterpret_cast<uint8_t*>(mm + n);
   for (uint64_t i = thread; i < n; i += threads) items[i] = s.items[begin + i];
+  if (mm_table < s.n_mm_tables) {
+    const LaneMmRow* from = s.mm_rows + mm_table * s.mm_stride + begin;
+    for (uint64_t i = thread; i < n; i += threads) mm[i] = from[i];
+    view->w_mm_rows = mm;
+    view->w_mm_table = mm_table;
+  }
   const size_t values = static_cast<size_t>(rows) * kBookLevels;
   const size_t base = static_cast<size_t>(row_begin < 0 ? 0 : row_begin) * kBookLevels;
   for (size_t k = thread; k < values; k += threads) {
@@ -221,10 +285,22 @@ FXT_HD inline void lane_stage_window(const LaneStream& s, uint64_t begin, uint64
   view->w_row_end = row_begin < 0 ? 0 : row_begin + rows;
 }
 
+// The session span of a row's store as mm sees it (MarketMakerStrategy::on_event).
+FXT_HD inline void lane_session(const LaneStream& s, const LaneItem& it, MmSnapshot* e) {
+  if (it.store < s.n_sessions) {
+    e->session_start = s.session_start[it.store];
+    e->session_end = s.session_end[it.store];
+  } else {
+    e->session_start = e->session_end = it.t;
+  }
+}
+
 // One lane's parameters.
 struct LaneConfig {
   uint8_t strategy = kLaneStrategyMm;
   MmParams mm;
+  uint32_t mm_table = 0;  // mm: its tick's estimates in LaneStream::mm_rows (mm_ticks[mm_table])
+  double mm_tick_limit = 0;  // mm: mm_tick_limit(tick_px)
   bool has_signal = false;
   ExecParams exec;               // twap / ac
   SignalParams signal;           // signal (the probabilities are LaneItem::p)
@@ -351,7 +427,7 @@ struct LaneState {
   Holdings seen;
   LaneOpen open[kLaneSlots];
   uint32_t n_open = 0;
-  MmState mm;
+  MmQuotes mm;  // the estimates are the stream's (LaneMmRow)
   ExecState exec;
   SignalState signal;
   uint64_t cancel_sent[kLaneSlots];  // signal: orders asked to cancel
@@ -378,14 +454,24 @@ class LaneSim {
     if (!st.started) {
       st.started = 1;
       st.now = s_.n > 0 ? s_.item(0).t : 0;
+      // The mm estimates of its tick must be in the stream (run_gpu_lanes adds one table per
+      // tick); otherwise the lane stops and is rerun on the CPU engine.
+      if (c_.strategy == kLaneStrategyMm &&
+          (c_.mm_table >= s_.n_mm_tables || s_.mm_ticks[c_.mm_table] != c_.tick_px))
+        overflow();
     }
+    // The next market row and the next row to deliver (with their times), kept across the
+    // loop: the first changes only when a market row is processed, the second only then (a
+    // first row to deliver) and when a row is delivered. Pointers into the window or the
+    // stream, valid for this call.
+    const LaneItem* nm = next_market();
+    const LaneItem* nd = next_delivery();
+    int64_t tm = nm != nullptr ? nm->t : kLaneNever;
+    int64_t td = nd != nullptr ? nd->t + c_.feed_ns : kLaneNever;
     while (!st.finished && st.error == kLaneOk) {
-      const int64_t tm = st.m < s_.n ? s_.item(st.m).t : kLaneNever;
-      if (st.m >= s_.n && st.end == kLaneNever)
+      if (tm == kLaneNever && st.end == kLaneNever)  // every market row is processed
         st.end = st.t == kLaneMinTime ? st.now : st.t + c_.feed_ns;
       const int64_t ta = st.arr_n > 0 ? max_of(st.arrivals[st.arr_head].t, st.t) : kLaneNever;
-      while (st.d < st.m && s_.item(st.d).kind >= kLaneOrderEvent) ++st.d;  // exchange only
-      const int64_t td = st.d < st.m ? s_.item(st.d).t + c_.feed_ns : kLaneNever;
       const int64_t tr = st.resp_n > 0 ? st.responses[st.resp_head].t : kLaneNever;
       int64_t t = tm;
       if (ta < t) t = ta;
@@ -401,7 +487,13 @@ class LaneSim {
       if (tm == t) {
         if (st.m >= until) return;
         st.t = t;
-        market_row();
+        market_row(*nm);
+        nm = next_market();
+        tm = nm != nullptr ? nm->t : kLaneNever;
+        if (nd == nullptr) {
+          nd = next_delivery();
+          td = nd != nullptr ? nd->t + c_.feed_ns : kLaneNever;
+        }
       } else if (ta == t) {
         st.t = t;
         const LaneArrival a = st.arrivals[st.arr_head];
@@ -414,7 +506,9 @@ class LaneSim {
         else
           on_modify_arrival(a.id, a.px, a.qty, t);
       } else if (td == t) {
-        deliver_market();
+        deliver_market(*nd);
+        nd = next_delivery();
+        td = nd != nullptr ? nd->t + c_.feed_ns : kLaneNever;
       } else {
         deliver_response();
       }
@@ -564,6 +658,18 @@ class LaneSim {
     st_.error = kLaneOverflow;
     return 0;
   }
+  // Market row m (null: none left).
+  FXT_HD const LaneItem* next_market() const { return st_.m < s_.n ? &s_.item(st_.m) : nullptr; }
+  // The next processed row the strategy sees (order events are the exchange's only; null:
+  // none yet), delivered feed latency after its time.
+  FXT_HD const LaneItem* next_delivery() {
+    LaneState& st = st_;
+    for (; st.d < st.m; ++st.d) {
+      const LaneItem& it = s_.item(st.d);
+      if (it.kind < kLaneOrderEvent) return &it;
+    }
+    return nullptr;
+  }
   // LatencyModel::entry_ns / response_ns: the constant, or the curve at `at_ns`.
   FXT_HD int64_t entry_ns(int64_t at_ns) const {
     if (c_.latency_samples == 0) return c_.entry_ns;
@@ -659,8 +765,11 @@ class LaneSim {
   // The first level with size left on `side`.
   FXT_HD int64_t best_available(int side) const {
     if (st_.book_row < 0) return kEmptyPx;
-    const int64_t* p = s_.px_row(side, st_.book_row);
-    const double* sz = s_.sz_row(side, st_.book_row);
+    return best_available(side, s_.book(st_.book_row));
+  }
+  FXT_HD int64_t best_available(int side, const LaneStream::Book& book) const {
+    const int64_t* p = book.px(side);
+    const double* sz = book.sz(side);
     for (int i = 0; i < kBookLevels && p[i] != kEmptyPx; ++i)
       if (level_left(sz[i], taken_at(side, p[i])) > kQtyEps) return p[i];
     return kEmptyPx;
@@ -904,9 +1013,9 @@ class LaneSim {
   }
 
   // ---- market data (Exchange::on_trade, on_book, begin_session) ----
-  FXT_HD void market_row() {
+  // Row m (`it`).
+  FXT_HD void market_row(const LaneItem& it) {
     LaneState& st = st_;
-    const LaneItem& it = s_.item(st.m);
     const int64_t t = st.t;
     if (it.session_start) {  // Exchange::begin_session
       st.book_row = -1;
@@ -926,7 +1035,7 @@ class LaneSim {
     if (it.kind == kLaneTrade)
       on_trade(it.px, it.sz, it.side, t);
     else
-      on_book(it.book_row, t);
+      on_book(it, t);
     ++st.events;
     if (st.equity_rows == 0 || t - st.eq_ts >= c_.equity_interval_ns) sample_equity(t);
     ++st.m;
@@ -959,30 +1068,44 @@ class LaneSim {
     }
     prune_resting();
   }
-  FXT_HD void on_book(int64_t row, int64_t t) {
+  // A snapshot row. A queue on a side of the book that did not change since the last snapshot
+  // (which it saw: a lane processes every snapshot row) and that nothing traded against since
+  // keeps its estimate (L2Queue::settled) without the level's lookup. The resting list is
+  // pruned only when a fill ended an order (only fills change it here).
+  FXT_HD void on_book(const LaneItem& it, int64_t t) {
     LaneState& st = st_;
+    const int64_t row = it.book_row;
     st.book_row = row;
     if (st.n_memory > 0) refresh_memory();
     if (st.n_resting == 0) return;
-    const bool crossed_book = (s_.flags_of(row) & (kFlagCrossed | kFlagLocked)) != 0;
-    const int64_t best_bid = best_available(+1);
-    const int64_t best_ask = best_available(-1);
+    const LaneStream::Book book = s_.book(row);
+    const bool crossed_book = (it.book & kLaneBookCrossed) != 0;
+    // The touches net of what we took, both read before any fill (as Exchange::on_book); with
+    // nothing taken, the row's own.
+    const int64_t best_bid = st.n_memory == 0 ? it.best_bid : best_available(+1, book);
+    const int64_t best_ask = st.n_memory == 0 ? it.best_ask : best_available(-1, book);
+    bool filled = false;
     for (uint32_t k = 0; k < st.n_resting; ++k) {
       LaneLiveOrder& o = st.live[st.resting[k]];
       if (!o.resting) continue;
       if (o.rejoin) start_queue(o);  // first book of a new session: back of the level
       if (o.l3) {
         o.l2.traded = 0;  // the event is complete: its fills' cancels have arrived
+      } else if ((it.book & (o.side > 0 ? kLaneBidSame : kLaneAskSame)) != 0 && o.l2.settled()) {
+        o.l2.traded = 0;  // on_level's one effect here
       } else {
         bool known = false;
-        const double size = size_at(o.side, o.px, &known);
+        const double size = level_size_at(book.px(o.side), book.sz(o.side), o.side, o.px, &known);
         o.l2.on_level(c_.queue, size, known);
       }
       if (crossed_book) continue;
       const int64_t opp = o.side > 0 ? best_ask : best_bid;
-      if (touch_reaches(o.side, o.px, opp)) fill(o, o.px, remaining(o), /*maker=*/true, t);
+      if (touch_reaches(o.side, o.px, opp)) {
+        fill(o, o.px, remaining(o), /*maker=*/true, t);
+        filled = true;
+      }
     }
-    prune_resting();
+    if (filled) prune_resting();
   }
 
   // An order event of an L3 session (Exchange::on_order_event, L3Queue::on_event / reduce):
@@ -1003,9 +1126,10 @@ class LaneSim {
   }
 
   // ---- deliveries to the strategy (Replay::deliver_market, deliver_response) ----
-  FXT_HD void deliver_market() {
+  // Row d (`it`).
+  FXT_HD void deliver_market(const LaneItem& it) {
     LaneState& st = st_;
-    const LaneItem& it = s_.item(st.d++);
+    ++st.d;
     st.now = it.t + c_.feed_ns;
     if (c_.strategy == kLaneStrategyExec) {
       ExecEvent e;
@@ -1035,26 +1159,21 @@ class LaneSim {
       signal_on_snapshot(c_.signal, &st.signal, it.p, st.now, touch, *this);
       return;
     }
-    if (it.kind == kLaneTrade) {
-      mm_on_trade(&st.mm);
-      return;
-    }
+    // mm: the estimates (trades counted, snapshots observed) are the stream's table; a
+    // snapshot that counts and is past warmup gets the decision (mm_on_snapshot's second half).
+    if (it.kind == kLaneTrade) return;
+    const LaneMmRow& row = s_.mm_row(c_.mm_table, st.d - 1);
+    if (row.seen <= static_cast<uint64_t>(c_.mm.warmup)) return;  // 0: did not count
     MmSnapshot e;
     e.store = it.store;
     e.ts_ns = it.t;
     e.seen_ns = st.now;
-    e.bid_px = s_.px_row(+1, it.book_row)[0];
-    e.ask_px = s_.px_row(-1, it.book_row)[0];
-    e.bid_sz = s_.sz_row(+1, it.book_row)[0];
-    e.ask_sz = s_.sz_row(-1, it.book_row)[0];
-    if (it.store < s_.n_sessions) {
-      e.session_start = s_.session_start[it.store];
-      e.session_end = s_.session_end[it.store];
-    } else {
-      e.session_start = e.session_end = it.t;
-    }
+    e.bid_px = row.bid_px;
+    e.ask_px = row.ask_px;
+    lane_session(s_, it, &e);
     e.p = it.p;
-    mm_on_snapshot(c_.mm, c_.has_signal, &st.mm, e, c_.tick_px, *this);
+    mm_decide(c_.mm, c_.has_signal, &st.mm, e, row.mid_ticks, row.sigma, row.arrival, c_.tick_px,
+              c_.mm_tick_limit, *this);
   }
   FXT_HD void erase_open(uint64_t id) {
     uint32_t k = 0;

@@ -13,7 +13,7 @@ namespace fxt::sim {
 namespace {
 
 constexpr unsigned kLanesPerBlock = 64;
-constexpr uint64_t kWindowRows = 96;  // stream rows staged per step: ~37 KB of shared memory
+constexpr uint64_t kWindowRows = 96;  // stream rows staged per step: ~43 KB of shared memory
 
 // Launch-shape overrides for measuring (docs/SWEEP.md "Launch shape"): FXT_LANES_PER_BLOCK
 // (threads per block) and FXT_LANE_WINDOW_ROWS (0: no staging, every read through L1/L2).
@@ -26,9 +26,9 @@ uint64_t env_or(const char* name, uint64_t fallback) {
 }
 
 // Launch: 1-D grid of kLanesPerBlock-thread blocks, one thread per lane. The block walks the
-// rows [begin, until) in windows of kWindowRows: its threads stage the window (the rows and
-// their book rows) in shared memory together, then each advances its own lane to the
-// window's end (lanes read the same rows: one copy serves the block). LaneSim::advance is
+// rows [begin, until) in windows of kWindowRows: its threads stage the window (the rows, their
+// book rows and their mm estimates) in shared memory together, then each advances its own lane to
+// the window's end (lanes read the same rows: one copy serves the block). LaneSim::advance is
 // inlined at its one call site, so the lane's scalars (cursors, times, counts) stay in
 // registers and its arrays (orders, message queues) in local memory (per-thread interleaved,
 // so a warp's accesses coalesce); the state goes back to global memory at the end of the
@@ -58,13 +58,18 @@ __global__ void advance_lanes_kernel(LaneStream stream, const LaneConfig* config
   }
   // Windows in turn (without staging, one: the whole range). The last launch (until ==
   // stream.n) runs each lane past the last row to its end.
+  // The mm table the block stages: its first lane's (a block's lanes normally share one tick;
+  // a lane of another tick reads its table from global memory).
+  const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x;
+  const uint32_t mm_table =
+      configs[first].strategy == kLaneStrategyMm ? configs[first].mm_table : UINT32_MAX;
   LaneStream view = stream;
   uint64_t w = begin;
   do {
     const uint64_t w_end = window_rows == 0 || until - w <= window_rows ? until : w + window_rows;
     if (window_rows > 0) {
       __syncthreads();  // every lane is done with the previous window
-      lane_stage_window(stream, w, w_end, window, threadIdx.x, blockDim.x, &view);
+      lane_stage_window(stream, w, w_end, window, threadIdx.x, blockDim.x, &view, mm_table);
       __syncthreads();
     }
     if (active && !st.finished) LaneSim(view, config, &st, cap).advance(w_end);
@@ -105,6 +110,10 @@ DeviceLaneStream::DeviceLaneStream(const LaneStreamData& d) {
   view_.n_l3_levels = d.l3_levels.size();
   view_.l3_rows = upload_block(d.l3_rows, &blocks_[13]);
   view_.l3_sizes = upload_block(d.l3_sizes, &blocks_[14]);
+  view_.mm_rows = upload_block(d.mm_rows, &blocks_[15]);
+  view_.mm_ticks = upload_block(d.mm_ticks, &blocks_[16]);
+  view_.n_mm_tables = static_cast<uint32_t>(d.mm_ticks.size());
+  view_.mm_stride = d.mm_stride;
   view_.n_sessions = static_cast<uint32_t>(d.session_start.size());
 }
 

@@ -26,6 +26,10 @@ struct LaneStreamData {
   std::vector<LaneL3Level> l3_levels;
   std::vector<uint64_t> l3_rows;
   std::vector<double> l3_sizes;
+  // `mm` estimates: one table of mm_stride rows per tick in mm_ticks (add_lane_mm_table).
+  std::vector<LaneMmRow> mm_rows;
+  std::vector<int64_t> mm_ticks;
+  uint64_t mm_stride = 0;
 
   LaneStream view() const {
     LaneStream s;
@@ -47,6 +51,10 @@ struct LaneStreamData {
     s.n_l3_levels = l3_levels.size();
     s.l3_rows = l3_rows.data();
     s.l3_sizes = l3_sizes.data();
+    s.mm_rows = mm_rows.data();
+    s.mm_ticks = mm_ticks.data();
+    s.n_mm_tables = static_cast<uint32_t>(mm_ticks.size());
+    s.mm_stride = mm_stride;
     return s;
   }
   size_t bytes() const {
@@ -55,7 +63,8 @@ struct LaneStreamData {
            (bid_px.size() + ask_px.size()) * sizeof(int64_t) +
            (bid_sz.size() + ask_sz.size() + holdings.size()) * sizeof(double) +
            l3_levels.size() * sizeof(LaneL3Level) +
-           l3_rows.size() * (sizeof(uint64_t) + sizeof(double));
+           l3_rows.size() * (sizeof(uint64_t) + sizeof(double)) +
+           mm_rows.size() * sizeof(LaneMmRow) + mm_ticks.size() * sizeof(int64_t);
   }
 };
 
@@ -81,6 +90,11 @@ struct LaneBatch {
 // from several host threads at once.
 using LaneChunkCallback = std::function<void(uint64_t lane_events)>;
 
+// The `mm` estimates of every row for `tick` (mm_observe / mm_on_trade over the rows the
+// strategy sees, in order), appended as a table (mm_stride = the rows now); returns its index,
+// or the index of the table that tick already has.
+uint32_t add_lane_mm_table(LaneStreamData* stream, int64_t tick);
+
 // Events per chunk of a run (progress granularity): about 1/64 of the stream.
 inline uint64_t lane_chunk_events(uint64_t n) {
   const uint64_t c = n / 64;
@@ -103,7 +117,7 @@ class DeviceLaneStream {
 
  private:
   LaneStream view_;
-  void* blocks_[15] = {};
+  void* blocks_[17] = {};
 };
 
 // Free device memory now (bytes), for sizing batches.

@@ -22,14 +22,14 @@ struct Quote {
   double ask = 0;
 };
 
-// Avellaneda–Stoikov with log1p(gamma / k) given.
+// Avellaneda–Stoikov with its constant spread term (2/γ)·ln(1 + γ/k) given
+// (avellaneda_stoikov_spread_term: a lane constant, so the quote needs no division).
 FXT_HD inline Quote avellaneda_stoikov_quote_from(double mid, double inventory, double tau,
-                                                  double gamma, double sigma,
-                                                  double log1p_gamma_over_k) {
+                                                  double gamma, double sigma, double spread_term) {
   const double variance_left = sigma * sigma * tau;  // σ²·(T − t)
   Quote quote;
   quote.reservation = mid - inventory * gamma * variance_left;
-  const double total_spread = gamma * variance_left + (2.0 / gamma) * log1p_gamma_over_k;
+  const double total_spread = gamma * variance_left + spread_term;
   quote.half_spread = 0.5 * total_spread;
   quote.bid = quote.reservation - quote.half_spread;
   quote.ask = quote.reservation + quote.half_spread;
@@ -39,9 +39,13 @@ FXT_HD inline Quote avellaneda_stoikov_quote_from(double mid, double inventory, 
 // Avellaneda–Stoikov (2008): reservation r = s − q·γ·σ²·τ; total spread
 // γ·σ²·τ + (2/γ)·ln(1 + γ/k); τ = T − t. gamma > 0, k > 0, tau >= 0, sigma >= 0
 // (sigma is the volatility per unit time, so σ²·τ is the variance left to the horizon).
+inline double avellaneda_stoikov_spread_term(double gamma, double k) {
+  return (2.0 / gamma) * ::log1p(gamma / k);
+}
 inline Quote avellaneda_stoikov_quote(double mid, double inventory, double tau, double gamma,
                                       double sigma, double k) {
-  return avellaneda_stoikov_quote_from(mid, inventory, tau, gamma, sigma, ::log1p(gamma / k));
+  return avellaneda_stoikov_quote_from(mid, inventory, tau, gamma, sigma,
+                                       avellaneda_stoikov_spread_term(gamma, k));
 }
 
 // GLFT's terms that depend on (gamma, k, delta) alone.

@@ -66,7 +66,7 @@ MmParams mm_params(const MarketMakerConfig& config) {
   p.requote_ticks = config.requote_ticks;
   p.skew_ticks = config.skew_ticks;
   p.warmup = config.warmup;
-  p.as_log1p = std::log1p(config.gamma / config.k);
+  p.as_spread = avellaneda_stoikov_spread_term(config.gamma, config.k);
   p.glft_terms = glft_terms(config.gamma, config.k, 1.0);
   return p;
 }
@@ -80,11 +80,11 @@ MarketMakerStrategy::MarketMakerStrategy(const MarketMakerConfig& config,
       signal_(std::move(signal)) {}
 
 double MarketMakerStrategy::sigma_estimate() const {
-  return mm_sigma_estimate(state_);
+  return mm_sigma_estimate(state_.est);
 }
 
 double MarketMakerStrategy::arrival_estimate() const {
-  return mm_arrival_estimate(state_);
+  return mm_arrival_estimate(state_.est);
 }
 
 MarketMakerQuote MarketMakerStrategy::quote(const Snapshot& book, int64_t tick_px, double inventory,
@@ -125,7 +125,7 @@ class MmContext {
 
 void MarketMakerStrategy::on_event(const MarketEvent& event, StrategyContext& ctx) {
   if (event.kind == EventKind::kTrade) {
-    mm_on_trade(&state_);
+    mm_on_trade(&state_.est);
     return;
   }
   const Snapshot& book = *event.book;

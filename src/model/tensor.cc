@@ -67,7 +67,7 @@ class CpuContext::Workers {
   }
 
  private:
-  static constexpr int kSpins = 4000;
+  static constexpr int kSpins = 1000;  // pause instructions, some microseconds
   static void pause() {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();

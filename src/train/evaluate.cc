@@ -280,6 +280,7 @@ Status predict(const std::string& checkpoint_path, const std::string& store_dir,
   warn_if_other_instrument(st->store_instruments, store, store_dir);
   FeatureConfig fc;
   fc.stride = c.stride;
+  fc.threads = threads;
   std::vector<float> features;
   FXT_RETURN_IF_ERROR(compute_features(store, fc, &features));
   const uint64_t n = store.size();

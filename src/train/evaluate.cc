@@ -126,9 +126,9 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
                                                                   : "whole");
   }
   progress.finish();
-  // The oracle's Monte Carlo needs only the row count: it runs on a thread of its own while the
-  // stacks, metrics and intervals below are computed (mostly on one core), and is joined where
-  // its comparison is made (or when an error returns first). Its probabilities do not depend on
+  // The oracle's Monte Carlo needs only the row count: it runs beside the stacks, metrics and
+  // intervals below (mostly on one core), on all threads but one, and is joined where its
+  // comparison is made (or when an error returns first). Its probabilities do not depend on
   // this.
   const size_t scored_rows = model_scores.size() / static_cast<size_t>(nh);
   auto snapshot_of_row = [&](size_t r) { return g.begin + r; };  // one store: global = local
@@ -136,7 +136,7 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
   if (options.oracle.enabled()) {
     oracle_draw = std::async(std::launch::async, [&] {
       return draw_oracle(options.oracle, *market, c.horizons, scored_rows, snapshot_of_row,
-                         /*threads=*/1, nullptr);
+                         std::max(1, c.threads - 1), nullptr);
     });
   }
   std::vector<std::string> names;

@@ -2,7 +2,7 @@
 // repository — synth -> ingest -> train -> eval -> predict -> backtest (signal, mm) -> report,
 // printing the per-horizon comparison table and the path of the HTML report. Predictions and
 // backtests run on a second, smaller synthetic session (another seed) that training never saw.
-// Defaults take about three and a half minutes on 2 cores (docs/QUICKSTART.md).
+// Defaults take about three minutes on 2 cores (docs/QUICKSTART.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -243,7 +243,7 @@ void register_quickstart(CLI::App& app) {
   auto a = std::make_shared<QuickstartArgs>();
   // The narrow causal model of docs/MODEL.md round 12 (D = 32, N = 8, decisions every 4
   // snapshots, 10 x 200 steps, early stopping on the mean validation AUC), so the whole pipeline
-  // takes about 4 minutes on two cores; 80 / 10 / 10 splits; time of day is left out because the
+  // takes about 3 minutes on two cores; 80 / 10 / 10 splits; time of day is left out because the
   // synthetic session is one afternoon, where it only names the stretch of the session
   // (docs/QUICKSTART.md).
   a->train.steps_per_epoch = 200;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <thread>
 
 #include "core/text.h"
 
@@ -95,6 +96,16 @@ bool unreliable_ts(uint8_t f) {
   return (f & (kFlagSnapshotRun | kFlagBadTimestamp)) != 0;
 }
 
+// Row t's feature k as stored: anything non-finite is undefined (NaN).
+template <typename T>
+void store_feature(T* row, int k, double v) {
+  const T x = static_cast<T>(v);
+  row[k] = std::isfinite(x) ? x : std::numeric_limits<T>::quiet_NaN();
+}
+
+// Two passes over the rows: the EMAs (20-25, 28-31) and the depth scale need the rows in time
+// order; everything else is read off the books at t and p, so the second pass runs on
+// config.threads threads over fixed row ranges (the values do not depend on the thread count).
 template <typename T>
 Status compute(const StoreReader& r, const FeatureConfig& config, std::vector<T>* out) {
   if (config.stride < 1) return UsageError("feature stride must be >= 1 (got {})", config.stride);
@@ -107,115 +118,132 @@ Status compute(const StoreReader& r, const FeatureConfig& config, std::vector<T>
   const double tick = static_cast<double>(r.tick_px());
   out->assign(n * kFeatureDim, static_cast<T>(0));
 
-  Ema depth(1000), spread_ema(100);
-  Ema ret_ema[3] = {Ema(10), Ema(100), Ema(1000)};
-  Ema absret_ema[3] = {Ema(10), Ema(100), Ema(1000)};
-  Ema ofi_ema[3] = {Ema(10), Ema(100), Ema(1000)};
-  Book cur, prev1, at_p;  // books at t, t-1 and p
-
-  for (uint64_t t = 0; t < n; ++t) {
-    const uint64_t p = t >= stride ? t - stride : 0;
-    load_book(r, t, &cur);
-    if (t == 0) {
-      prev1 = cur;
-    }
-    if (p == t) {
-      at_p = cur;
-    } else if (p == t - 1) {
-      at_p = prev1;
-    } else {
-      load_book(r, p, &at_p);
-    }
-    const uint8_t flags = r.flags[t];
-    const bool live = (flags & (kFlagCrossed | kFlagLocked)) == 0;
-    const bool has_mid = cur.has_mid();
-    const double spread_ticks =
-        has_mid ? static_cast<double>(cur.ask.px[0] - cur.bid.px[0]) / tick : kNaN;
-
-    // EMA updates with one-snapshot inputs (t-1 -> t); crossed/locked rows do not update.
-    if (live) {
-      depth.update((cur.bid.sz[0] + cur.ask.sz[0]) / 2);
-      // At the first snapshot the one-snapshot return is 0 (p := t), if the mid exists.
-      double r1 = log_return_bps(cur, t == 0 ? cur : prev1);
-      if (!std::isnan(r1)) {
-        for (int k = 0; k < 3; ++k) {
-          ret_ema[k].update(r1);
-          absret_ema[k].update(std::fabs(r1));
+  // Pass 1, in time order: the EMA features and the depth scale d of every row.
+  std::vector<double> depth_scale(n);
+  {
+    Ema depth(1000), spread_ema(100);
+    Ema ret_ema[3] = {Ema(10), Ema(100), Ema(1000)};
+    Ema absret_ema[3] = {Ema(10), Ema(100), Ema(1000)};
+    Ema ofi_ema[3] = {Ema(10), Ema(100), Ema(1000)};
+    Book cur, prev1;  // books at t and t-1
+    for (uint64_t t = 0; t < n; ++t) {
+      load_book(r, t, &cur);
+      if (t == 0) prev1 = cur;
+      const bool live = (r.flags[t] & (kFlagCrossed | kFlagLocked)) == 0;
+      // EMA updates with one-snapshot inputs (t-1 -> t); crossed/locked rows do not update.
+      if (live) {
+        depth.update((cur.bid.sz[0] + cur.ask.sz[0]) / 2);
+        // At the first snapshot the one-snapshot return is 0 (p := t), if the mid exists.
+        double r1 = log_return_bps(cur, t == 0 ? cur : prev1);
+        if (!std::isnan(r1)) {
+          for (int k = 0; k < 3; ++k) {
+            ret_ema[k].update(r1);
+            absret_ema[k].update(std::fabs(r1));
+          }
+        }
+        if (depth.m > 0) {
+          double e1 = (t == 0 ? 0.0 : ofi(cur, prev1, 0)) / depth.m;
+          for (auto& e : ofi_ema) e.update(e1);
+        }
+        if (cur.has_mid()) {
+          spread_ema.update(static_cast<double>(cur.ask.px[0] - cur.bid.px[0]) / tick);
         }
       }
-      if (depth.m > 0) {
-        double e1 = (t == 0 ? 0.0 : ofi(cur, prev1, 0)) / depth.m;
-        for (auto& e : ofi_ema) e.update(e1);
+      depth_scale[t] = depth.started && depth.m > 0 ? depth.m : kNaN;
+      T* row = out->data() + t * kFeatureDim;
+      for (int k = 0; k < 3; ++k) {
+        store_feature(row, 20 + k, ret_ema[k].m);
+        store_feature(row, 23 + k, absret_ema[k].m);
+        store_feature(row, 28 + k, ofi_ema[k].m);
       }
-      if (has_mid) spread_ema.update(spread_ticks);
+      store_feature(row, 31, spread_ema.m);
+      prev1 = cur;
     }
-    const double d = depth.started && depth.m > 0 ? depth.m : kNaN;
-
-    double f[kFeatureDim];
-    f[0] = log_return_bps(cur, at_p);
-    f[1] = spread_ticks;
-    f[2] = imbalance(cur, 1);
-    f[3] = imbalance(cur, 3);
-    f[4] = imbalance(cur, 5);
-    f[5] = imbalance(cur, 10);
-    // microprice - mid = half spread x level-0 imbalance (exact in tick offsets).
-    f[6] = has_mid ? spread_ticks / 2 * f[2] : kNaN;
-    double e5 = 0;
-    for (int i = 0; i < 5; ++i) e5 += ofi(cur, at_p, i);
-    f[7] = ofi(cur, at_p, 0) / d;
-    f[8] = e5 / d;
-    double sb = 0, sa = 0, wb = 0, wa = 0;
-    for (int i = 0; i < kBookLevels; ++i) {
-      sb += cur.bid.sz[i];
-      sa += cur.ask.sz[i];
-      if (cur.bid.present(i))
-        wb += cur.bid.sz[i] * static_cast<double>(cur.bid.px[0] - cur.bid.px[i]);
-      if (cur.ask.present(i))
-        wa += cur.ask.sz[i] * static_cast<double>(cur.ask.px[i] - cur.ask.px[0]);
-    }
-    f[9] = std::log1p(sb) - std::log1p(sa);
-    f[10] = sb > 0 ? wb / (tick * sb) : kNaN;
-    f[11] = sa > 0 ? wa / (tick * sa) : kNaN;
-    f[12] = (r.signed_volume[t] - r.signed_volume[p]) / d;
-    f[13] = std::log1p(static_cast<double>(r.cum_trade_count[t] - r.cum_trade_count[p]));
-    int64_t dt_ns = r.ts_ns[t] - r.ts_ns[p];
-    if (dt_ns < 0 || unreliable_ts(flags) || unreliable_ts(r.flags[p])) dt_ns = 0;
-    f[14] = std::log10(static_cast<double>(dt_ns > 1 ? dt_ns : 1)) - 6;
-    f[15] = std::fabs(f[0]);
-    f[16] = std::log1p(cur.bid.sz[0]) - std::log1p(at_p.bid.sz[0]);
-    f[17] = std::log1p(cur.ask.sz[0]) - std::log1p(at_p.ask.sz[0]);
-    f[18] = cur.bid.last >= 0
-                ? static_cast<double>(cur.bid.px[0] - cur.bid.px[cur.bid.last]) / (9 * tick)
-                : kNaN;
-    f[19] = cur.ask.last >= 0
-                ? static_cast<double>(cur.ask.px[cur.ask.last] - cur.ask.px[0]) / (9 * tick)
-                : kNaN;
-    for (int k = 0; k < 3; ++k) {
-      f[20 + k] = ret_ema[k].m;
-      f[23 + k] = absret_ema[k].m;
-      f[28 + k] = ofi_ema[k].m;
-    }
-    int64_t tod_ns = r.ts_ns[t] % kNsPerDay;
-    if (tod_ns < 0) tod_ns += kNsPerDay;
-    const double tod = kTwoPi * static_cast<double>(tod_ns) / static_cast<double>(kNsPerDay);
-    f[26] = std::sin(tod);
-    f[27] = std::cos(tod);
-    f[31] = spread_ema.m;
-    for (int k = 0; k < 4; ++k) {
-      // Reduce modulo the period in integers first: the phase keeps full precision.
-      const double ph = kTwoPi * static_cast<double>(dt_ns % kDtPeriodsNs[k]) /
-                        static_cast<double>(kDtPeriodsNs[k]);
-      f[32 + 2 * k] = std::cos(ph);
-      f[33 + 2 * k] = std::sin(ph);
-    }
-    T* row = out->data() + t * kFeatureDim;
-    for (int k = 0; k < kFeatureDim; ++k) {
-      // Division by an undefined d gives NaN already; anything non-finite is undefined.
-      const T v = static_cast<T>(f[k]);
-      row[k] = std::isfinite(v) ? v : std::numeric_limits<T>::quiet_NaN();
-    }
-    prev1 = cur;
   }
+
+  // Pass 2, per row: the features of the books at t and p = t - S.
+  auto rows = [&](uint64_t t0, uint64_t t1) {
+    Book cur, at_p;
+    for (uint64_t t = t0; t < t1; ++t) {
+      const uint64_t p = t >= stride ? t - stride : 0;
+      load_book(r, t, &cur);
+      if (p == t) {
+        at_p = cur;
+      } else {
+        load_book(r, p, &at_p);
+      }
+      const uint8_t flags = r.flags[t];
+      const bool has_mid = cur.has_mid();
+      const double spread_ticks =
+          has_mid ? static_cast<double>(cur.ask.px[0] - cur.bid.px[0]) / tick : kNaN;
+      const double d = depth_scale[t];
+
+      double f[kFeatureDim];
+      f[0] = log_return_bps(cur, at_p);
+      f[1] = spread_ticks;
+      f[2] = imbalance(cur, 1);
+      f[3] = imbalance(cur, 3);
+      f[4] = imbalance(cur, 5);
+      f[5] = imbalance(cur, 10);
+      // microprice - mid = half spread x level-0 imbalance (exact in tick offsets).
+      f[6] = has_mid ? spread_ticks / 2 * f[2] : kNaN;
+      double e5 = 0;
+      for (int i = 0; i < 5; ++i) e5 += ofi(cur, at_p, i);
+      f[7] = ofi(cur, at_p, 0) / d;
+      f[8] = e5 / d;
+      double sb = 0, sa = 0, wb = 0, wa = 0;
+      for (int i = 0; i < kBookLevels; ++i) {
+        sb += cur.bid.sz[i];
+        sa += cur.ask.sz[i];
+        if (cur.bid.present(i))
+          wb += cur.bid.sz[i] * static_cast<double>(cur.bid.px[0] - cur.bid.px[i]);
+        if (cur.ask.present(i))
+          wa += cur.ask.sz[i] * static_cast<double>(cur.ask.px[i] - cur.ask.px[0]);
+      }
+      f[9] = std::log1p(sb) - std::log1p(sa);
+      f[10] = sb > 0 ? wb / (tick * sb) : kNaN;
+      f[11] = sa > 0 ? wa / (tick * sa) : kNaN;
+      f[12] = (r.signed_volume[t] - r.signed_volume[p]) / d;
+      f[13] = std::log1p(static_cast<double>(r.cum_trade_count[t] - r.cum_trade_count[p]));
+      int64_t dt_ns = r.ts_ns[t] - r.ts_ns[p];
+      if (dt_ns < 0 || unreliable_ts(flags) || unreliable_ts(r.flags[p])) dt_ns = 0;
+      f[14] = std::log10(static_cast<double>(dt_ns > 1 ? dt_ns : 1)) - 6;
+      f[15] = std::fabs(f[0]);
+      f[16] = std::log1p(cur.bid.sz[0]) - std::log1p(at_p.bid.sz[0]);
+      f[17] = std::log1p(cur.ask.sz[0]) - std::log1p(at_p.ask.sz[0]);
+      f[18] = cur.bid.last >= 0
+                  ? static_cast<double>(cur.bid.px[0] - cur.bid.px[cur.bid.last]) / (9 * tick)
+                  : kNaN;
+      f[19] = cur.ask.last >= 0
+                  ? static_cast<double>(cur.ask.px[cur.ask.last] - cur.ask.px[0]) / (9 * tick)
+                  : kNaN;
+      int64_t tod_ns = r.ts_ns[t] % kNsPerDay;
+      if (tod_ns < 0) tod_ns += kNsPerDay;
+      const double tod = kTwoPi * static_cast<double>(tod_ns) / static_cast<double>(kNsPerDay);
+      f[26] = std::sin(tod);
+      f[27] = std::cos(tod);
+      for (int k = 0; k < 4; ++k) {
+        // Reduce modulo the period in integers first: the phase keeps full precision.
+        const double ph = kTwoPi * static_cast<double>(dt_ns % kDtPeriodsNs[k]) /
+                          static_cast<double>(kDtPeriodsNs[k]);
+        f[32 + 2 * k] = std::cos(ph);
+        f[33 + 2 * k] = std::sin(ph);
+      }
+      T* row = out->data() + t * kFeatureDim;
+      // Division by an undefined d gives NaN already; anything non-finite is undefined.
+      for (int k = 0; k < 20; ++k) store_feature(row, k, f[k]);
+      store_feature(row, 26, f[26]);
+      store_feature(row, 27, f[27]);
+      for (int k = 32; k < kFeatureDim; ++k) store_feature(row, k, f[k]);
+    }
+  };
+  const uint64_t workers = std::clamp<uint64_t>(static_cast<uint64_t>(std::max(config.threads, 1)),
+                                                1, std::max<uint64_t>(n / 4096, 1));
+  std::vector<std::thread> pool;
+  for (uint64_t w = 1; w < workers; ++w)
+    pool.emplace_back(rows, n * w / workers, n * (w + 1) / workers);
+  rows(0, n / workers);
+  for (std::thread& t : pool) t.join();
   return Status::Ok();
 }
 

@@ -26,7 +26,8 @@ constexpr int kFeatureDim = 40;
 const std::array<const char*, kFeatureDim>& feature_names();
 
 struct FeatureConfig {
-  int stride = 1;  // decision stride S (>= 1): the previous position is t - S
+  int stride = 1;   // decision stride S (>= 1): the previous position is t - S
+  int threads = 1;  // of the per-row pass (the features do not depend on it)
 };
 
 // Raw features, n x 40 row-major, NaN = undefined. Fails on a store without a positive

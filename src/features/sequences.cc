@@ -78,6 +78,7 @@ Result<Dataset> Dataset::build(std::vector<StoreReader> readers, const DatasetCo
   ds.config_ = config;
   FeatureConfig fc;
   fc.stride = sc.stride;
+  fc.threads = config.threads;
   for (auto& r : readers) {
     Store s;
     s.reader = std::move(r);

@@ -66,6 +66,7 @@ struct DatasetConfig {
   SequenceConfig sequence;
   SplitConfig split;
   LabelConfig labels;
+  int threads = 1;  // of the feature computation (the dataset does not depend on it)
 };
 
 class Dataset {

@@ -294,36 +294,48 @@ void trunk_forward(const PerceptionConfig& cfg, CpuContext& ctx, const T* params
 }
 
 // A linear path to the logits (the input skip on x, the PLE path on its encoding):
-// logits[r, j] += sum_f x[r, f] W[j, f] over rows r < rows.
+// logits[r, j] += sum_f x[r, f] W[j, f] over rows r < rows. Threaded over the fixed row chunks;
+// each row's sum runs in the same order whatever the thread count.
 template <typename T>
-void add_linear_logits(const T* x, const T* w, int64_t rows, int64_t f, int64_t nh, T* logits) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * f;
-    for (int64_t j = 0; j < nh; ++j) {
-      const T* wj = w + j * f;
-      T acc = T(0);
-      for (int64_t i = 0; i < f; ++i) acc += xr[i] * wj[i];
-      logits[r * nh + j] += acc;
+void add_linear_logits(CpuContext& ctx, const T* x, const T* w, int64_t rows, int64_t f, int64_t nh,
+                       T* logits) {
+  const int nc = num_row_chunks(rows);
+  ctx.parallel_for(nc, [&](int c) {
+    for (int64_t r = chunk_begin(rows, nc, c); r < chunk_begin(rows, nc, c + 1); ++r) {
+      const T* xr = x + r * f;
+      for (int64_t j = 0; j < nh; ++j) {
+        const T* wj = w + j * f;
+        T acc = T(0);
+        for (int64_t i = 0; i < f; ++i) acc += xr[i] * wj[i];
+        logits[r * nh + j] += acc;
+      }
     }
-  }
+  });
 }
 
 // dW[j, f] += sum_r dlogits[r, j] x[r, f] (rows in order: deterministic); d_x += dlogits W.
+// Threaded over fixed slices of the columns f: every element still sums its rows (dW) and its
+// horizons (d_x) in the same order as on one thread.
 template <typename T>
-void linear_logits_backward(const T* x, const T* w, const T* d_logits, int64_t rows, int64_t f,
-                            int64_t nh, T* dw, T* d_x) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * f;
-    for (int64_t j = 0; j < nh; ++j) {
-      const T dl = d_logits[r * nh + j];
-      T* dwj = dw + j * f;
-      for (int64_t i = 0; i < f; ++i) dwj[i] += dl * xr[i];
-      if (d_x != nullptr) {
-        const T* wj = w + j * f;
-        for (int64_t i = 0; i < f; ++i) d_x[r * f + i] += dl * wj[i];
+void linear_logits_backward(CpuContext& ctx, const T* x, const T* w, const T* d_logits,
+                            int64_t rows, int64_t f, int64_t nh, T* dw, T* d_x) {
+  constexpr int64_t kColumns = 32;  // columns per slice
+  const int slices = static_cast<int>((f + kColumns - 1) / kColumns);
+  ctx.parallel_for(slices, [&](int s) {
+    const int64_t i0 = s * kColumns, i1 = std::min(f, i0 + kColumns);
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* xr = x + r * f;
+      for (int64_t j = 0; j < nh; ++j) {
+        const T dl = d_logits[r * nh + j];
+        T* dwj = dw + j * f;
+        for (int64_t i = i0; i < i1; ++i) dwj[i] += dl * xr[i];
+        if (d_x != nullptr) {
+          const T* wj = w + j * f;
+          for (int64_t i = i0; i < i1; ++i) d_x[r * f + i] += dl * wj[i];
+        }
       }
     }
-  }
+  });
 }
 
 // The snapshot heads on rows x [rows, F]: logits [rows, H] += their logits (activations saved
@@ -341,13 +353,19 @@ void snapshot_heads_forward(const PerceptionConfig& cfg, CpuContext& ctx, const 
 }
 
 // The PLE path on rows x [rows, F]: ws->ple_enc [rows, F K] = enc(x), ws->logits += enc W_ple^T.
+// Both per row, threaded over the fixed row chunks.
 template <typename T>
-void ple_path_forward(const PerceptionConfig& cfg, const T* params, const T* x, int64_t rows,
-                      PerceptionWorkspace<T>* ws) {
+void ple_path_forward(const PerceptionConfig& cfg, CpuContext& ctx, const T* params, const T* x,
+                      int64_t rows, PerceptionWorkspace<T>* ws) {
   const PerceptionLayout l = perception_layout(cfg);
   const int64_t width = static_cast<int64_t>(cfg.features) * cfg.ple_bins;
-  ple_encode(x, params + l.ple_edges, rows, cfg.features, cfg.ple_bins, ws->ple_enc.data());
-  add_linear_logits(ws->ple_enc.data(), params + l.ple_w, rows, width, cfg.horizons,
+  const int nc = num_row_chunks(rows);
+  ctx.parallel_for(nc, [&](int c) {
+    const int64_t r0 = chunk_begin(rows, nc, c), r1 = chunk_begin(rows, nc, c + 1);
+    ple_encode(x + r0 * cfg.features, params + l.ple_edges, r1 - r0, cfg.features, cfg.ple_bins,
+               ws->ple_enc.data() + r0 * width);
+  });
+  add_linear_logits(ctx, ws->ple_enc.data(), params + l.ple_w, rows, width, cfg.horizons,
                     ws->logits.data());
 }
 
@@ -364,10 +382,10 @@ void perception_forward(const PerceptionConfig& cfg, CpuContext& ctx, const T* p
                   cview(params + l.heads, {nh, l.head.size}), mview(ws->logits, {r, nh}),
                   mview(ws->z1, {nh, r, mid}), mview(ws->z2, {nh, r, mid}));
   if (cfg.input_skip) {
-    add_linear_logits(x, params + l.skip_w, r, cfg.features, nh, ws->logits.data());
+    add_linear_logits(ctx, x, params + l.skip_w, r, cfg.features, nh, ws->logits.data());
   }
   if (cfg.snapshot_heads) snapshot_heads_forward(cfg, ctx, params, x, r, ws, ws->logits.data());
-  if (cfg.ple_bins > 0) ple_path_forward(cfg, params, x, r, ws);
+  if (cfg.ple_bins > 0) ple_path_forward(cfg, ctx, params, x, r, ws);
 }
 
 template <typename T>
@@ -393,12 +411,12 @@ void perception_forward_last(const PerceptionConfig& cfg, CpuContext& ctx, const
       std::copy(last, last + f, ws->x_last.data() + i * f);
     }
     if (cfg.input_skip) {
-      add_linear_logits(ws->x_last.data(), params + l.skip_w, b, f, nh, ws->logits.data());
+      add_linear_logits(ctx, ws->x_last.data(), params + l.skip_w, b, f, nh, ws->logits.data());
     }
     if (cfg.snapshot_heads) {
       snapshot_heads_forward(cfg, ctx, params, ws->x_last.data(), b, ws, ws->logits.data());
     }
-    if (cfg.ple_bins > 0) ple_path_forward(cfg, params, ws->x_last.data(), b, ws);
+    if (cfg.ple_bins > 0) ple_path_forward(cfg, ctx, params, ws->x_last.data(), b, ws);
   }
 }
 
@@ -430,7 +448,7 @@ void perception_backward(const PerceptionConfig& cfg, CpuContext& ctx, const T* 
                    cview(lambda != nullptr ? lambda : ws->ones.data(), {nh}),
                    mview(ws->d_s, {r, d}), mview(g + l.heads, {nh, l.head.size}));
   if (cfg.input_skip) {
-    linear_logits_backward(x, p + l.skip_w, d_logits, r, f, nh, g + l.skip_w, d_x);
+    linear_logits_backward(ctx, x, p + l.skip_w, d_logits, r, f, nh, g + l.skip_w, d_x);
   }
   if (cfg.snapshot_heads) {
     // Not the trunk: the snapshot heads send dL/dx unscaled (lambda only scales the trunk).
@@ -448,8 +466,8 @@ void perception_backward(const PerceptionConfig& cfg, CpuContext& ctx, const T* 
       zero(ws->d_ple_enc);
       d_enc = ws->d_ple_enc.data();
     }
-    linear_logits_backward(ws->ple_enc.data(), p + l.ple_w, d_logits, r, width, nh, g + l.ple_w,
-                           d_enc);
+    linear_logits_backward(ctx, ws->ple_enc.data(), p + l.ple_w, d_logits, r, width, nh,
+                           g + l.ple_w, d_enc);
     if (d_x != nullptr) ple_backward(x, p + l.ple_edges, d_enc, r, cfg.features, cfg.ple_bins, d_x);
   }
   // CfC: dL/dh from the inputs W_in h_k, dL/dc from s_{-1}.

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -203,16 +204,25 @@ class Tensor {
   std::vector<T> storage_;
 };
 
-// Execution context of the CPU reference backend: thread count and scratch memory.
+// Execution context of the CPU reference backend: thread count and scratch memory. The worker
+// threads of parallel_for are started on its first multi-threaded call and kept until the
+// context is destroyed (a training step makes ~100 such calls; starting a thread per call cost
+// more than some of the work it ran). A copy has the thread count, not the workers or scratch.
 class CpuContext {
  public:
-  explicit CpuContext(int num_threads = 1) : num_threads_(num_threads < 1 ? 1 : num_threads) {}
+  explicit CpuContext(int num_threads = 1);
+  ~CpuContext();
+  CpuContext(const CpuContext& other);
+  CpuContext& operator=(const CpuContext& other);
+  CpuContext(CpuContext&&) noexcept;
+  CpuContext& operator=(CpuContext&&) noexcept;
 
   int num_threads() const { return num_threads_; }
   void set_num_threads(int n) { num_threads_ = n < 1 ? 1 : n; }
 
   // Runs fn(chunk) for chunk in [0, num_chunks) on up to num_threads() threads; thread t takes
-  // chunks t, t + T, ... Returns when all are done. fn must write only chunk-owned memory.
+  // chunks t, t + T, ... Returns when all are done. fn must write only chunk-owned memory. A call
+  // from inside fn runs its chunks on the calling thread.
   void parallel_for(int num_chunks, const std::function<void(int)>& fn) const;
 
   // A buffer of at least n elements of T, valid until the next scratch() call. It grows on
@@ -225,7 +235,9 @@ class CpuContext {
   }
 
  private:
+  class Workers;  // tensor.cc
   int num_threads_;
+  mutable std::unique_ptr<Workers> workers_;
   std::vector<std::max_align_t> scratch_;
 };
 

@@ -1,9 +1,10 @@
 #include "train/baselines.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <functional>
+#include <memory>
 #include <thread>
 
 #include <fmt/format.h>
@@ -83,39 +84,6 @@ DesignMatrix to_design(const RowSet& r, int64_t cols) {
   d.cols = cols;
   d.values.assign(r.x.begin(), r.x.end());
   return d;
-}
-
-// The logistic path (penalty chosen on validation) of every horizon; the horizons' fits are
-// independent and single-threaded, so they run on up to `threads` threads with a result that
-// does not depend on the thread count.
-Result<std::vector<LogisticSolution>> fit_logistic_horizons(
-    const DesignMatrix& dtr, const RowSet& tr, const DesignMatrix& dva, const RowSet& va,
-    std::span<const int> horizons, int threads) {
-  const size_t nh = tr.y.size();
-  const std::vector<double> grid = default_lambda_grid();
-  std::vector<LogisticSolution> sol(nh);
-  std::vector<Status> status(nh, Status::Ok());
-  auto fit_from = [&](size_t first, size_t step) {
-    for (size_t h = first; h < nh; h += step) {
-      auto path = fit_logistic_path(dtr, tr.y[h], tr.mask[h], dva, va.y[h], va.mask[h], grid);
-      if (path.ok()) {
-        sol[h] = path->best;
-      } else {
-        status[h] = path.status();
-      }
-    }
-  };
-  const size_t workers = std::min(nh, static_cast<size_t>(std::max(threads, 1)));
-  std::vector<std::thread> pool;
-  for (size_t w = 1; w < workers; ++w) pool.emplace_back(fit_from, w, workers);
-  fit_from(0, std::max<size_t>(workers, 1));
-  for (std::thread& t : pool) t.join();
-  for (size_t h = 0; h < nh; ++h) {
-    if (!status[h].ok()) {
-      return Status(status[h].code(), fmt::format("at h{}: {}", horizons[h], status[h].message()));
-    }
-  }
-  return sol;
 }
 
 // PLE edges [40, bins + 1] of the standardised features over `rows` (model::ple_edges_from_sample
@@ -294,79 +262,139 @@ Result<Baselines> Baselines::fit(const Dataset& ds, std::span<const int> horizon
   if (want_gbdt) {
     FXT_ASSIGN_OR_RETURN(gbdt_rows, split_rows(cfg.gbdt_max_fit_rows));
   }
+
+  // Every (baseline, horizon) fit is one job writing only its own result; the jobs run on
+  // `threads` workers, each fit single-threaded (XGBoost with nthread 1 when there are enough
+  // jobs to fill the workers), so no core waits on another fit's serial parts and the results
+  // do not depend on the thread count or on which worker ran which job.
+  struct Inputs {  // one baseline's rows and design (kept alive until every job is done)
+    RowSet tr, va;
+    DesignMatrix dtr, dva;
+    int64_t cols = 0;
+  };
+  std::vector<std::unique_ptr<Inputs>> inputs;
+  struct Job {
+    size_t baseline, horizon;
+    const Inputs* in;
+    double cost;  // a rough size: the biggest jobs start first
+  };
+  std::vector<Job> jobs;
+  auto add_baseline = [&](const std::string& name, BaselineKind kind, int lags, const Inputs* in) {
+    FittedBaseline b;
+    b.name = name;
+    b.kind = kind;
+    b.lags = lags;
+    b.train_rows = static_cast<int64_t>(in->tr.rows);
+    b.validation_rows = static_cast<int64_t>(in->va.rows);
+    if (kind == BaselineKind::kLogistic) b.logistic.resize(static_cast<size_t>(nh));
+    if (kind == BaselineKind::kGbdt) b.gbdt.resize(static_cast<size_t>(nh));
+    out.fitted_.push_back(std::move(b));
+    const auto cols = static_cast<double>(in->cols);
+    for (size_t h = 0; h < static_cast<size_t>(nh); ++h) {
+      // Labelled rows x columns per XGBoost tree (a few dozen trees); rows x columns^2 per
+      // Newton matrix of the logistic path.
+      const auto& m = in->tr.mask[h];
+      const auto rows = static_cast<double>(std::count(m.begin(), m.end(), uint8_t{1}));
+      const double cost = kind == BaselineKind::kGbdt ? 200.0 * rows * cols : rows * cols * cols;
+      jobs.push_back({out.fitted_.size() - 1, h, in, cost});
+    }
+  };
   std::vector<int> lag_set = {1};
   if (cfg.lags > 1) lag_set.push_back(cfg.lags);
   for (int lags : lag_set) {
     const int64_t cols = static_cast<int64_t>(lags) * kF;
     const std::string suffix = lags > 1 ? "_lags" : "";
-    // One baseline of a family on the rows tr / va: fit_all(b) fits every horizon; timed, logged.
-    auto fit_family = [&](const std::string& family, BaselineKind kind, const RowSet& tr,
-                          const RowSet& va,
-                          const std::function<Status(FittedBaseline&)>& fit_all) -> Status {
-      const auto t0 = Clock::now();
-      FittedBaseline b;
-      b.name = family + suffix;
-      b.kind = kind;
-      b.lags = lags;
-      b.train_rows = static_cast<int64_t>(tr.rows);
-      b.validation_rows = static_cast<int64_t>(va.rows);
-      if (Status st = fit_all(b); !st.ok()) {
-        return Status(st.code(), fmt::format("baseline {} {}", b.name, st.message()));
-      }
-      b.fit_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-      log_info("baseline {}: {} training rows, fit in {:.1f} s", b.name, b.train_rows,
-               b.fit_seconds);
-      out.fitted_.push_back(std::move(b));
-      return Status::Ok();
-    };
     if (want_logreg || (want_gam && lags == 1)) {
-      const RowSet tr = gather_rows(ds, logistic_rows.train, lags, nh);
-      const RowSet va = gather_rows(ds, logistic_rows.validation, lags, nh);
+      RowSet tr = gather_rows(ds, logistic_rows.train, lags, nh);
+      RowSet va = gather_rows(ds, logistic_rows.validation, lags, nh);
       if (want_logreg) {
-        const DesignMatrix dtr = to_design(tr, cols), dva = to_design(va, cols);
-        FXT_RETURN_IF_ERROR(
-            fit_family("logreg", BaselineKind::kLogistic, tr, va, [&](FittedBaseline& b) -> Status {
-              FXT_ASSIGN_OR_RETURN(b.logistic,
-                                   fit_logistic_horizons(dtr, tr, dva, va, horizons, threads));
-              return Status::Ok();
-            }));
+        auto in = std::make_unique<Inputs>();
+        in->dtr = to_design(tr, cols);
+        in->dva = to_design(va, cols);
+        in->cols = cols;
+        in->tr = tr;
+        in->va = va;
+        add_baseline("logreg" + suffix, BaselineKind::kLogistic, lags, in.get());
+        inputs.push_back(std::move(in));
       }
       if (want_gam && lags == 1) {
         const int bins = cfg.gam_bins;
+        auto in = std::make_unique<Inputs>();
         const std::vector<float> edges = ple_edges_of_rows(ds, logistic_rows.train, bins);
-        const DesignMatrix dtr = to_gam_design(tr, edges, bins);
-        const DesignMatrix dva = to_gam_design(va, edges, bins);
-        FXT_RETURN_IF_ERROR(
-            fit_family("gam", BaselineKind::kLogistic, tr, va, [&](FittedBaseline& b) -> Status {
-              FXT_ASSIGN_OR_RETURN(b.logistic,
-                                   fit_logistic_horizons(dtr, tr, dva, va, horizons, threads));
-              return Status::Ok();
-            }));
+        in->dtr = to_gam_design(tr, edges, bins);
+        in->dva = to_gam_design(va, edges, bins);
+        in->cols = in->dtr.cols;
+        in->tr = std::move(tr);
+        in->va = std::move(va);
+        add_baseline("gam", BaselineKind::kLogistic, lags, in.get());
         out.fitted_.back().ple_bins = bins;
         out.fitted_.back().ple_edges = edges;
+        inputs.push_back(std::move(in));
       }
     }
     if (want_gbdt) {
-      const RowSet tr = gather_rows(ds, gbdt_rows.train, lags, nh);
-      const RowSet va = gather_rows(ds, gbdt_rows.validation, lags, nh);
-      GbdtParams gp = cfg.gbdt_params;
-      gp.threads = threads;
-      std::vector<float> xt, yt, xv, yv;
-      FXT_RETURN_IF_ERROR(
-          fit_family("gbdt", BaselineKind::kGbdt, tr, va, [&](FittedBaseline& b) -> Status {
-            for (size_t h = 0; h < static_cast<size_t>(nh); ++h) {
-              masked_rows(tr, h, cols, &xt, &yt);
-              masked_rows(va, h, cols, &xv, &yv);
-              auto m = fit_gbdt(xt, yt, xv, yv, cols, gp);
-              if (!m.ok()) {
-                return Status(m.status().code(),
-                              fmt::format("at h{}: {}", horizons[h], m.status().message()));
-              }
-              b.gbdt.push_back(std::move(*m));
-            }
-            return Status::Ok();
-          }));
+      auto in = std::make_unique<Inputs>();
+      in->tr = gather_rows(ds, gbdt_rows.train, lags, nh);
+      in->va = gather_rows(ds, gbdt_rows.validation, lags, nh);
+      in->cols = cols;
+      add_baseline("gbdt" + suffix, BaselineKind::kGbdt, lags, in.get());
+      inputs.push_back(std::move(in));
     }
+  }
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [](const Job& a, const Job& b) { return a.cost > b.cost; });
+
+  const std::vector<double> grid = default_lambda_grid();
+  const size_t workers = std::min(jobs.size(), static_cast<size_t>(std::max(threads, 1)));
+  GbdtParams gp = cfg.gbdt_params;
+  gp.threads = std::max(1, threads / static_cast<int>(std::max<size_t>(workers, 1)));
+  std::vector<Status> status(jobs.size(), Status::Ok());
+  std::vector<double> seconds(jobs.size(), 0.0);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    std::vector<float> xt, yt, xv, yv;  // a GBDT job's rows with a label (XGBoost inputs)
+    for (size_t j = next++; j < jobs.size(); j = next++) {
+      const Job& job = jobs[j];
+      const auto t0 = Clock::now();
+      FittedBaseline& b = out.fitted_[job.baseline];
+      const Inputs& in = *job.in;
+      const size_t h = job.horizon;
+      if (b.kind == BaselineKind::kLogistic) {
+        auto path = fit_logistic_path(in.dtr, in.tr.y[h], in.tr.mask[h], in.dva, in.va.y[h],
+                                      in.va.mask[h], grid);
+        if (path.ok()) {
+          b.logistic[h] = path->best;
+        } else {
+          status[j] = path.status();
+        }
+      } else {
+        masked_rows(in.tr, h, in.cols, &xt, &yt);
+        masked_rows(in.va, h, in.cols, &xv, &yv);
+        auto m = fit_gbdt(xt, yt, xv, yv, in.cols, gp);
+        if (m.ok()) {
+          b.gbdt[h] = std::move(*m);
+        } else {
+          status[j] = m.status();
+        }
+      }
+      seconds[j] = std::chrono::duration<double>(Clock::now() - t0).count();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t w = 1; w < workers; ++w) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    FittedBaseline& b = out.fitted_[jobs[j].baseline];
+    if (!status[j].ok()) {
+      return Status(status[j].code(), fmt::format("baseline {} at h{}: {}", b.name,
+                                                  horizons[jobs[j].horizon], status[j].message()));
+    }
+    b.fit_seconds += seconds[j];
+  }
+  for (const FittedBaseline& b : out.fitted_) {
+    log_info("baseline {}: {} training rows, fit in {:.1f} s (its horizons' fits, summed)", b.name,
+             b.train_rows, b.fit_seconds);
   }
   return out;
 }

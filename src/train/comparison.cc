@@ -56,9 +56,16 @@ Result<nlohmann::json> compare_with_baselines(
   // AUC of every baseline per horizon; the best one's scores form one composite array.
   std::vector<size_t> best(nh, 0);
   std::vector<double> best_auc(nh, -1.0);
+  // The baselines' metrics are independent: on up to options.threads threads.
+  std::vector<Result<Metrics>> metrics(baselines.size(), Metrics{});
+  for_replicate_ranges(baselines.size(), options.threads, [&](size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; ++i) {
+      metrics[i] = compute_metrics(std::span<const float>(baselines[i]), labels, mask, horizons,
+                                   ScoreKind::kLogit);
+    }
+  });
   for (size_t i = 0; i < baselines.size(); ++i) {
-    FXT_ASSIGN_OR_RETURN(Metrics m, compute_metrics(std::span<const float>(baselines[i]), labels,
-                                                    mask, horizons, ScoreKind::kLogit));
+    FXT_ASSIGN_OR_RETURN(const Metrics m, std::move(metrics[i]));
     for (size_t h = 0; h < nh; ++h) {
       const double a = m.horizons[h].auc;
       if (std::isfinite(a) && a > best_auc[h]) {

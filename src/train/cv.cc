@@ -549,19 +549,28 @@ Result<PairedAucResult> paired_auc_bootstrap(std::span<const float> a, std::span
   res.horizons.resize(nh);
   if (rows == 0) return res;
 
+  // Both arrays' sorted rows per horizon, independent: on up to o.threads threads.
   std::vector<SortedRows> sa(nh), sb(nh);
+  for_replicate_ranges(2 * nh, o.threads, [&](size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; ++i) {
+      const size_t h = i / 2;
+      std::vector<uint32_t> valid;
+      for (size_t r = 0; r < rows; ++r) {
+        const size_t at = r * nh + h;
+        if ((mask.empty() || mask[at] != 0) && !std::isnan(a[at]) && !std::isnan(b[at])) {
+          valid.push_back(static_cast<uint32_t>(r));
+        }
+      }
+      if (i % 2 == 0) {
+        sa[h] = sort_rows(a.data() + h, labels.data() + h, valid, nh);
+      } else {
+        sb[h] = sort_rows(b.data() + h, labels.data() + h, valid, nh);
+      }
+    }
+  });
   double sum = 0;
   int defined = 0;
   for (size_t h = 0; h < nh; ++h) {
-    std::vector<uint32_t> valid;
-    for (size_t r = 0; r < rows; ++r) {
-      const size_t at = r * nh + h;
-      if ((mask.empty() || mask[at] != 0) && !std::isnan(a[at]) && !std::isnan(b[at])) {
-        valid.push_back(static_cast<uint32_t>(r));
-      }
-    }
-    sa[h] = sort_rows(a.data() + h, labels.data() + h, valid, nh);
-    sb[h] = sort_rows(b.data() + h, labels.data() + h, valid, nh);
     PairedAucHorizon& ph = res.horizons[h];
     ph.auc_a = weighted_auc(sa[h], nullptr);
     ph.auc_b = weighted_auc(sb[h], nullptr);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -125,6 +126,19 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
                                                                   : "whole");
   }
   progress.finish();
+  // The oracle's Monte Carlo needs only the row count: it runs beside the stacks, metrics and
+  // intervals below (mostly on one core), on all threads but one, and is joined where its
+  // comparison is made (or when an error returns first). Its probabilities do not depend on
+  // this.
+  const size_t scored_rows = model_scores.size() / static_cast<size_t>(nh);
+  auto snapshot_of_row = [&](size_t r) { return g.begin + r; };  // one store: global = local
+  std::future<Result<OracleDraw>> oracle_draw;
+  if (options.oracle.enabled()) {
+    oracle_draw = std::async(std::launch::async, [&] {
+      return draw_oracle(options.oracle, *market, c.horizons, scored_rows, snapshot_of_row,
+                         std::max(1, c.threads - 1), nullptr);
+    });
+  }
   std::vector<std::string> names;
   for (const FittedBaseline& f : fitted) names.push_back(f.name);
 
@@ -210,7 +224,9 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
     in.labels = labels;
     in.mask = mask;
     in.comparison = &comparison;
-    in.snapshot_of_row = [&](size_t r) { return g.begin + r; };  // one store: global = local
+    in.snapshot_of_row = snapshot_of_row;
+    FXT_ASSIGN_OR_RETURN(const OracleDraw draw, oracle_draw.get());
+    in.draw = &draw;
     FXT_ASSIGN_OR_RETURN(oracle, oracle_on_rows(options.oracle, *market, in, c.threads));
   }
   nlohmann::json j;
@@ -264,6 +280,7 @@ Status predict(const std::string& checkpoint_path, const std::string& store_dir,
   warn_if_other_instrument(st->store_instruments, store, store_dir);
   FeatureConfig fc;
   fc.stride = c.stride;
+  fc.threads = threads;
   std::vector<float> features;
   FXT_RETURN_IF_ERROR(compute_features(store, fc, &features));
   const uint64_t n = store.size();

@@ -246,11 +246,14 @@ Result<BootstrapResult> bootstrap_impl(std::span<const T> scores, std::span<cons
   res.horizons.resize(n_h);
   if (rows == 0) return res;
 
-  std::vector<Prepared> prep;
-  for (size_t h = 0; h < n_h; ++h) {
-    prep.push_back(prepare(scores.data() + h, labels.data() + h,
-                           mask.empty() ? nullptr : mask.data() + h, rows, n_h, kind, horizons[h]));
-  }
+  // The horizons' sorted rows are independent: prepared on up to o.threads threads.
+  std::vector<Prepared> prep(n_h);
+  for_replicate_ranges(n_h, o.threads, [&](size_t h0, size_t h1) {
+    for (size_t h = h0; h < h1; ++h) {
+      prep[h] = prepare(scores.data() + h, labels.data() + h,
+                        mask.empty() ? nullptr : mask.data() + h, rows, n_h, kind, horizons[h]);
+    }
+  });
 
   // One seed per replicate, drawn up front: replicate r is the same on any thread.
   const auto reps = static_cast<size_t>(o.replicates);

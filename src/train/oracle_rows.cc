@@ -30,32 +30,51 @@ Result<SynthConfig> oracle_market(const OracleSpec& spec, size_t store_count,
   return sc;
 }
 
+Result<OracleDraw> draw_oracle(const OracleSpec& spec, const SynthConfig& market,
+                               std::span<const int> horizons, size_t rows,
+                               const std::function<uint64_t(size_t)>& snapshot_of_row, int threads,
+                               Progress* progress) {
+  const size_t n = std::min<size_t>(rows, static_cast<size_t>(spec.rows));
+  if (n == 0) return InvalidInput("--oracle: no scored rows");
+  OracleDraw d;
+  std::vector<uint64_t> events;
+  for (size_t k = 0; k < n; ++k) {
+    const size_t r = k * rows / n;
+    d.picked.push_back(r);
+    events.push_back(snapshot_of_row(r));
+  }
+  for (int h : horizons) {
+    if (h <= spec.max_horizon) d.covered.push_back(h);
+  }
+  if (d.covered.empty()) return UsageError("--oracle-max-horizon is below every horizon");
+  OracleOptions oo;
+  oo.paths = spec.paths;
+  oo.threads = threads;
+  FXT_ASSIGN_OR_RETURN(d.probs, synth_oracle(market, events, d.covered, oo, progress));
+  return d;
+}
+
 Result<nlohmann::json> oracle_on_rows(const OracleSpec& spec, const SynthConfig& market,
                                       const OracleRows& in, int threads) {
   const std::vector<std::string>& names = *in.names;
   const nlohmann::json& comparison = *in.comparison;
   const size_t nh = in.horizons.size(), rows = in.model.size() / nh;
-  const size_t n = std::min<size_t>(rows, static_cast<size_t>(spec.rows));
-  if (n == 0) return InvalidInput("--oracle: no scored rows");
-  std::vector<size_t> picked;
-  std::vector<uint64_t> events;
-  for (size_t k = 0; k < n; ++k) {
-    const size_t r = k * rows / n;
-    picked.push_back(r);
-    events.push_back(in.snapshot_of_row(r));
+  OracleDraw drawn;
+  if (in.draw == nullptr) {
+    Progress progress("oracle", std::min<size_t>(rows, static_cast<size_t>(spec.rows)), "rows");
+    FXT_ASSIGN_OR_RETURN(drawn, draw_oracle(spec, market, in.horizons, rows, in.snapshot_of_row,
+                                            threads, &progress));
+    progress.finish();
   }
-  std::vector<int> covered;
-  for (int h : in.horizons) {
-    if (h <= spec.max_horizon) covered.push_back(h);
+  const OracleDraw& d = in.draw != nullptr ? *in.draw : drawn;
+  const size_t n = d.picked.size();
+  const std::vector<size_t>& picked = d.picked;
+  const std::vector<int>& covered = d.covered;
+  const std::vector<double>& op = d.probs;
+  if (n != std::min<size_t>(rows, static_cast<size_t>(spec.rows)) ||
+      op.size() != n * covered.size()) {
+    return InternalError("--oracle: a draw of {} rows for {} scored rows", n, rows);
   }
-  if (covered.empty()) return UsageError("--oracle-max-horizon is below every horizon");
-  OracleOptions oo;
-  oo.paths = spec.paths;
-  oo.threads = threads;
-  Progress progress("oracle", events.size(), "rows");
-  FXT_ASSIGN_OR_RETURN(std::vector<double> op,
-                       synth_oracle(market, events, covered, oo, &progress));
-  progress.finish();
   // The picked rows of every array, all horizons (NaN oracle where not covered).
   std::vector<double> oracle(n * nh, std::nan(""));
   std::vector<float> ms(n * nh), bs(n * nh), ss(in.stacked.empty() ? 0 : n * nh);

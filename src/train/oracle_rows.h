@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/progress.h"
 #include "core/status.h"
 #include "data/synth.h"
 
@@ -25,6 +26,21 @@ struct OracleSpec {
   bool enabled() const { return !config.empty(); }
 };
 
+// The oracle's Monte Carlo part, which needs only how many rows are scored: the spec's evenly
+// spaced rows among them, the horizons it covers (<= max_horizon) and its probabilities
+// [picked][covered]. fxt eval draws it while the scores' metrics are computed.
+struct OracleDraw {
+  std::vector<size_t> picked;
+  std::vector<int> covered;
+  std::vector<double> probs;
+};
+// Errors (exit code 2): no horizon <= max_horizon, no rows. threads: of the Monte Carlo (the
+// probabilities do not depend on it).
+Result<OracleDraw> draw_oracle(const OracleSpec& spec, const SynthConfig& market,
+                               std::span<const int> horizons, size_t rows,
+                               const std::function<uint64_t(size_t)>& snapshot_of_row, int threads,
+                               Progress* progress);
+
 // The scored rows: [rows][H] model logits, each baseline's, labels and mask (0/1), and
 // `comparison`, compare_with_baselines()'s JSON for them (it names each horizon's best
 // baseline). snapshot_of_row(r) is row r's snapshot index in the one store the market
@@ -38,6 +54,7 @@ struct OracleRows {
   std::span<const uint8_t> labels, mask;
   const nlohmann::json* comparison = nullptr;
   std::function<uint64_t(size_t)> snapshot_of_row;
+  const OracleDraw* draw = nullptr;  // draw_oracle() of these rows; nullptr = drawn here
 };
 
 // The market the spec's config describes, checked against the evaluated data (one store of

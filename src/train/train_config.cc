@@ -251,6 +251,7 @@ DatasetConfig TrainConfig::dataset_config() const {
   d.split = split;
   d.labels.horizons = horizons;
   d.labels.min_move_ticks = min_move_ticks;
+  d.threads = threads;
   return d;
 }
 

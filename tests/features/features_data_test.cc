@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -142,6 +143,27 @@ TEST(FeaturesReal, EsMboStore) {
   uint64_t valid = 0;
   for (uint8_t m : l.mask) valid += m;
   EXPECT_GT(valid, 0u);
+}
+
+// The per-row pass runs on FeatureConfig::threads threads over row ranges: the same bytes for
+// any thread count, at stride 1 and 4,.
+TEST(FeaturesPerf, ThreadsGiveTheSameBytes) {
+  std::string dir = test::scratch_dir();
+  auto r = StoreReader::open(synth_store(dir, 300000));
+  ASSERT_TRUE(r.ok());
+  for (int stride : {1, 4}) {
+    std::vector<float> one, many;
+    FeatureConfig c;
+    c.stride = stride;
+    ASSERT_TRUE(compute_features(*r, c, &one).ok());
+    for (int threads : {2, 3, 8}) {
+      c.threads = threads;
+      ASSERT_TRUE(compute_features(*r, c, &many).ok());
+      ASSERT_EQ(one.size(), many.size());
+      EXPECT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(float)))
+          << "stride " << stride << ", " << threads << " threads";
+    }
+  }
 }
 
 TEST(FeaturesPerf, Throughput) {

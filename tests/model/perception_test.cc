@@ -626,48 +626,66 @@ TEST(Perception, UntrainedModelWithInputSkipIsTheLogistic) {
   }
 }
 
-// Two runs, and 1 vs 4 threads, give identical bytes of logits, gradients and d_x.
+// Two runs, and 1 vs 4 threads, give identical bytes of logits, gradients and d_x: DESIGN's
+// model, and the demo's causal one with the input skip and the PLE path (non-zero weights), whose
+// linear paths are threaded over rows (forward) and column slices (backward). The second pass on
+// a context reuses its workers.
 TEST(Perception, DeterministicBytes) {
-  const PerceptionConfig cfg;
-  const int b = 8, k = 32;
-  const PerceptionLayout l = perception_layout(cfg);
-  std::vector<float> params(l.total);
-  perception_init(cfg, params.data(), 31);
-  std::mt19937_64 rng(32);
-  std::normal_distribution<float> n01;
-  std::vector<float> x(static_cast<std::size_t>(b * k * cfg.features));
-  for (float& v : x) v = n01(rng);
-  std::vector<float> d_logits(static_cast<std::size_t>(b * k * cfg.horizons));
-  for (float& v : d_logits) v = n01(rng);
-  const std::vector<float> lambda = {1.0f, 1.5f, 2.0f, 1.0f, 1.25f};
+  PerceptionConfig with_paths;
+  with_paths.d_model = 32;
+  with_paths.d_state = 8;
+  with_paths.causal = true;
+  with_paths.input_skip = true;
+  with_paths.ple_bins = 8;
+  for (const PerceptionConfig& cfg : {PerceptionConfig(), with_paths}) {
+    const int b = 8, k = 32;
+    const PerceptionLayout l = perception_layout(cfg);
+    std::vector<float> params(l.total);
+    perception_init(cfg, params.data(), 31);
+    std::mt19937_64 rng(32);
+    std::normal_distribution<float> n01;
+    if (cfg.input_skip) {
+      for (std::size_t i = l.skip_w; i < l.skip_w + static_cast<std::size_t>(cfg.horizons) * 40;
+           ++i)
+        params[i] = 0.1f * n01(rng);
+    }
+    for (std::size_t i = l.ple_w; i < l.total; ++i) params[i] = 0.1f * n01(rng);
+    std::vector<float> x(static_cast<std::size_t>(b * k * cfg.features));
+    for (float& v : x) v = n01(rng);
+    std::vector<float> d_logits(static_cast<std::size_t>(b * k * cfg.horizons));
+    for (float& v : d_logits) v = n01(rng);
+    const std::vector<float> lambda = {1.0f, 1.5f, 2.0f, 1.0f, 1.25f};
 
-  struct Run {
-    std::vector<float> logits, grads, d_x;
-  };
-  auto run = [&](int threads) {
-    CpuContext ctx(threads);
-    PerceptionWorkspace<float> ws;
-    ws.resize(cfg, b, k);
-    Run out;
-    out.grads.resize(l.total);
-    out.d_x.resize(x.size());
-    perception_forward(cfg, ctx, params.data(), x.data(), 2.0f, static_cast<const float*>(nullptr),
-                       &ws);
-    out.logits = ws.logits;
-    perception_backward(cfg, ctx, params.data(), x.data(), 2.0f, static_cast<const float*>(nullptr),
-                        d_logits.data(), lambda.data(), &ws, out.grads.data(), out.d_x.data());
-    return out;
-  };
-  auto same = [](const std::vector<float>& a, const std::vector<float>& c) {
-    return a.size() == c.size() && std::memcmp(a.data(), c.data(), a.size() * sizeof(float)) == 0;
-  };
-  const Run a = run(4), b2 = run(4), c = run(1);
-  EXPECT_TRUE(same(a.logits, b2.logits));
-  EXPECT_TRUE(same(a.grads, b2.grads));
-  EXPECT_TRUE(same(a.d_x, b2.d_x));
-  EXPECT_TRUE(same(a.logits, c.logits));
-  EXPECT_TRUE(same(a.grads, c.grads));
-  EXPECT_TRUE(same(a.d_x, c.d_x));
+    struct Run {
+      std::vector<float> logits, grads, d_x;
+    };
+    auto run = [&](int threads) {
+      CpuContext ctx(threads);
+      PerceptionWorkspace<float> ws;
+      ws.resize(cfg, b, k);
+      Run out;
+      out.grads.resize(l.total);
+      out.d_x.resize(x.size());
+      for (int pass = 0; pass < 2; ++pass) {
+        perception_forward(cfg, ctx, params.data(), x.data(), 2.0f,
+                           static_cast<const float*>(nullptr), &ws);
+        out.logits = ws.logits;
+        perception_backward(cfg, ctx, params.data(), x.data(), 2.0f,
+                            static_cast<const float*>(nullptr), d_logits.data(), lambda.data(), &ws,
+                            out.grads.data(), out.d_x.data());
+      }
+      return out;
+    };
+    auto same = [](const std::vector<float>& a, const std::vector<float>& c) {
+      return a.size() == c.size() && std::memcmp(a.data(), c.data(), a.size() * sizeof(float)) == 0;
+    };
+    const Run a = run(4), b2 = run(4), c = run(1), d = run(2);
+    for (const Run* o : {&b2, &c, &d}) {
+      EXPECT_TRUE(same(a.logits, o->logits)) << "ple_bins " << cfg.ple_bins;
+      EXPECT_TRUE(same(a.grads, o->grads)) << "ple_bins " << cfg.ple_bins;
+      EXPECT_TRUE(same(a.d_x, o->d_x)) << "ple_bins " << cfg.ple_bins;
+    }
+  }
 }
 
 // Plain SGD on one fixed batch whose labels are a constant signal per sequence and horizon: the

@@ -220,6 +220,24 @@ TEST(Gbdt, DeterministicForASeedAndLearnsANonLinearRule) {
   EXPECT_LT(roc_auc(std::span<const float>(ll), labels), 0.6);
 }
 
+// The baselines' fits run one per worker with XGBoost on one thread: the model must be the one
+// a multi-threaded fit gives, byte for byte.
+TEST(Gbdt, ModelBytesDoNotDependOnTheThreadCount) {
+  if (!gbdt_available()) GTEST_SKIP() << "this build has no XGBoost (libxgboost-dev)";
+  std::vector<float> xt, yt, xv, yv;
+  xor_rows(20000, 5, &xt, &yt);
+  xor_rows(4000, 6, &xv, &yv);
+  GbdtParams p;
+  p.threads = 1;
+  auto one = fit_gbdt(xt, yt, xv, yv, 2, p);
+  p.threads = 2;
+  auto two = fit_gbdt(xt, yt, xv, yv, 2, p);
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  ASSERT_TRUE(two.ok()) << two.status().message();
+  EXPECT_EQ(one->rounds, two->rounds);
+  EXPECT_EQ(one->bytes, two->bytes);
+}
+
 class BaselinesTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

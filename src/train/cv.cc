@@ -12,10 +12,12 @@
 #include "core/fault.h"
 #include "core/file_util.h"
 #include "core/log.h"
+#include "core/progress.h"
 #include "core/random.h"
 #include "data/store.h"
 #include "train/comparison.h"
 #include "train/metrics.h"
+#include "train/oracle_rows.h"
 #include "train/run_record.h"
 
 namespace fxt {
@@ -304,13 +306,20 @@ Result<nlohmann::json> pool_folds(const CvConfig& cfg, const FoldPlan& plan,
     in.labels = labels;
     in.mask = mask;
     in.comparison = &vs;
-    in.snapshot_of_row = [&](size_t row) {  // the fold holding the pooled row, then its offset
+    auto snapshot_of_row = [&](size_t row) {  // the fold holding the pooled row, then its offset
       const size_t k = static_cast<size_t>(
           std::upper_bound(fold_row0.begin(), fold_row0.end(), row) - fold_row0.begin() - 1);
       return fold_test0[k] + (row - fold_row0[k]);
     };
-    FXT_ASSIGN_OR_RETURN(cv["oracle"],
-                         oracle_on_rows(oracle_spec, *oracle_config, in, cfg.train.threads));
+    const size_t rows = model.size() / nh;
+    Progress progress("oracle", std::min<size_t>(rows, static_cast<size_t>(oracle_spec.rows)),
+                      "rows");
+    FXT_ASSIGN_OR_RETURN(const OracleDraw draw,
+                         draw_oracle(oracle_spec, *oracle_config, hz, rows, snapshot_of_row,
+                                     cfg.train.threads, &progress));
+    progress.finish();
+    in.draw = &draw;
+    FXT_ASSIGN_OR_RETURN(cv["oracle"], oracle_on_rows(oracle_spec, in, cfg.train.threads));
   }
   return cv;
 }

@@ -224,10 +224,9 @@ Result<nlohmann::json> evaluate(const std::string& checkpoint_path,
     in.labels = labels;
     in.mask = mask;
     in.comparison = &comparison;
-    in.snapshot_of_row = snapshot_of_row;
     FXT_ASSIGN_OR_RETURN(const OracleDraw draw, oracle_draw.get());
     in.draw = &draw;
-    FXT_ASSIGN_OR_RETURN(oracle, oracle_on_rows(options.oracle, *market, in, c.threads));
+    FXT_ASSIGN_OR_RETURN(oracle, oracle_on_rows(options.oracle, in, c.threads));
   }
   nlohmann::json j;
   j["checkpoint"] = checkpoint_path;

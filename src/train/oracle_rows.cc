@@ -54,19 +54,11 @@ Result<OracleDraw> draw_oracle(const OracleSpec& spec, const SynthConfig& market
   return d;
 }
 
-Result<nlohmann::json> oracle_on_rows(const OracleSpec& spec, const SynthConfig& market,
-                                      const OracleRows& in, int threads) {
+Result<nlohmann::json> oracle_on_rows(const OracleSpec& spec, const OracleRows& in, int threads) {
   const std::vector<std::string>& names = *in.names;
   const nlohmann::json& comparison = *in.comparison;
   const size_t nh = in.horizons.size(), rows = in.model.size() / nh;
-  OracleDraw drawn;
-  if (in.draw == nullptr) {
-    Progress progress("oracle", std::min<size_t>(rows, static_cast<size_t>(spec.rows)), "rows");
-    FXT_ASSIGN_OR_RETURN(drawn, draw_oracle(spec, market, in.horizons, rows, in.snapshot_of_row,
-                                            threads, &progress));
-    progress.finish();
-  }
-  const OracleDraw& d = in.draw != nullptr ? *in.draw : drawn;
+  const OracleDraw& d = *in.draw;
   const size_t n = d.picked.size();
   const std::vector<size_t>& picked = d.picked;
   const std::vector<int>& covered = d.covered;

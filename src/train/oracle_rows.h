@@ -28,7 +28,8 @@ struct OracleSpec {
 
 // The oracle's Monte Carlo part, which needs only how many rows are scored: the spec's evenly
 // spaced rows among them, the horizons it covers (<= max_horizon) and its probabilities
-// [picked][covered]. fxt eval draws it while the scores' metrics are computed.
+// [picked][covered]. snapshot_of_row(r) is row r's snapshot index in the one store `market`
+// (oracle_market()'s) generated. fxt eval draws it while the scores' metrics are computed.
 struct OracleDraw {
   std::vector<size_t> picked;
   std::vector<int> covered;
@@ -43,8 +44,7 @@ Result<OracleDraw> draw_oracle(const OracleSpec& spec, const SynthConfig& market
 
 // The scored rows: [rows][H] model logits, each baseline's, labels and mask (0/1), and
 // `comparison`, compare_with_baselines()'s JSON for them (it names each horizon's best
-// baseline). snapshot_of_row(r) is row r's snapshot index in the one store the market
-// generated (oracle_market() checked it).
+// baseline), and `draw`, draw_oracle() of these rows (required).
 struct OracleRows {
   std::span<const int> horizons;
   std::span<const float> model;
@@ -53,8 +53,7 @@ struct OracleRows {
   const std::vector<std::vector<float>>* baselines = nullptr;
   std::span<const uint8_t> labels, mask;
   const nlohmann::json* comparison = nullptr;
-  std::function<uint64_t(size_t)> snapshot_of_row;
-  const OracleDraw* draw = nullptr;  // draw_oracle() of these rows; nullptr = drawn here
+  const OracleDraw* draw = nullptr;
 };
 
 // The market the spec's config describes, checked against the evaluated data (one store of
@@ -63,11 +62,9 @@ struct OracleRows {
 Result<SynthConfig> oracle_market(const OracleSpec& spec, size_t store_count,
                                   uint64_t store_snapshots);
 
-// The oracle of `market` (oracle_market's) on the rows: JSON of compare_with_oracle() plus
-// "paths" and "config"; with a model stack, each horizon also gets "stacked_auc" and
-// "stacked_gap_recovered" (the same gap, closed by the stack) and its line says both. threads: of
-// the Monte Carlo and the bootstrap. Errors (exit code 2): no horizon <= max_horizon, no rows.
-Result<nlohmann::json> oracle_on_rows(const OracleSpec& spec, const SynthConfig& market,
-                                      const OracleRows& rows, int threads);
+// The oracle (rows.draw) against the scored rows: JSON of compare_with_oracle() plus "paths" and
+// "config"; with a model stack, each horizon also gets "stacked_auc" and "stacked_gap_recovered"
+// (the same gap, closed by the stack) and its line says both. threads: of the bootstrap.
+Result<nlohmann::json> oracle_on_rows(const OracleSpec& spec, const OracleRows& rows, int threads);
 
 }  // namespace fxt

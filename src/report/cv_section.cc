@@ -12,6 +12,7 @@
 #include "report/chart.h"
 #include "report/eval_section.h"
 #include "report/html.h"
+#include "report/oracle_section.h"
 
 namespace fxt::report {
 
@@ -164,6 +165,7 @@ Result<std::string> cv_html(const std::string& dir, const std::string& sid, Head
   out += render_table(p);
   out += verdict_html(comparison);
   out += verdict_html(field(field(cv, "stacked"), "horizons"));  // the model stack, when pooled
+  out += oracle_html(field(cv, "oracle"), sid, "pooled test rows");  // synthetic markets only
 
   headline->push_back({"folds", std::to_string(n_folds)});
   headline->push_back({"mean AUC model", format_fixed(num(mean, "model_auc"), 4)});

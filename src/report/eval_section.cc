@@ -11,6 +11,7 @@
 
 #include "report/chart.h"
 #include "report/html.h"
+#include "report/oracle_section.h"
 
 namespace fxt::report {
 
@@ -161,6 +162,7 @@ std::string eval_html(const json& ev, const std::string& sid, Headline* headline
   out += verdict_html(field(vs, "horizons"));
   // The model stacked with the baselines (train/stacking.h), when the evaluation fit it.
   out += verdict_html(field(field(field(ev, "stacked"), "vs_best_baseline"), "horizons"));
+  out += oracle_html(field(ev, "oracle"), sid, "test rows");  // synthetic markets only
 
   // Lift over the baselines.
   Table lift;

@@ -22,6 +22,12 @@ double get(const nlohmann::json& j) {
 
 }  // namespace
 
+std::string share_text(double share, const Interval& ci) {
+  if (!std::isfinite(share)) return "n/a";
+  if (!std::isfinite(ci.lo) || !std::isfinite(ci.hi)) return fmt::format("{:.0f}%", 100 * share);
+  return fmt::format("{:.0f}% [{:.0f}%, {:.0f}%]", 100 * share, 100 * ci.lo, 100 * ci.hi);
+}
+
 std::string verdict_line(const nlohmann::json& e) {
   const double d = get(e.value("diff", nlohmann::json())), lo = get(e["diff_ci"][0]),
                hi = get(e["diff_ci"][1]);
@@ -131,26 +137,46 @@ Result<nlohmann::json> compare_with_oracle(
     const double p = std::clamp(oracle[i], 1e-6, 1 - 1e-6);
     ol[i] = std::isnan(oracle[i]) ? std::nanf("") : static_cast<float>(std::log(p / (1 - p)));
   }
+  // One mask for the three scorers: both paired bootstraps then resample the same valid rows
+  // with the same blocks, so replicate r's oracle AUC is the same in both and the gap share
+  // (model - best) / (oracle - best) can be formed replicate by replicate.
+  std::vector<uint8_t> common(labels.size());
+  for (size_t i = 0; i < common.size(); ++i) {
+    common[i] = (mask.empty() || mask[i] != 0) && !std::isnan(ol[i]) && !std::isnan(model[i]) &&
+                !std::isnan(best_baseline[i]);
+  }
   FXT_ASSIGN_OR_RETURN(PairedAucResult om,
-                       paired_auc_bootstrap(ol, model, labels, mask, block_horizons, options));
-  FXT_ASSIGN_OR_RETURN(Metrics bm,
-                       compute_metrics(best_baseline, labels, mask, horizons, ScoreKind::kLogit));
+                       paired_auc_bootstrap(ol, model, labels, common, block_horizons, options));
+  FXT_ASSIGN_OR_RETURN(PairedAucResult ob, paired_auc_bootstrap(ol, best_baseline, labels, common,
+                                                                block_horizons, options));
+  const auto reps = static_cast<size_t>(om.replicates);
   nlohmann::json hs = nlohmann::json::array();
   for (size_t h = 0; h < nh; ++h) {
     const PairedAucHorizon& p = om.horizons[h];
     if (std::isnan(p.auc_a)) continue;  // a horizon the oracle did not cover
-    const double b = bm.horizons[h].auc;
+    const double b = ob.horizons[h].auc_b;
     const double gap = p.auc_a - b;
     const double recovered = gap > 0 ? (p.auc_b - b) / gap : std::nan("");
-    nlohmann::json e = {{"horizon", horizons[h]},      {"oracle_auc", num(p.auc_a)},
-                        {"oracle_ci", interval(p.a)},  {"model_auc", num(p.auc_b)},
-                        {"model_ci", interval(p.b)},   {"best_baseline", best_names[h]},
-                        {"best_baseline_auc", num(b)}, {"gap_recovered", num(recovered)}};
+    // A replicate whose oracle does not beat the best baseline has no share (NaN, dropped; the
+    // interval's replicate count says how many remained).
+    std::vector<double> shares(reps);
+    for (size_t r = 0; r < reps; ++r) {
+      const size_t at = r * nh + h;
+      const double g = om.replicate_a[at] - ob.replicate_b[at];
+      shares[r] = g > 0 ? (om.replicate_b[at] - ob.replicate_b[at]) / g : std::nan("");
+    }
+    const Interval share_ci = bootstrap_interval(std::move(shares), options);
+    nlohmann::json e = {
+        {"horizon", horizons[h]},          {"oracle_auc", num(p.auc_a)},
+        {"oracle_ci", interval(p.a)},      {"model_auc", num(p.auc_b)},
+        {"model_ci", interval(p.b)},       {"best_baseline", best_names[h]},
+        {"best_baseline_auc", num(b)},     {"best_baseline_ci", interval(ob.horizons[h].b)},
+        {"gap_recovered", num(recovered)}, {"gap_recovered_ci", interval(share_ci)}};
     e["line"] = fmt::format(
         "h{}: oracle {:.4f} [{:.4f}, {:.4f}] | model {:.4f} | best baseline ({}) {:.4f} | the "
         "model recovers {} of the gap",
         horizons[h], p.auc_a, p.a.lo, p.a.hi, p.auc_b, best_names[h], b,
-        std::isfinite(recovered) ? fmt::format("{:.0f}%", 100 * recovered) : std::string("n/a"));
+        share_text(recovered, share_ci));
     hs.push_back(e);
   }
   return nlohmann::json{{"rows", labels.size() / nh}, {"horizons", hs}};

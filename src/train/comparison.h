@@ -42,14 +42,20 @@ std::string verdict_line(const nlohmann::json& horizon_entry);
 // compared rows): oracle probabilities [rows][H] (NaN columns for horizons it did not cover),
 // the model's and the best baseline's (composite) logits, labels and mask of those rows.
 // JSON: {"rows", "horizons": [{horizon, oracle_auc, oracle_ci, model_auc, model_ci,
-// best_baseline, best_baseline_auc, gap_recovered, line}]}; gap_recovered =
-// (model - best baseline) / (oracle - best baseline). row_spacing: snapshots between consecutive
-// rows, so the bootstrap blocks still span a horizon of snapshots (ceil(h / spacing) rows).
+// best_baseline, best_baseline_auc, best_baseline_ci, gap_recovered, gap_recovered_ci, line}]};
+// gap_recovered = (model - best baseline) / (oracle - best baseline), its interval the same ratio
+// over the paired block-bootstrap replicates (all three scorers resampled together; a replicate
+// whose oracle does not beat the best baseline is dropped). row_spacing: snapshots between
+// consecutive rows, so the bootstrap blocks still span a horizon of snapshots (ceil(h / spacing)
+// rows).
 Result<nlohmann::json> compare_with_oracle(
     std::span<const double> oracle, std::span<const float> model,
     std::span<const float> best_baseline, const std::vector<std::string>& best_names,
     std::span<const uint8_t> labels, std::span<const uint8_t> mask, std::span<const int> horizons,
     int64_t row_spacing, const BootstrapOptions& options);
+
+// A gap share as printed: "56% [31%, 80%]"; "n/a" when the share is undefined.
+std::string share_text(double share, const Interval& ci);
 
 // The printed oracle section (compare_with_oracle's JSON plus "paths"): a header naming how many
 // of `which` rows it scored, then one line per horizon.

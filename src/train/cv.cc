@@ -634,6 +634,8 @@ Result<PairedAucResult> paired_auc_bootstrap(std::span<const float> a, std::span
     res.horizons[h].d = bootstrap_interval(std::move(vd), o);
   }
   res.mean_d = bootstrap_interval(std::move(mean_d), o);
+  res.replicate_a = std::move(auc_a);
+  res.replicate_b = std::move(auc_b);
   return res;
 }
 

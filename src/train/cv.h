@@ -161,6 +161,9 @@ struct PairedAucResult {
   Interval mean_d;
   int64_t block_rows = 0;
   int replicates = 0;
+  // Every replicate's two AUCs, replicate-major (r * horizons + h; NaN where a horizon had no
+  // valid rows), for statistics of paired quantities other than the difference (a ratio).
+  std::vector<double> replicate_a, replicate_b;
 };
 Result<PairedAucResult> paired_auc_bootstrap(std::span<const float> scores_a,
                                              std::span<const float> scores_b,

@@ -108,12 +108,13 @@ Result<nlohmann::json> oracle_on_rows(const OracleSpec& spec, const OracleRows& 
       const nlohmann::json& se = so["horizons"][i];
       e["stacked_auc"] = se["model_auc"];
       e["stacked_gap_recovered"] = se["gap_recovered"];
-      const double r =
-          se["gap_recovered"].is_number() ? se["gap_recovered"].get<double>() : std::nan("");
-      e["line"] =
-          fmt::format("{}; stacked {:.4f}, {}", e["line"].get<std::string>(),
-                      se["model_auc"].is_number() ? se["model_auc"].get<double>() : std::nan(""),
-                      std::isfinite(r) ? fmt::format("{:.0f}%", 100 * r) : "n/a");
+      e["stacked_gap_recovered_ci"] = se["gap_recovered_ci"];
+      const auto value = [](const nlohmann::json& j) {
+        return j.is_number() ? j.get<double>() : std::nan("");
+      };
+      const Interval ci{value(se["gap_recovered_ci"][0]), value(se["gap_recovered_ci"][1])};
+      e["line"] = fmt::format("{}; stacked {:.4f}, {}", e["line"].get<std::string>(),
+                              value(se["model_auc"]), share_text(value(se["gap_recovered"]), ci));
     }
   }
   out["paths"] = spec.paths;

@@ -11,6 +11,7 @@
 #include <limits>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -254,11 +255,14 @@ Fixture make_fixture() {
   f.signal = f.dir + "/bt-signal";
   f.mm = f.dir + "/bt-mm";
   f.cv = f.dir + "/cv";
+  // The synthetic market's ceiling in the eval and cv sections (small: 150 rows, 16 paths).
+  const std::string oracle =
+      " --oracle " + f.dir + "/m.dbn.zst.synth.json --oracle-rows 150 --oracle-paths 16";
   const std::vector<std::string> steps = {
-      "-q synth --events 60000 --seed 3 --out " + f.dir + "/m.dbn.zst",
+      "-q synth --latent --events 60000 --seed 3 --out " + f.dir + "/m.dbn.zst",
       "-q ingest " + f.dir + "/m.dbn.zst --out " + f.store,
       "-q train --store " + f.store + " --out " + f.train + kSmallModel,
-      "-q eval --checkpoint " + f.train + "/best.ckpt --out " + f.eval + " --threads 2",
+      "-q eval --checkpoint " + f.train + "/best.ckpt --out " + f.eval + " --threads 2" + oracle,
       "-q predict --checkpoint " + f.train + "/best.ckpt --store " + f.store + " --out " + f.dir +
           "/p.csv --threads 2",
       "-q backtest --store " + f.store + " --predictions " + f.dir + "/p.csv --horizon 30 --out " +
@@ -266,7 +270,7 @@ Fixture make_fixture() {
       "-q backtest --store " + f.store + " --strategy mm --predictions " + f.dir +
           "/p.csv --queue-models risk-averse,power:2,log --out " + f.mm,
       "-q cv --store " + f.store + " --folds 2 --by block --bootstrap 50 --out " + f.cv +
-          kSmallModel,
+          kSmallModel + oracle,
   };
   for (const std::string& s : steps) {
     auto r = run_fxt(s);
@@ -281,8 +285,9 @@ std::vector<std::string> expected_ids() {
   for (const char* n : {"loss", "val-auc", "sigma", "lambda", "epochs", "config"}) {
     ids.push_back(std::string("sec1-") + n);
   }
-  for (const char* n : {"metrics", "baselines", "lift", "auc", "lift-chart", "reliability-h30",
-                        "reliability-h100", "reliability-table-h30", "reliability-table-h100"}) {
+  for (const char* n :
+       {"metrics", "baselines", "lift", "auc", "lift-chart", "oracle", "oracle-chart",
+        "reliability-h30", "reliability-h100", "reliability-table-h30", "reliability-table-h100"}) {
     ids.push_back(std::string("sec2-") + n);
   }
   for (const char* sec : {"sec3-", "sec4-"}) {
@@ -291,7 +296,8 @@ std::vector<std::string> expected_ids() {
     }
   }
   ids.push_back("sec4-band");
-  for (const char* n : {"folds", "pooled", "folds-chart", "pooled-chart"}) {
+  for (const char* n :
+       {"folds", "pooled", "folds-chart", "pooled-chart", "oracle", "oracle-chart"}) {
     ids.push_back(std::string("sec5-") + n);
   }
   return ids;
@@ -395,6 +401,31 @@ TEST(Report, FromTrainEvalAndBacktestRuns) {
                                                      cv["mean"]["diff_ci"][1].get<double>())),
             std::string::npos)
       << pooled;
+  // The oracle tables (the eval's test rows and the CV's pooled rows): one row per horizon, the
+  // oracle's AUC with its interval and the model's gap share with its interval, as in the JSON.
+  for (const auto& [id, j] : {std::pair{"sec2-oracle", ev}, std::pair{"sec5-oracle", cv}}) {
+    const size_t op = html.find(std::string("id=\"") + id + "\"");
+    ASSERT_NE(op, std::string::npos) << id;
+    const std::string table = html.substr(op, html.find("</table>", op) - op);
+    const auto& hs = j["oracle"]["horizons"];
+    ASSERT_EQ(hs.size(), 2u) << j["oracle"].dump();
+    EXPECT_EQ(count_of(table, "<tr>"), 1u + hs.size()) << table;
+    for (const auto& h : hs) {
+      EXPECT_NE(table.find(report::format_with_interval(h["oracle_auc"].get<double>(),
+                                                        h["oracle_ci"][0].get<double>(),
+                                                        h["oracle_ci"][1].get<double>())),
+                std::string::npos)
+          << table;
+      // A tiny model's share may be undefined (the oracle need not beat its best baseline).
+      if (!h["gap_recovered"].is_number() || !h["gap_recovered_ci"][0].is_number()) continue;
+      EXPECT_NE(table.find(fmt::format("{:.0f} % [{:.0f} %, {:.0f} %]",
+                                       100 * h["gap_recovered"].get<double>(),
+                                       100 * h["gap_recovered_ci"][0].get<double>(),
+                                       100 * h["gap_recovered_ci"][1].get<double>())),
+                std::string::npos)
+          << table;
+    }
+  }
   // Units, not raw integers: the tick in price units, latencies as durations (before:
   // {"tick_px":250000000} and {"feed_ns":0,...}).
   const size_t mp = html.find("id=\"sec4-params\"");

@@ -514,5 +514,74 @@ TEST(Comparison, VerdictFollowsThePairedInterval) {
   EXPECT_NE(f["line"].get<std::string>().find("(the baseline is better)"), std::string::npos);
 }
 
+TEST(Comparison, OracleGapShareAndItsInterval) {
+  // 3000 rows, two horizons: a latent z; the oracle's probability is the label's own
+  // (sigmoid(2z)), the best baseline sees z through heavy noise, the model through less.
+  Rng rng(21);
+  const std::vector<int> hz = {5, 20};
+  std::vector<double> oracle;
+  std::vector<float> oracle_logit, model, best;
+  std::vector<uint8_t> y, m;
+  for (int i = 0; i < 3000; ++i) {
+    for (size_t h = 0; h < hz.size(); ++h) {
+      const double z = normal(rng), p = 1 / (1 + std::exp(-2 * z));
+      oracle.push_back(p);
+      oracle_logit.push_back(static_cast<float>(std::log(p / (1 - p))));
+      y.push_back(rng.unit() < p ? 1 : 0);
+      m.push_back(rng.uniform(20) != 0 ? 1 : 0);
+      model.push_back(static_cast<float>(z + 0.4 * normal(rng)));
+      best.push_back(static_cast<float>(z + 1.2 * normal(rng)));
+    }
+  }
+  BootstrapOptions bo;
+  bo.replicates = 100;
+  bo.threads = 2;
+  const std::vector<std::string> names = {"weak", "weak"};
+  auto r = compare_with_oracle(oracle, model, best, names, y, m, hz, 1, bo);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ((*r)["horizons"].size(), 2u);
+  for (size_t h = 0; h < hz.size(); ++h) {
+    const auto& e = (*r)["horizons"][h];
+    std::vector<float> oh, mh, bh;
+    std::vector<uint8_t> yh, kh;
+    for (size_t i = 0; i < y.size() / 2; ++i) {
+      oh.push_back(oracle_logit[i * 2 + h]);
+      mh.push_back(model[i * 2 + h]);
+      bh.push_back(best[i * 2 + h]);
+      yh.push_back(y[i * 2 + h]);
+      kh.push_back(m[i * 2 + h]);
+    }
+    const double o = roc_auc(std::span<const float>(oh), yh, kh),
+                 a = roc_auc(std::span<const float>(mh), yh, kh),
+                 b = roc_auc(std::span<const float>(bh), yh, kh);
+    ASSERT_GT(o, a);
+    ASSERT_GT(a, b);
+    EXPECT_NEAR(e["oracle_auc"].get<double>(), o, 1e-12);
+    EXPECT_NEAR(e["model_auc"].get<double>(), a, 1e-12);
+    EXPECT_NEAR(e["best_baseline_auc"].get<double>(), b, 1e-12);
+    const double share = (a - b) / (o - b);
+    EXPECT_NEAR(e["gap_recovered"].get<double>(), share, 1e-12);
+    const double lo = e["gap_recovered_ci"][0].get<double>(),
+                 hi = e["gap_recovered_ci"][1].get<double>();
+    EXPECT_LT(lo, share);
+    EXPECT_GT(hi, share);
+    EXPECT_GT(hi - lo, 0.02);  // 3000 rows do not pin a share down
+    EXPECT_NE(e["line"].get<std::string>().find(share_text(share, Interval{lo, hi})),
+              std::string::npos)
+        << e["line"];
+  }
+  // A model equal to the best baseline recovers exactly none of the gap in every replicate, one
+  // equal to the oracle all of it.
+  auto none = compare_with_oracle(oracle, best, best, names, y, m, hz, 1, bo);
+  auto all = compare_with_oracle(oracle, oracle_logit, best, names, y, m, hz, 1, bo);
+  ASSERT_TRUE(none.ok() && all.ok());
+  for (size_t h = 0; h < hz.size(); ++h) {
+    EXPECT_EQ((*none)["horizons"][h]["gap_recovered_ci"], nlohmann::json::array({0.0, 0.0}));
+    EXPECT_EQ((*all)["horizons"][h]["gap_recovered_ci"], nlohmann::json::array({1.0, 1.0}));
+  }
+  EXPECT_EQ(share_text(0.564, Interval{0.31, 0.8}), "56% [31%, 80%]");
+  EXPECT_EQ(share_text(std::nan(""), Interval{}), "n/a");
+}
+
 }  // namespace
 }  // namespace fxt

@@ -313,8 +313,9 @@ void register_rl(CLI::App& app) {
       ->capture_default_str();
   train->add_option("--steps", t->cfg.total_steps, "env steps (all lanes)")->capture_default_str();
   train->add_option("--envs", t->cfg.num_envs, "parallel env lanes")->capture_default_str();
-  train->add_option("--device", t->device,
-                    "cpu | cuda (the GPU learner: C51, 1-step, uniform replay, egreedy)")
+  train
+      ->add_option("--device", t->device,
+                   "cpu | cuda (the GPU learner: C51, uniform replay, egreedy)")
       ->capture_default_str();
   train->add_option("--seed", t->cfg.seed, "seed (same seed, same checkpoint bytes)")
       ->capture_default_str();

@@ -7,6 +7,7 @@
 
 #include "core/random.h"
 #include "rl/dqn_schedule.h"
+#include "rl/dueling_head.h"
 #include "rl/env_lane.h"
 
 namespace fxt::rl {
@@ -18,8 +19,10 @@ constexpr int kEvalChunk = 32;  // env steps per evaluation graph replay
 
 // The network's layout, passed by value to the fused acting kernel.
 struct NetLayout {
-  DeviceLayer layer[kMaxLayers];
+  DeviceLayer layer[kMaxLayers];  // torso ... head (with dueling, the advantage stream)
+  DeviceLayer value;              // dueling: the value stream, from the torso output as the head
   int count;
+  bool dueling;
 };
 
 // The ε schedule's constants (linear_epsilon's arguments but the step).
@@ -31,6 +34,7 @@ struct EpsSchedule {
 int max_width(const DeviceLearnerConfig& c) {
   int w = c.obs_dim;
   for (const DeviceLayer& l : c.layers) w = std::max(w, std::max(l.in, l.out));
+  if (c.dueling) w = std::max(w, std::max(c.value.in, c.value.out));
   return w;
 }
 
@@ -48,15 +52,32 @@ __device__ float expectation_row(const float* logits, const float* atoms, int K)
   return acc / sum;
 }
 
+// One dense layer in one block: y[u] = Σ_i w[u, i]·x[i] + b[u] for u = tid, tid + blockDim, …
+// (each a sequential dot product), ReLU'd when relu.
+__device__ void block_dense(const float* __restrict__ params, const DeviceLayer& L, const float* x,
+                            float* y, bool relu) {
+  const float* w = params + L.w_offset;
+  const float* b = params + L.b_offset;
+  for (int u = threadIdx.x; u < L.out; u += blockDim.x) {
+    const float* wr = w + static_cast<size_t>(u) * L.in;
+    float acc = 0;
+    for (int i = 0; i < L.in; ++i) acc += wr[i] * x[i];
+    acc += b[u];
+    y[u] = (relu && !(acc > 0.0f)) ? 0.0f : acc;
+  }
+}
+
 // ---- acting ------------------------------------------------------------------------------------
-// Launch: grid (N), block kThreads, dynamic shared memory 2·max_width + A floats. Block i is lane
-// i: the MLP forward of obs[i] through every layer (thread o computes outputs o, o + blockDim, …
-// of a layer, each a sequential dot product), then thread a the expected value of action a, then
-// thread 0 the greedy action (the first maximum) or, with probability ε, a uniform one from the
-// lane's Rng (CPU order: one unit() draw, then uniform(A) only when exploring; no draw at ε = 0).
-// kTrain: ε from the device step counter, and the lane's observation and action copied into its
-// replay slot (replay_next + i) mod capacity (1-step: ring 0) or, with n-step returns, into its
-// row (step mod ring) of the lane's ring of the last n steps (r_obs/r_act are then the ring's).
+// Launch: grid (N), block kThreads, dynamic shared memory 2·max_width + A + K floats. Block i is
+// lane i: the MLP forward of obs[i] through every layer (block_dense; with dueling the head is
+// the advantage stream, the value stream goes to the last K floats and dueling_combine writes
+// the logits over the advantages, thread k column k), then thread a the expected value of action
+// a, then thread 0 the greedy action (the first maximum) or, with probability ε, a uniform one
+// from the lane's Rng (CPU order: one unit() draw, then uniform(A) only when exploring; no draw
+// at ε = 0). kTrain: ε from the device step counter, and the lane's observation and action copied
+// into its replay slot (replay_next + i) mod capacity (1-step: ring 0) or, with n-step returns,
+// into its row (step mod ring) of the lane's ring of the last n steps (r_obs/r_act are then the
+// ring's).
 template <bool kTrain>
 __global__ void act_kernel(const float* __restrict__ params, NetLayout net,
                            const float* __restrict__ atoms, int K, int A,
@@ -69,22 +90,20 @@ __global__ void act_kernel(const float* __restrict__ params, NetLayout net,
   float* x = smem;
   float* y = smem + width;
   float* q = smem + 2 * width;
+  float* v = q + A;  // dueling: the value stream [K]
   const int lane = blockIdx.x, tid = threadIdx.x;
   const float* o = obs + static_cast<size_t>(lane) * d;
   for (int i = tid; i < d; i += blockDim.x) x[i] = o[i];
   __syncthreads();
   for (int l = 0; l < net.count; ++l) {
-    const DeviceLayer L = net.layer[l];
-    const float* w = params + L.w_offset;
-    const float* b = params + L.b_offset;
-    for (int u = tid; u < L.out; u += blockDim.x) {
-      const float* wr = w + static_cast<size_t>(u) * L.in;
-      float acc = 0;
-      for (int i = 0; i < L.in; ++i) acc += wr[i] * x[i];
-      acc += b[u];
-      y[u] = (l + 1 < net.count && !(acc > 0.0f)) ? 0.0f : acc;
-    }
+    const bool head = l + 1 == net.count;
+    block_dense(params, net.layer[l], x, y, !head);
+    if (head && net.dueling) block_dense(params, net.value, x, v, false);
     __syncthreads();
+    if (head && net.dueling) {
+      for (int k = tid; k < K; k += blockDim.x) dueling_combine(v, y, A, K, k, y);
+      __syncthreads();
+    }
     float* t = x;
     x = y;
     y = t;
@@ -244,55 +263,103 @@ __global__ void sample_kernel(bool draw, Rng* rngs, int* idx, const DeviceLearne
   b_disc[b] = r_disc[s];
 }
 
-// ---- the C51 target, loss and gradient -----------------------------------------------------------
-// Launch: grid (B), block kThreads, dynamic shared memory 3K + A floats. Block b is sample b, in
-// DqnAgent::update's arithmetic: the bootstrap action a* = first argmax of the expected values at
-// s' (online net with double Q, else target), p = softmax of the target net's a* row (thread 0:
-// max and Σ exp in order; then p_j = exp(l_j − max)/Σ), the projection m of r + g·z_j onto the
-// support gathered per target atom i over j in order (the CPU scatters in the same j order, so
-// each m_i sees the same additions), the cross-entropy −Σ m ln softmax(pred) (thread 0, in order)
-// and d_out = weight·(softmax(pred) − m) on the taken action's row, 0 elsewhere.
+// ---- the C51 target, loss and gradient ---------------------------------------------------------
+// The loss kernel's dynamic shared memory in floats: p [A·K], m [K], log Z [1], then qs, qc, w,
+// shift and comp (ints) [A] each.
+size_t c51_loss_smem_floats(int A, int K) {
+  return static_cast<size_t>(A) * static_cast<size_t>(K) + static_cast<size_t>(K) + 1 +
+         5 * static_cast<size_t>(A);
+}
+
+// Launch: grid (B), block kThreads, dynamic shared memory c51_loss_smem_floats(A, K). Block b is
+// sample b, in DqnAgent::update's arithmetic. The target distribution m is a mixture of C
+// components, component c the target net's softmax at s' of action comp[c] with atoms
+// shift[c] + g·z_j and weight w[c] (thread 0 picks them):
+//   - plain: one, the first argmax a* of the expected values at s' (online net with double Q,
+//     else target), shift r, weight 1;
+//   - Munchausen: every action a' in order, weight π(a'|s') and shift r + bonus − g·τ·ln π(a'|s')
+//     (log_policy_row, munchausen_bonus and munchausen_shift of rl/dqn_schedule.h: π from the
+//     target net's values at s', the bonus from ln π(a|s) of its values at s).
+// Thread c: component c's row max and Σ exp in order; p_j = exp(l_j − max)/Σ (softmax_row's
+// arithmetic). The projection is gathered per target atom i over (c, j) in order (the CPU
+// scatters, c51_project_add, in the same order, so each m_i sees the same additions); then the
+// cross-entropy −Σ m ln softmax(pred) (thread 0, in order) and d_out = weight·(softmax(pred) − m)
+// on the taken action's row, 0 elsewhere.
 __global__ void c51_loss_kernel(const float* __restrict__ out, const float* __restrict__ next_t,
-                                const float* __restrict__ next_sel, const float* __restrict__ atoms,
-                                int K, int A, float v_min, float v_max, float dz,
+                                const float* __restrict__ next_sel, const float* __restrict__ cur_t,
+                                const float* __restrict__ atoms, int K, int A, float v_min,
+                                float v_max, float dz, bool munchausen, MunchausenConfig mc,
                                 const int* b_act, const float* b_rew, const float* b_disc,
                                 float weight, float* d_out, float* loss_b, float* q_b) {
   extern __shared__ float sm[];
-  float* p = sm;
-  float* m = sm + K;
-  float* stat = sm + 2 * K;  // [0] max, [1] log Σ / Σ, [2] a*
-  float* qs = sm + 2 * K + 4;
+  float* p = sm;                                  // [C, K] the components' probabilities
+  float* m = p + static_cast<size_t>(A) * K;      // [K] the projected target
+  float* log_z = m + K;                           // [1] the prediction's log partition
+  float* qs = log_z + 1;                          // [A] values at s', then row maxima
+  float* qc = qs + A;                             // [A] Munchausen: values at s, then row Σ exp
+  float* w = qc + A;                              // [A] component weights
+  float* shift = w + A;                           // [A] component shifts
+  int* comp = reinterpret_cast<int*>(shift + A);  // [A] component rows (actions at s')
+  __shared__ int n_comp;
   const int b = blockIdx.x, tid = threadIdx.x;
   const size_t row = static_cast<size_t>(b) * A * K;
   const int a = b_act[b];
   const float r = b_rew[b], g = b_disc[b];
-  for (int j = tid; j < A; j += blockDim.x) qs[j] = expectation_row(next_sel + row + j * K, atoms, K);
+  for (int j = tid; j < A; j += blockDim.x) {
+    qs[j] = expectation_row(next_sel + row + j * K, atoms, K);
+    if (munchausen) qc[j] = expectation_row(cur_t + row + j * K, atoms, K);
+  }
   __syncthreads();
   if (tid == 0) {
-    int best = 0;
-    for (int j = 1; j < A; ++j)
-      if (qs[j] > qs[best]) best = j;
-    const float* l = next_t + row + best * K;
+    if (munchausen) {
+      log_policy_row(qc, A, mc.tau, qc);
+      const float bonus = munchausen_bonus(mc, qc[a]);
+      log_policy_row(qs, A, mc.tau, qs);
+      for (int c = 0; c < A; ++c) {
+        comp[c] = c;
+        w[c] = expf(qs[c]);
+        shift[c] = munchausen_shift(mc, r, bonus, g, qs[c]);
+      }
+      n_comp = A;
+    } else {
+      int best = 0;
+      for (int j = 1; j < A; ++j)
+        if (qs[j] > qs[best]) best = j;
+      comp[0] = best;
+      w[0] = 1.0f;
+      shift[0] = r;
+      n_comp = 1;
+    }
+  }
+  __syncthreads();
+  const int C = n_comp;
+  for (int c = tid; c < C; c += blockDim.x) {
+    const float* l = next_t + row + static_cast<size_t>(comp[c]) * K;
     float mx = l[0];
     for (int j = 1; j < K; ++j) mx = fmaxf(mx, l[j]);
     float sum = 0;
     for (int j = 0; j < K; ++j) sum += expf(l[j] - mx);
-    stat[0] = mx;
-    stat[1] = sum;
-    stat[2] = static_cast<float>(best);
+    qs[c] = mx;
+    qc[c] = sum;
   }
   __syncthreads();
-  const float* ln = next_t + row + static_cast<int>(stat[2]) * K;
-  for (int j = tid; j < K; j += blockDim.x) p[j] = expf(ln[j] - stat[0]) / stat[1];
+  for (int e = tid; e < C * K; e += blockDim.x) {
+    const int c = e / K, j = e % K;
+    p[e] = expf(next_t[row + static_cast<size_t>(comp[c]) * K + j] - qs[c]) / qc[c];
+  }
   __syncthreads();
   for (int i = tid; i < K; i += blockDim.x) {
     float acc = 0;
-    for (int j = 0; j < K; ++j) {
-      const float mass = 1.0f * p[j];
-      if (mass == 0.0f) continue;
-      const C51Split<float> s = c51_split<float>(r, g, atoms[j], v_min, v_max, dz, K);
-      if (s.l == i) acc += mass * s.wl;
-      else if (s.u == i) acc += mass * s.wu;
+    for (int c = 0; c < C; ++c) {
+      for (int j = 0; j < K; ++j) {
+        const float mass = w[c] * p[c * K + j];
+        if (mass == 0.0f) continue;
+        const C51Split<float> s = c51_split<float>(shift[c], g, atoms[j], v_min, v_max, dz, K);
+        if (s.l == i)
+          acc += mass * s.wl;
+        else if (s.u == i)
+          acc += mass * s.wu;
+      }
     }
     m[i] = acc;
   }
@@ -303,18 +370,18 @@ __global__ void c51_loss_kernel(const float* __restrict__ out, const float* __re
     for (int j = 1; j < K; ++j) mx = fmaxf(mx, pred[j]);
     float sum = 0;
     for (int j = 0; j < K; ++j) sum += expf(pred[j] - mx);
-    const float log_z = mx + logf(sum);
+    const float lz = mx + logf(sum);
     float loss = 0;
-    for (int j = 0; j < K; ++j) loss -= m[j] * (pred[j] - log_z);
-    stat[3] = log_z;
+    for (int j = 0; j < K; ++j) loss -= m[j] * (pred[j] - lz);
+    *log_z = lz;
     loss_b[b] = 1.0f * loss;
     q_b[b] = expectation_row(pred, atoms, K);
   }
   __syncthreads();
-  const float log_z = stat[3];
+  const float lz = *log_z;
   for (int e = tid; e < A * K; e += blockDim.x) {
     const int act = e / K, j = e % K;
-    d_out[row + e] = act == a ? weight * (expf(pred[j] - log_z) - m[j]) : 0.0f;
+    d_out[row + e] = act == a ? weight * (expf(pred[j] - lz) - m[j]) : 0.0f;
   }
 }
 
@@ -344,6 +411,30 @@ __global__ void relu_mask_kernel(const float* y, float* d, size_t n) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x)
     if (!(y[i] > 0.0f)) d[i] = 0.0f;
+}
+// The dueling head on a batch (grid-stride over rows·K elements, grid_for, 256 threads): element
+// (r, k) owns column k of row r. Forward: out's advantages [rows, A·K] become the logits in place,
+// with value [rows, K]; backward: d_out [rows, A·K] → d_value [rows, K], d_adv [rows, A·K].
+__global__ void dueling_forward_kernel(const float* value, float* out, int rows, int A, int K) {
+  const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(K);
+  const size_t AK = static_cast<size_t>(A) * static_cast<size_t>(K);
+  for (size_t e = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; e < n;
+       e += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const size_t r = e / static_cast<size_t>(K);
+    float* o = out + r * AK;
+    dueling_combine(value + r * static_cast<size_t>(K), o, A, K, static_cast<int>(e % K), o);
+  }
+}
+__global__ void dueling_backward_kernel(const float* d_out, float* d_value, float* d_adv, int rows,
+                                        int A, int K) {
+  const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(K);
+  const size_t AK = static_cast<size_t>(A) * static_cast<size_t>(K);
+  for (size_t e = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; e < n;
+       e += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const size_t r = e / static_cast<size_t>(K);
+    dueling_combine_backward(d_out + r * AK, A, K, static_cast<int>(e % K),
+                             d_value + r * static_cast<size_t>(K), d_adv + r * AK);
+  }
 }
 // target ← t·online + (1 − t)·target (DqnAgent::update_target's float arithmetic).
 __global__ void polyak_kernel(const float* online, float* target, float t, size_t n) {
@@ -395,6 +486,8 @@ struct DeviceC51Learner::Impl {
   gpu::DeviceBuffer<float> b_obs, b_next, b_rew, b_disc;
   std::vector<gpu::DeviceBuffer<float>> acts;  // online forward at s: each layer's output
   gpu::DeviceBuffer<float> tmp0, tmp1, next_t, next_o, d_out, d_a, d_b, loss_b, q_b;
+  gpu::DeviceBuffer<float> cur_t;                  // Munchausen: the target net at s [B, A·K]
+  gpu::DeviceBuffer<float> value, d_value, d_adv;  // dueling: [B, K], [B, K], [B, A·K]
   std::unique_ptr<gpu::AdamW> adam;
   gpu::Graph g_env, g_chunk, g_chunk_update, g_update, g_target;
   NetLayout net{};
@@ -410,6 +503,7 @@ DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv*
   assert(env->num_envs() == cfg.num_envs && env->obs_dim() == cfg.obs_dim &&
          env->num_actions() == cfg.num_actions);
   assert(cfg.layers.back().out == cfg.num_actions * cfg.atoms);
+  assert(!cfg.dueling || (cfg.value.out == cfg.atoms && cfg.value.in == cfg.layers.back().in));
   assert(static_cast<int>(cfg.atom_values.size()) == cfg.atoms);
   assert(cfg.buffer_size >= cfg.num_envs);
   assert(cfg.n_step >= 1);
@@ -463,11 +557,19 @@ DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv*
   m.d_b.resize(B * W);
   m.loss_b.resize(B);
   m.q_b.resize(B);
+  const size_t K = static_cast<size_t>(cfg.atoms);
+  if (cfg.munchausen) m.cur_t.resize(B * AK);
+  if (cfg.dueling) {
+    m.value.resize(B * K);
+    m.d_value.resize(B * K);
+    m.d_adv.resize(B * AK);
+  }
   m.net.count = L;
   for (int l = 0; l < L; ++l) m.net.layer[l] = cfg.layers[static_cast<size_t>(l)];
-  m.act_smem = (2 * W + static_cast<size_t>(cfg.num_actions)) * sizeof(float);
-  m.loss_smem = (2 * static_cast<size_t>(cfg.atoms) + 4 + static_cast<size_t>(cfg.num_actions)) *
-                sizeof(float);
+  m.net.value = cfg.value;
+  m.net.dueling = cfg.dueling;
+  m.act_smem = (2 * W + static_cast<size_t>(cfg.num_actions) + K) * sizeof(float);
+  m.loss_smem = c51_loss_smem_floats(cfg.num_actions, cfg.atoms) * sizeof(float);
   FXT_CUDA_CHECK(cudaFuncSetAttribute(act_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(m.act_smem)));
   FXT_CUDA_CHECK(cudaFuncSetAttribute(act_kernel<false>,
@@ -567,6 +669,15 @@ void DeviceC51Learner::forward(const float* params, const float* x, int rows, fl
                           : (l % 2 == 0 ? m.tmp0.data() : m.tmp1.data());
     gpu::linear_forward(ctx_, in, params + layer.w_offset, params + layer.b_offset, y, rows,
                         layer.in, layer.out);
+    if (l + 1 == L && cfg_.dueling) {  // y holds the advantages: the value stream, then combine
+      const DeviceLayer& v = cfg_.value;
+      gpu::linear_forward(ctx_, in, params + v.w_offset, params + v.b_offset, m.value.data(), rows,
+                          v.in, v.out);
+      const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cfg_.atoms);
+      dueling_forward_kernel<<<grid_for(n, 256), 256, 0, ctx_.stream()>>>(
+          m.value.data(), y, rows, cfg_.num_actions, cfg_.atoms);
+      FXT_CUDA_LAUNCH_CHECK();
+    }
     if (l + 1 < L) {
       const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(layer.out);
       relu_kernel<<<grid_for(n, 256), 256, 0, ctx_.stream()>>>(y, n);
@@ -585,18 +696,22 @@ void DeviceC51Learner::enqueue_update(bool sample) {
       m.r_act.data(), m.r_rew.data(), m.r_next.data(), m.r_disc.data(), m.b_obs.data(),
       m.b_act.data(), m.b_rew.data(), m.b_next.data(), m.b_disc.data());
   FXT_CUDA_LAUNCH_CHECK();
+  // The forwards DqnAgent::update runs: the target at s', the online net at s' (double Q, not
+  // with Munchausen), the target at s (Munchausen), the online net at s (activations kept).
+  const bool online_next = cfg_.double_q && !cfg_.munchausen;
   forward(m.target.data(), m.b_next.data(), B, m.next_t.data(), false);
-  if (cfg_.double_q) forward(m.online.data(), m.b_next.data(), B, m.next_o.data(), false);
+  if (online_next) forward(m.online.data(), m.b_next.data(), B, m.next_o.data(), false);
+  if (cfg_.munchausen) forward(m.target.data(), m.b_obs.data(), B, m.cur_t.data(), false);
   float* out = m.acts.back().data();
   forward(m.online.data(), m.b_obs.data(), B, out, true);
   const float inv_b = 1.0f / static_cast<float>(B);
   c51_loss_kernel<<<static_cast<unsigned>(B), kThreads, m.loss_smem, s>>>(
-      out, m.next_t.data(), cfg_.double_q ? m.next_o.data() : m.next_t.data(), m.atoms.data(),
-      cfg_.atoms, cfg_.num_actions, static_cast<float>(cfg_.v_min),
-      static_cast<float>(cfg_.v_max),
-      static_cast<float>((cfg_.v_max - cfg_.v_min) / (cfg_.atoms - 1)), m.b_act.data(),
-      m.b_rew.data(), m.b_disc.data(), 1.0f * inv_b, m.d_out.data(), m.loss_b.data(),
-      m.q_b.data());
+      out, m.next_t.data(), online_next ? m.next_o.data() : m.next_t.data(),
+      cfg_.munchausen ? m.cur_t.data() : nullptr, m.atoms.data(), cfg_.atoms, cfg_.num_actions,
+      static_cast<float>(cfg_.v_min), static_cast<float>(cfg_.v_max),
+      static_cast<float>((cfg_.v_max - cfg_.v_min) / (cfg_.atoms - 1)), cfg_.munchausen, cfg_.mdqn,
+      m.b_act.data(), m.b_rew.data(), m.b_disc.data(), 1.0f * inv_b, m.d_out.data(),
+      m.loss_b.data(), m.q_b.data());
   FXT_CUDA_LAUNCH_CHECK();
   // Backward: grads = 0, then layer by layer from the head (linear_backward adds into dx, dw, db).
   gpu::fill(ctx_, m.grads.data(), 0.0f, cfg_.num_params);
@@ -609,6 +724,17 @@ void DeviceC51Learner::enqueue_update(bool sample) {
     float* dx = l > 0 ? dx_buf : nullptr;
     const size_t nx = static_cast<size_t>(B) * static_cast<size_t>(layer.in);
     if (dx) gpu::fill(ctx_, dx, 0.0f, nx);
+    if (l == L - 1 && cfg_.dueling) {  // the gradient split to the streams, both adding into dx
+      const size_t n = static_cast<size_t>(B) * static_cast<size_t>(cfg_.atoms);
+      dueling_backward_kernel<<<grid_for(n, 256), 256, 0, s>>>(dy, m.d_value.data(), m.d_adv.data(),
+                                                               B, cfg_.num_actions, cfg_.atoms);
+      FXT_CUDA_LAUNCH_CHECK();
+      const DeviceLayer& v = cfg_.value;
+      gpu::linear_backward(ctx_, x, m.online.data() + v.w_offset, m.d_value.data(), dx,
+                           m.grads.data() + v.w_offset, m.grads.data() + v.b_offset, B, v.in,
+                           v.out);
+      dy = m.d_adv.data();
+    }
     gpu::linear_backward(ctx_, x, m.online.data() + layer.w_offset, dy, dx,
                          m.grads.data() + layer.w_offset, m.grads.data() + layer.b_offset, B,
                          layer.in, layer.out);

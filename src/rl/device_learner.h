@@ -13,15 +13,20 @@
 //     truncated episode still bootstraps) into the lane's replay slot; then one block advances
 //     the ring position, the replay size, the step counter and the last-100 episode returns;
 //   - update: uniform sampling with per-row device Rngs, the online forward at s and (double Q)
-//     s', the target forward at s', one block per sample for the C51 target (projection,
-//     c51_split of rl/dqn_schedule.h), cross-entropy and its gradient, the backward, the project's
-//     GPU AdamW (gpu/adamw.h: global-norm clipping, the CPU AdamW's formula) at lr from device
-//     memory; target ← polyak·online + (1 − polyak)·target as a separate step.
+//     s', the target forward at s' (and at s for Munchausen), one block per sample for the C51
+//     target (projection, c51_split of rl/dqn_schedule.h; with Munchausen the π(a'|s')-weighted
+//     mixture of every action's shifted atoms, the policy terms of rl/dqn_schedule.h),
+//     cross-entropy and its gradient, the backward, the project's GPU AdamW (gpu/adamw.h:
+//     global-norm clipping, the CPU AdamW's formula) at lr from device memory; target ←
+//     polyak·online + (1 − polyak)·target as a separate step.
+//   - the dueling head (optional): value and advantage streams from the torso output, combined
+//     (and the gradient split back) by rl/dueling_head.h, in the acting kernel and the batch
+//     forward/backward alike.
 // Each of "one env step", "one update", "k env steps" and "k env steps + one update" is captured
 // once as a CUDA graph and replayed (k = train_frequency / num_envs when that divides).
 //
-// Not on the GPU: n-step returns, prioritised replay, Munchausen, QR-DQN/IQN heads, dueling and
-// Thompson exploration (device_learner_supports() names the first one asked for).
+// Not on the GPU: prioritised replay, QR-DQN/IQN heads, Thompson exploration, mirror
+// augmentation and the symmetric policy (device_learner_supports() names the first one asked for).
 //
 // Deterministic: no floating-point atomics; every reduction has a fixed order; cuBLAS GEMMs are
 // deterministic for a fixed handle, shape and stream; every draw from seeded device Rngs. The
@@ -37,6 +42,7 @@
 #include "gpu/adamw.h"
 #include "gpu/runtime.h"
 #include "rl/device_env.h"
+#include "rl/dqn_schedule.h"  // MunchausenConfig
 
 namespace fxt::rl {
 
@@ -55,9 +61,15 @@ struct DeviceLearnerConfig {
   double v_min = -100, v_max = 100;
   std::vector<float> atom_values;  // float(Support::atom(j)), j < atoms: the CPU's atom values
   std::vector<DeviceLayer> layers;  // torso ... head; ReLU after every layer but the last
+  // Dueling: layers.back() is the advantage stream [A·atoms outputs] and `value` the value
+  // stream [atoms outputs], both reading the torso output; out = V + A − mean_a A.
+  bool dueling = false;
+  DeviceLayer value;
   size_t num_params = 0;
   std::vector<gpu::AdamSegment> segments;  // AdamW segments (one per ParamSpec)
-  bool double_q = true;
+  bool double_q = true;  // unused with Munchausen (its target is a mixture over every a')
+  bool munchausen = false;
+  MunchausenConfig mdqn;
   double gamma = 0.99;
   // n-step returns: each lane stores, at step t, the transition that started at step t − n + 1
   // (its n rewards, or fewer when its episode ended), so the replay takes one row per lane and

@@ -20,9 +20,7 @@ Status device_learner_supports(const DqnConfig& cfg) {
     return UsageError("--device cuda: the GPU learner has no {} (use --device cpu)", what);
   };
   if (cfg.algo != Algo::kC51) return no("QR-DQN or IQN head (--algo c51 only)");
-  if (cfg.dueling) return no("dueling head (--dueling)");
   if (cfg.per_alpha > 0) return no("prioritised replay (--per-alpha 0 only)");
-  if (cfg.munchausen) return no("Munchausen target (--munchausen)");
   if (cfg.mirror) return no("mirror augmentation (--mirror)");
   if (cfg.symmetric_policy) return no("symmetric policy (--symmetric-policy)");
   if (cfg.exploration != Exploration::kEpsilonGreedy) return no("Thompson exploration");
@@ -35,12 +33,7 @@ Status device_learner_supports(const DqnConfig& cfg) {
 }
 
 DeviceLearnerConfig device_learner_config(const DqnConfig& cfg, int obs_dim, int num_actions) {
-  QNetworkConfig nc;
-  nc.obs_dim = obs_dim;
-  nc.num_actions = num_actions;
-  nc.num_outputs = cfg.num_outputs();
-  nc.hidden = cfg.hidden;
-  const QNetwork<float> net(nc);
+  const QNetwork<float> net(q_network_config(cfg, obs_dim, num_actions));
   DeviceLearnerConfig d;
   d.obs_dim = obs_dim;
   d.num_actions = num_actions;
@@ -51,9 +44,16 @@ DeviceLearnerConfig device_learner_config(const DqnConfig& cfg, int obs_dim, int
   const auto& specs = net.specs();  // (weight, bias) per layer, torso then head
   for (size_t i = 0; i + 1 < specs.size(); i += 2)
     d.layers.push_back({specs[i].offset, specs[i + 1].offset, specs[i].shape[1], specs[i].shape[0]});
+  d.dueling = cfg.dueling;
+  if (d.dueling) {  // the head is head.value then head.adv: the value stream apart
+    d.value = d.layers[d.layers.size() - 2];
+    d.layers.erase(d.layers.end() - 2);
+  }
   d.num_params = net.num_params();
   d.segments = gpu::segments_from_specs(specs);
   d.double_q = cfg.double_q;
+  d.munchausen = cfg.munchausen;
+  d.mdqn = cfg.mdqn;
   d.gamma = cfg.gamma;
   d.n_step = cfg.n_step;
   d.lr = cfg.lr;
@@ -83,12 +83,7 @@ std::unique_ptr<DeviceVecEnv> make_device_env(const EnvSpec& spec, int n) {
 Status copy_device_state(const DeviceC51Learner& learner, DqnAgent* agent) {
   const DqnConfig& cfg = agent->config();
   const DeviceLearnerConfig& dc = learner.config();
-  QNetworkConfig nc;
-  nc.obs_dim = dc.obs_dim;
-  nc.num_actions = dc.num_actions;
-  nc.num_outputs = cfg.num_outputs();
-  nc.hidden = cfg.hidden;
-  const QNetwork<float> net(nc);
+  const QNetwork<float> net(q_network_config(cfg, dc.obs_dim, dc.num_actions));
   std::vector<float> online = learner.online(), target = learner.target();
   std::vector<float> grads(online.size(), 0.0f);
   Checkpoint ckpt;

@@ -104,13 +104,8 @@ T quantile_huber_loss(std::span<const T> theta, std::span<const T> targets,
 
 template <typename T>
 void log_policy(std::span<const T> q, double tau, std::span<T> log_pi) {
-  T mx = q[0];
-  for (T v : q) mx = std::max(mx, v);
-  const T inv_tau = static_cast<T>(1.0 / tau);
-  T sum = 0;
-  for (T v : q) sum += std::exp((v - mx) * inv_tau);
-  const T log_sum = std::log(sum);
-  for (size_t a = 0; a < q.size(); ++a) log_pi[a] = (q[a] - mx) * inv_tau - log_sum;
+  assert(log_pi.size() == q.size());
+  log_policy_row<T>(q.data(), static_cast<int>(q.size()), tau, log_pi.data());
 }
 
 template <typename T>
@@ -118,14 +113,13 @@ void c51_munchausen_target(const Support& s, const MunchausenConfig& mc, T r, T 
                            std::span<const T> q_next, std::span<const T> p_next, std::span<T> m) {
   const size_t A = q_next.size(), K = static_cast<size_t>(s.atoms);
   std::fill(m.begin(), m.end(), T(0));
-  const T tau = static_cast<T>(mc.tau);
-  const T bonus = static_cast<T>(mc.alpha) *
-                  std::clamp(tau * log_pi_a, static_cast<T>(mc.l0), T(0));
+  const T bonus = munchausen_bonus<T>(mc, log_pi_a);
   std::vector<T> log_pi(A);
   log_policy<T>(q_next, mc.tau, log_pi);
   for (size_t a = 0; a < A; ++a) {
     const T pi = std::exp(log_pi[a]);
-    c51_project_add<T>(s, r + bonus - g * tau * log_pi[a], g, p_next.subspan(a * K, K), pi, m);
+    c51_project_add<T>(s, munchausen_shift<T>(mc, r, bonus, g, log_pi[a]), g,
+                       p_next.subspan(a * K, K), pi, m);
   }
 }
 

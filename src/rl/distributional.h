@@ -13,6 +13,8 @@
 
 #include <span>
 
+#include "rl/dqn_schedule.h"  // MunchausenConfig and the Munchausen terms
+
 namespace fxt::rl {
 
 struct Support {
@@ -52,13 +54,7 @@ T quantile_huber_loss_at(std::span<const T> theta, std::span<const T> taus,
                          std::span<const T> targets, std::span<const T> target_w, T weight,
                          std::span<T> d_theta);
 
-struct MunchausenConfig {
-  double tau = 0.03;     // entropy temperature
-  double alpha = 0.9;    // scale of the log-policy bonus
-  double l0 = -1;        // clip of τ·ln π from below
-};
-
-// ln softmax(q/τ) of one row of expected action values (stable: subtracts the maximum).
+// ln softmax(q/τ) of one row of expected action values (log_policy_row of rl/dqn_schedule.h).
 template <typename T>
 void log_policy(std::span<const T> q, double tau, std::span<T> log_pi);
 

@@ -168,8 +168,7 @@ Result<DqnConfig> DqnConfig::from_json(const nlohmann::json& j) {
   return c;
 }
 
-namespace {
-QNetworkConfig net_config(const DqnConfig& cfg, int obs_dim, int num_actions) {
+QNetworkConfig q_network_config(const DqnConfig& cfg, int obs_dim, int num_actions) {
   QNetworkConfig n;
   n.obs_dim = obs_dim;
   n.num_actions = num_actions;
@@ -179,6 +178,8 @@ QNetworkConfig net_config(const DqnConfig& cfg, int obs_dim, int num_actions) {
   n.iqn_embedding = cfg.algo == Algo::kIqn ? cfg.iqn_embedding : 0;
   return n;
 }
+
+namespace {
 AdamWConfig adam_config(const DqnConfig& cfg) {
   AdamWConfig a;
   a.eps = cfg.adam_eps;
@@ -192,7 +193,7 @@ DqnAgent::DqnAgent(const DqnConfig& cfg, int obs_dim, int num_actions)
     : cfg_(cfg),
       obs_dim_(obs_dim),
       num_actions_(num_actions),
-      net_(net_config(cfg, obs_dim, num_actions)),
+      net_(q_network_config(cfg, obs_dim, num_actions)),
       adam_(adam_config(cfg)) {
   assert(cfg.validate().ok());
   params_.resize(net_.num_params());
@@ -403,8 +404,7 @@ UpdateStats DqnAgent::update(ReplayBuffer* replay, double beta, Rng& rng) {
       target_w.clear();
       if (cfg_.munchausen) {
         const float tau = static_cast<float>(cfg_.mdqn.tau);
-        const float bonus = static_cast<float>(cfg_.mdqn.alpha) *
-                            std::clamp(tau * log_pi_a, static_cast<float>(cfg_.mdqn.l0), 0.0f);
+        const float bonus = munchausen_bonus<float>(cfg_.mdqn, log_pi_a);
         log_policy<float>(q_next, cfg_.mdqn.tau, log_pi);
         const float share = sym ? 0.5f : 1.0f;  // the mixture's halves
         for (size_t j = 0; j < A; ++j) {
@@ -476,8 +476,7 @@ UpdateStats DqnAgent::update_iqn(ReplayBuffer* replay, double beta, Rng& rng) {
       const float tau = static_cast<float>(cfg_.mdqn.tau);
       log_policy<float>({&q_cur[b * A], A}, cfg_.mdqn.tau, log_pi);
       log_policy<float>({&q_next[b * A], A}, cfg_.mdqn.tau, log_pi_next);
-      const float bonus = static_cast<float>(cfg_.mdqn.alpha) *
-                          std::clamp(tau * log_pi[a], static_cast<float>(cfg_.mdqn.l0), 0.0f);
+      const float bonus = munchausen_bonus<float>(cfg_.mdqn, log_pi[a]);
       for (size_t j = 0; j < A; ++j) {
         const float pi = std::exp(log_pi_next[j]);
         for (size_t k = 0; k < n; ++k) {

@@ -82,6 +82,9 @@ struct DqnConfig {
   static Result<DqnConfig> from_json(const nlohmann::json& j);
 };
 
+// The agent's network layout (torso, head, dueling, IQN embedding) for an env's dimensions.
+QNetworkConfig q_network_config(const DqnConfig& cfg, int obs_dim, int num_actions);
+
 // An env's mirror symmetry as the agent uses it (--symmetric-policy): obs maps one observation
 // row in place, action[a] = m(a) (an involution).
 struct MirrorMap {

@@ -1,6 +1,7 @@
 // The DQN agent's per-step formulas that run on both the host (DqnAgent, the CPU trainer) and
-// the device (rl/device_learner.cu): the ε schedule and the C51 projection of one target atom.
-// FXT_HD, C++17-clean (included by .cu files). docs/RL.md has the formulas.
+// the device (rl/device_learner.cu): the ε schedule, the C51 projection of one target atom and
+// the Munchausen target's policy terms. FXT_HD, C++17-clean (included by .cu files). docs/RL.md
+// has the formulas.
 #pragma once
 
 #include <math.h>
@@ -47,6 +48,40 @@ FXT_HD inline C51Split<T> c51_split(T shift, T scale, T z_j, T v_min, T v_max, T
     s.wu = b - lf;
   }
   return s;
+}
+
+// Munchausen DQN (Vieillard et al. 2020): targets r + α·clip(τ·ln π(a|s), l0, 0) +
+// g Σ_a' π(a'|s') (Z(s', a') − τ ln π(a'|s')), π = softmax(q/τ) of the target network's values.
+struct MunchausenConfig {
+  double tau = 0.03;   // entropy temperature
+  double alpha = 0.9;  // scale of the log-policy bonus
+  double l0 = -1;      // clip of τ·ln π from below
+};
+
+// ln softmax(q/τ) of n expected action values (stable: subtracts the maximum). log_pi may alias q.
+template <typename T>
+FXT_HD inline void log_policy_row(const T* q, int n, double tau, T* log_pi) {
+  T mx = q[0];
+  for (int a = 1; a < n; ++a) mx = mx < q[a] ? q[a] : mx;
+  const T inv_tau = static_cast<T>(1.0 / tau);
+  T sum = 0;
+  for (int a = 0; a < n; ++a) sum += exp((q[a] - mx) * inv_tau);
+  const T log_sum = log(sum);
+  for (int a = 0; a < n; ++a) log_pi[a] = (q[a] - mx) * inv_tau - log_sum;
+}
+
+// The bonus α·clip(τ·ln π(a|s), l0, 0) of the taken action a.
+template <typename T>
+FXT_HD inline T munchausen_bonus(const MunchausenConfig& mc, T log_pi_a) {
+  const T x = static_cast<T>(mc.tau) * log_pi_a, lo = static_cast<T>(mc.l0);
+  return static_cast<T>(mc.alpha) * (x < lo ? lo : (T(0) < x ? T(0) : x));
+}
+
+// The shift of the target mixture's component a' (its atoms are shift + g·z_j, its weight
+// π(a'|s')): r + bonus − g·τ·ln π(a'|s').
+template <typename T>
+FXT_HD inline T munchausen_shift(const MunchausenConfig& mc, T r, T bonus, T g, T log_pi_next) {
+  return r + bonus - g * static_cast<T>(mc.tau) * log_pi_next;
 }
 
 }  // namespace fxt::rl

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "model/ops.h"
+#include "rl/dueling_head.h"
 
 namespace fxt::rl {
 
@@ -114,12 +115,7 @@ void QNetwork<T>::head_forward(model::CpuContext& ctx, std::span<const T> params
     const T* v = ws->value.data() + static_cast<size_t>(b) * K;
     const T* a = ws->adv.data() + static_cast<size_t>(b) * A * K;
     T* o = out + static_cast<size_t>(b) * A * K;
-    for (int k = 0; k < K; ++k) {
-      T mean = 0;
-      for (int j = 0; j < A; ++j) mean += a[j * K + k];
-      mean /= static_cast<T>(A);
-      for (int j = 0; j < A; ++j) o[j * K + k] = v[k] + a[j * K + k] - mean;
-    }
+    for (int k = 0; k < K; ++k) dueling_combine(v, a, A, K, k, o);
   }
 }
 
@@ -148,19 +144,14 @@ void QNetwork<T>::head_backward(model::CpuContext& ctx, std::span<const T> param
                               view(grads, spec(head + 1)));
     return;
   }
-  // out = V + A − mean(A): dV = Σ_a dout, dA[a] = dout[a] − mean_a' dout[a'].
+  // out = V + A − mean(A): dV = Σ_a dout, dA[a] = dout[a] − mean_a' dout[a'] (dueling_head.h).
   ws->d_value.assign(static_cast<size_t>(rows) * static_cast<size_t>(K), T(0));
   ws->d_adv.resize(static_cast<size_t>(rows) * static_cast<size_t>(A * K));
   for (int b = 0; b < rows; ++b) {
     const T* g = d_out + static_cast<size_t>(b) * A * K;
     T* dv = ws->d_value.data() + static_cast<size_t>(b) * K;
     T* da = ws->d_adv.data() + static_cast<size_t>(b) * A * K;
-    for (int k = 0; k < K; ++k) {
-      T sum = 0;
-      for (int j = 0; j < A; ++j) sum += g[j * K + k];
-      dv[k] = sum;
-      for (int j = 0; j < A; ++j) da[j * K + k] = g[j * K + k] - sum / static_cast<T>(A);
-    }
+    for (int k = 0; k < K; ++k) dueling_combine_backward(g, A, K, k, dv, da);
   }
   model::linear_backward<T>(ctx, cmat(x, rows, in), cview(params, spec(head)),
                             cmat(ws->d_value.data(), rows, K), dx, view(grads, spec(head)),

@@ -1,8 +1,9 @@
-// The GPU learner (rl/device_learner.h) against the CPU agent (rl/dqn.h): one update on the same
-// batch and weights (loss, mean Q, grad norm, every parameter after AdamW), the fused acting
-// kernel's Q values and greedy actions, uniform replay sampling frequencies, a seeded CartPole
-// run that must reach a return threshold, and same seed → identical checkpoint bytes. Skips
-// without a GPU.
+// The GPU learner (rl/device_learner.h) against the CPU agent (rl/dqn.h): two updates on the same
+// batch and weights (loss, mean Q, grad norm, every parameter after AdamW; plain, dueling,
+// Munchausen, both), the fused acting kernel's Q values and greedy actions (plain and dueling
+// head), uniform replay sampling frequencies, a seeded CartPole run that must reach a return
+// threshold, and same seed → identical checkpoint bytes (plain, Munchausen, Munchausen + dueling
+// + n-step). Skips without a GPU.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -43,105 +44,160 @@ DqnConfig small_config(bool double_q) {
   return c;
 }
 
+// Two updates of the GPU learner and of DqnAgent::update on the same 64 random transitions
+// (rewards in [−2, 2], every fourth one terminal), the same weights and the CPU replay's own
+// index draws: loss to 1e-5, mean Q and grad norm to 1e-4 relative, every parameter after AdamW
+// within 2e-6 while they moved > 1.5·lr, the target untouched, the AdamW state through the CPU
+// checkpoint layout. The env only sets the dimensions (d, A).
+void expect_update_matches_cpu(const DqnConfig& cfg, const char* env_name) {
+  const EnvSpec spec = spec_named(env_name);
+  const int d = spec.make(1)->obs_dim(), A = spec.make(1)->num_actions(), n = cfg.buffer_size;
+  ASSERT_TRUE(device_learner_supports(cfg).ok()) << device_learner_supports(cfg).message();
+  DqnAgent agent(cfg, d, A);
+  const std::vector<float> before(agent.params().begin(), agent.params().end());
+  ReplayBuffer replay(n, d, 0.0);
+  std::vector<float> obs = gpu::testing::random_vector(static_cast<size_t>(n * d), 1, -2, 2);
+  std::vector<float> next = gpu::testing::random_vector(static_cast<size_t>(n * d), 2, -2, 2);
+  std::vector<float> reward = gpu::testing::random_vector(static_cast<size_t>(n), 3, -2, 2);
+  std::vector<float> discount(static_cast<size_t>(n));
+  std::vector<int> action(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    action[k] = i % A;
+    discount[k] = i % 4 == 3 ? 0.0f : static_cast<float>(cfg.gamma);
+    replay.add({&obs[k * d], action[k], reward[k], &next[k * d], discount[k]});
+  }
+  gpu::Context ctx(0);
+  auto env = make_device_env(spec, 1);
+  DeviceC51Learner learner(device_learner_config(cfg, d, A), env.get(), ctx, before);
+  learner.load_replay(obs, action, reward, next, discount);
+  Rng rng(42);
+  for (int u = 0; u < 2; ++u) {  // two steps: the second uses AdamW's moments
+    Rng copy = rng;              // the CPU replay's uniform draws, replayed for the GPU
+    std::vector<int> idx(static_cast<size_t>(cfg.batch));
+    for (int& i : idx) i = static_cast<int>(copy.uniform(static_cast<uint64_t>(n)));
+    const UpdateStats cpu = agent.update(&replay, 1.0, rng);
+    learner.update_on(idx);
+    const DeviceLearnerStats gpu = learner.stats();
+    EXPECT_EQ(gpu.updates, u + 1);
+    EXPECT_NEAR(gpu.loss, cpu.loss, 1e-5 * std::abs(cpu.loss)) << "loss, update " << u;
+    EXPECT_NEAR(gpu.mean_q, cpu.mean_q, 1e-4 * std::max(1.0, std::abs(cpu.mean_q)))
+        << "mean Q, update " << u;
+    EXPECT_NEAR(gpu.grad_norm, cpu.grad_norm, 1e-4 * cpu.grad_norm) << "grad norm, update " << u;
+    EXPECT_GT(cpu.loss, 1.0);
+    EXPECT_GT(cpu.grad_norm, 1e-3);
+  }
+  const std::vector<float> g = learner.online();
+  const std::vector<float> c(agent.params().begin(), agent.params().end());
+  ASSERT_EQ(g.size(), c.size());
+  double worst = 0, moved = 0;
+  size_t worst_at = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double diff = std::abs(static_cast<double>(g[i]) - c[i]);
+    if (diff > worst) worst = diff, worst_at = i;
+    moved = std::max(moved, std::abs(static_cast<double>(c[i]) - before[i]));
+  }
+  std::string where;  // the ParamSpec holding the worst parameter
+  const QNetwork<float> net(q_network_config(cfg, d, A));
+  for (const auto& sp : net.specs())
+    if (worst_at >= sp.offset && worst_at < sp.offset + sp.size)
+      where = sp.name + "[" + std::to_string(worst_at - sp.offset) + "]";
+  // Two Adam steps move a parameter by up to ~2·lr; a gradient difference Δg moves it by at
+  // most lr·Δg/eps (eps = 0.01/128), so float-rounding gradients agree to far below lr.
+  EXPECT_GT(moved, 1.5 * cfg.lr);
+  EXPECT_LT(worst, 2e-6) << "largest |gpu − cpu| over " << g.size() << " parameters at " << where
+                         << ": gpu " << g[worst_at] << ", cpu " << c[worst_at] << ", before "
+                         << before[worst_at];
+  EXPECT_EQ(learner.target(), before);  // no target update was asked for
+  // The optimizer state converts into the CPU agent's checkpoint layout.
+  DqnAgent copy(cfg, d, A);
+  ASSERT_TRUE(copy_device_state(learner, &copy).ok());
+  EXPECT_EQ(copy.updates(), 2);
+  EXPECT_EQ(std::vector<float>(copy.params().begin(), copy.params().end()), g);
+}
+
 TEST(RlLearnerGpu, UpdateMatchesCpuAgent) {
   FXT_SKIP_WITHOUT_GPU();
   for (bool double_q : {false, true}) {
     SCOPED_TRACE(double_q ? "double Q" : "target argmax");
-    const DqnConfig cfg = small_config(double_q);
-    const int d = 4, A = 2, n = cfg.buffer_size;
-    DqnAgent agent(cfg, d, A);
-    const std::vector<float> before(agent.params().begin(), agent.params().end());
-    // n transitions: random states, rewards in [−2, 2], every fourth one terminal.
-    ReplayBuffer replay(n, d, 0.0);
-    std::vector<float> obs = gpu::testing::random_vector(static_cast<size_t>(n * d), 1, -2, 2);
-    std::vector<float> next = gpu::testing::random_vector(static_cast<size_t>(n * d), 2, -2, 2);
-    std::vector<float> reward = gpu::testing::random_vector(static_cast<size_t>(n), 3, -2, 2);
-    std::vector<float> discount(static_cast<size_t>(n));
-    std::vector<int> action(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) {
-      const size_t k = static_cast<size_t>(i);
-      action[k] = i % A;
-      discount[k] = i % 4 == 3 ? 0.0f : static_cast<float>(cfg.gamma);
-      replay.add({&obs[k * d], action[k], reward[k], &next[k * d], discount[k]});
-    }
-    gpu::Context ctx(0);
-    auto env = make_device_env(spec_named("cartpole"), 1);
-    DeviceC51Learner learner(device_learner_config(cfg, d, A), env.get(), ctx, before);
-    learner.load_replay(obs, action, reward, next, discount);
-    Rng rng(42);
-    for (int u = 0; u < 2; ++u) {  // two steps: the second uses AdamW's moments
-      Rng copy = rng;               // the CPU replay's uniform draws, replayed for the GPU
-      std::vector<int> idx(static_cast<size_t>(cfg.batch));
-      for (int& i : idx) i = static_cast<int>(copy.uniform(static_cast<uint64_t>(n)));
-      const UpdateStats cpu = agent.update(&replay, 1.0, rng);
-      learner.update_on(idx);
-      const DeviceLearnerStats gpu = learner.stats();
-      EXPECT_EQ(gpu.updates, u + 1);
-      EXPECT_NEAR(gpu.loss, cpu.loss, 1e-5 * std::abs(cpu.loss)) << "update " << u;
-      EXPECT_NEAR(gpu.mean_q, cpu.mean_q, 1e-4 * std::max(1.0, std::abs(cpu.mean_q)));
-      EXPECT_NEAR(gpu.grad_norm, cpu.grad_norm, 1e-4 * cpu.grad_norm) << "update " << u;
-      EXPECT_GT(cpu.loss, 1.0);
-      EXPECT_GT(cpu.grad_norm, 1e-3);
-    }
-    const std::vector<float> g = learner.online();
-    const std::vector<float> c(agent.params().begin(), agent.params().end());
-    ASSERT_EQ(g.size(), c.size());
-    double worst = 0, moved = 0;
-    for (size_t i = 0; i < g.size(); ++i) {
-      worst = std::max(worst, std::abs(static_cast<double>(g[i]) - c[i]));
-      moved = std::max(moved, std::abs(static_cast<double>(c[i]) - before[i]));
-    }
-    // Two Adam steps move a parameter by up to ~2·lr; a gradient difference Δg moves it by at
-    // most lr·Δg/eps (eps = 0.01/128), so float-rounding gradients agree to far below lr.
-    EXPECT_GT(moved, 1.5 * cfg.lr);
-    EXPECT_LT(worst, 2e-6) << "largest |gpu − cpu| over " << g.size() << " parameters";
-    EXPECT_EQ(learner.target(), before);  // no target update was asked for
-    // The optimizer state converts into the CPU agent's checkpoint layout.
-    DqnAgent copy(cfg, d, A);
-    ASSERT_TRUE(copy_device_state(learner, &copy).ok());
-    EXPECT_EQ(copy.updates(), 2);
-    EXPECT_EQ(std::vector<float>(copy.params().begin(), copy.params().end()), g);
+    expect_update_matches_cpu(small_config(double_q), "cartpole");
   }
+}
+
+// The options on 2 actions (CartPole) and 21 (execution), each with both double-Q settings.
+void expect_updates_match_cpu(bool dueling, bool munchausen) {
+  for (const char* env : {"cartpole", "execution"}) {
+    for (bool double_q : {false, true}) {
+      SCOPED_TRACE(std::string(env) + (double_q ? ", double Q" : ", target argmax"));
+      DqnConfig cfg = small_config(double_q);
+      cfg.dueling = dueling;
+      cfg.munchausen = munchausen;
+      expect_update_matches_cpu(cfg, env);
+    }
+  }
+}
+
+// The dueling head: value and advantage streams, combined and split back by rl/dueling_head.h
+// (with 21 actions the advantage mean has more to centre).
+TEST(RlLearnerGpu, DuelingUpdateMatchesCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  expect_updates_match_cpu(true, false);
+}
+
+// The Munchausen target: the π(a'|s')-weighted mixture over every next action with the bonus of
+// ln π(a|s) (τ = 0.03, α = 0.9, l0 = −1). It reads no argmax, so both double-Q settings must give
+// the CPU's update (which ignores the setting too).
+TEST(RlLearnerGpu, MunchausenUpdateMatchesCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  expect_updates_match_cpu(false, true);
+}
+
+TEST(RlLearnerGpu, DuelingMunchausenUpdateMatchesCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  expect_updates_match_cpu(true, true);
 }
 
 TEST(RlLearnerGpu, ActingQValuesMatchCpuAgent) {
   FXT_SKIP_WITHOUT_GPU();
   for (const char* name : {"cartpole", "execution"}) {
-    SCOPED_TRACE(name);
-    const EnvSpec spec = spec_named(name);
-    DqnConfig cfg = small_config(true);
-    cfg.support = spec.default_support();
-    cfg.eps_start = cfg.eps_end = 0;  // greedy: the actions are the argmax of q
-    cfg.num_envs = 64;
-    auto cpu_env = spec.make(cfg.num_envs);
-    const int d = cpu_env->obs_dim(), A = cpu_env->num_actions();
-    DqnAgent agent(cfg, d, A);
-    gpu::Context ctx(0);
-    auto env = make_device_env(spec, cfg.num_envs);
-    const std::vector<float> params(agent.params().begin(), agent.params().end());
-    DeviceC51Learner learner(device_learner_config(cfg, d, A), env.get(), ctx, params);
-    const uint64_t seed = 77;
-    learner.reset(seed);
-    learner.env_step();  // acts on the first observations of the seeded lanes
-    std::vector<float> obs(static_cast<size_t>(cfg.num_envs * d));
-    cpu_env->reset(seed, obs);  // the same starts (no transcendental involved)
-    std::vector<float> q_cpu;
-    agent.q_values(obs, cfg.num_envs, &q_cpu);
-    const std::vector<float> q_gpu = learner.last_q();
-    // |Δq| / max(|q|, 1): q = Σ z_j p_j sums atoms up to |z| = 100 whose float roundings
-    // (Eigen's GEMM order vs the kernel's sequential dot products) do not scale with q itself.
-    gpu::testing::expect_close(q_gpu, q_cpu, 1e-4, "q", 1.0);
-    const std::vector<int> act = learner.last_actions();
-    for (int i = 0; i < cfg.num_envs; ++i) {
-      const float* q = &q_cpu[static_cast<size_t>(i * A)];
-      int best = 0;
-      for (int a = 1; a < A; ++a)
-        if (q[a] > q[best]) best = a;
-      float second = -1e30f;  // skip near-ties, where a rounding may pick the other action
-      for (int a = 0; a < A; ++a)
-        if (a != best) second = std::max(second, q[a]);
-      if (q[best] - second > 1e-4f) {
-        EXPECT_EQ(act[static_cast<size_t>(i)], best) << "lane " << i;
+    for (bool dueling : {false, true}) {
+      SCOPED_TRACE(std::string(name) + (dueling ? ", dueling" : ", plain head"));
+      const EnvSpec spec = spec_named(name);
+      DqnConfig cfg = small_config(true);
+      cfg.dueling = dueling;
+      cfg.support = spec.default_support();
+      cfg.eps_start = cfg.eps_end = 0;  // greedy: the actions are the argmax of q
+      cfg.num_envs = 64;
+      auto cpu_env = spec.make(cfg.num_envs);
+      const int d = cpu_env->obs_dim(), A = cpu_env->num_actions();
+      DqnAgent agent(cfg, d, A);
+      gpu::Context ctx(0);
+      auto env = make_device_env(spec, cfg.num_envs);
+      const std::vector<float> params(agent.params().begin(), agent.params().end());
+      DeviceC51Learner learner(device_learner_config(cfg, d, A), env.get(), ctx, params);
+      const uint64_t seed = 77;
+      learner.reset(seed);
+      learner.env_step();  // acts on the first observations of the seeded lanes
+      std::vector<float> obs(static_cast<size_t>(cfg.num_envs * d));
+      cpu_env->reset(seed, obs);  // the same starts (no transcendental involved)
+      std::vector<float> q_cpu;
+      agent.q_values(obs, cfg.num_envs, &q_cpu);
+      const std::vector<float> q_gpu = learner.last_q();
+      // |Δq| / max(|q|, 1): q = Σ z_j p_j sums atoms up to |z| = 100 whose float roundings
+      // (Eigen's GEMM order vs the kernel's sequential dot products) do not scale with q itself.
+      gpu::testing::expect_close(q_gpu, q_cpu, 1e-4, "q", 1.0);
+      const std::vector<int> act = learner.last_actions();
+      for (int i = 0; i < cfg.num_envs; ++i) {
+        const float* q = &q_cpu[static_cast<size_t>(i * A)];
+        int best = 0;
+        for (int a = 1; a < A; ++a)
+          if (q[a] > q[best]) best = a;
+        float second = -1e30f;  // skip near-ties, where a rounding may pick the other action
+        for (int a = 0; a < A; ++a)
+          if (a != best) second = std::max(second, q[a]);
+        if (q[best] - second > 1e-4f) {
+          EXPECT_EQ(act[static_cast<size_t>(i)], best) << "lane " << i;
+        }
       }
     }
   }
@@ -231,17 +287,22 @@ std::string file_bytes(const std::string& path) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-TEST(RlLearnerGpu, SameSeedSameCheckpointBytes) {
-  FXT_SKIP_WITHOUT_GPU();
+// Three seeded GPU runs of `base` (6000 steps on 2 CartPole lanes, one update per 4 env steps:
+// chunks of k = 2 env steps and single steps around the log and target boundaries; Polyak 0.5)
+// with seeds 7, 7 and 8: the first two must write identical checkpoint bytes, the third other
+// bytes. The checkpoint loads into a CPU agent (fxt rl eval's path) and plays.
+void expect_same_seed_same_bytes(const DqnConfig& base, const std::string& tag) {
   std::string bytes[3];
   for (int run = 0; run < 3; ++run) {
-    DqnConfig cfg = cartpole_config(run < 2 ? 7 : 8);
+    DqnConfig cfg = base;
+    cfg.seed = run < 2 ? 7 : 8;
     cfg.total_steps = 6000;
-    cfg.num_envs = 2;         // two lanes, one update per 4 env steps: chunks of k = 2 env
-    cfg.train_frequency = 4;  // steps, and single steps around the log and target boundaries
-    cfg.polyak = 0.5;         // the Polyak kernel
+    cfg.num_envs = 2;
+    cfg.train_frequency = 4;
+    cfg.polyak = 0.5;  // the Polyak kernel
     DqnAgent agent(cfg, 4, 2);
-    TrainOptions o = cartpole_options(test::scratch_dir() + "/gpu_same_seed_" + std::to_string(run));
+    TrainOptions o =
+        cartpole_options(test::scratch_dir() + "/gpu_same_seed_" + tag + std::to_string(run));
     o.stop_return = std::nan("");
     o.eval_every = 0;
     auto r = train_dqn_device(spec_named("cartpole"), o, &agent);
@@ -250,9 +311,32 @@ TEST(RlLearnerGpu, SameSeedSameCheckpointBytes) {
     EXPECT_EQ(r->updates, (6000 - 1000) / 4 + 1);
     bytes[run] = file_bytes(o.out_dir + "/checkpoint.fxt");
     ASSERT_GT(bytes[run].size(), 1000u);
+    if (run > 0) continue;
+    auto loaded = read_agent_checkpoint(o.out_dir + "/checkpoint.fxt");
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    EXPECT_EQ(loaded->agent->config().dueling, base.dueling);
+    EXPECT_EQ(loaded->agent->config().munchausen, base.munchausen);
+    EXPECT_EQ(loaded->agent->updates(), r->updates);
+    const EvalResult cpu = evaluate_agent(loaded->agent.get(), loaded->spec, 2, 0x5eed);
+    EXPECT_TRUE(std::isfinite(cpu.mean));
   }
   EXPECT_TRUE(bytes[0] == bytes[1]) << "same seed, different checkpoint bytes";
   EXPECT_FALSE(bytes[0] == bytes[2]) << "another seed gave the same bytes";
+}
+
+TEST(RlLearnerGpu, SameSeedSameCheckpointBytes) {
+  FXT_SKIP_WITHOUT_GPU();
+  expect_same_seed_same_bytes(cartpole_config(7), "plain");
+}
+
+TEST(RlLearnerGpu, SameSeedSameCheckpointBytesMunchausen) {
+  FXT_SKIP_WITHOUT_GPU();
+  DqnConfig cfg = cartpole_config(7);
+  cfg.munchausen = true;
+  expect_same_seed_same_bytes(cfg, "munchausen");
+  cfg.dueling = true;
+  cfg.n_step = 3;  // and with the dueling head and 3-step returns
+  expect_same_seed_same_bytes(cfg, "munchausen_dueling");
 }
 
 std::vector<float> device_copy(const float* p, size_t n) {
@@ -350,13 +434,52 @@ TEST(RlLearnerGpu, RefusesWhatItDoesNotHave) {
   DqnConfig cfg = cartpole_config(1);
   EXPECT_TRUE(device_learner_supports(cfg).ok());
   cfg.n_step = 3;
-  EXPECT_TRUE(device_learner_supports(cfg).ok());  // n-step returns: supported
-  cfg = cartpole_config(1);
-  cfg.per_alpha = 0.6;
-  EXPECT_NE(device_learner_supports(cfg).message().find("prioritised"), std::string::npos);
-  cfg = cartpole_config(1);
-  cfg.algo = Algo::kQrDqn;
-  EXPECT_NE(device_learner_supports(cfg).message().find("QR-DQN"), std::string::npos);
+  cfg.dueling = true;
+  cfg.munchausen = true;
+  cfg.double_q = false;
+  EXPECT_TRUE(device_learner_supports(cfg).ok());  // n-step, dueling, Munchausen: supported
+  auto refused = [](void (*set)(DqnConfig*), const char* word) {
+    DqnConfig c = cartpole_config(1);
+    set(&c);
+    const Status s = device_learner_supports(c);
+    EXPECT_FALSE(s.ok()) << word;
+    EXPECT_NE(s.message().find(word), std::string::npos) << s.message();
+  };
+  refused([](DqnConfig* c) { c->per_alpha = 0.6; }, "prioritised");
+  refused([](DqnConfig* c) { c->algo = Algo::kQrDqn; }, "QR-DQN");
+  refused([](DqnConfig* c) { c->algo = Algo::kIqn; }, "IQN");
+  refused([](DqnConfig* c) { c->exploration = Exploration::kThompson; }, "Thompson");
+  refused([](DqnConfig* c) { c->mirror = true; }, "--mirror");
+  refused([](DqnConfig* c) { c->symmetric_policy = true; }, "--symmetric-policy");
+  refused([](DqnConfig* c) { c->hidden = {8, 8, 8, 8, 8, 8, 8, 8}; }, "7 layers");
+  refused([](DqnConfig* c) { c->num_envs = c->buffer_size + 1; }, "--buffer-size");
+}
+
+TEST(RlLearnerGpu, DuelingLayoutIsTheNetworksSpecs) {
+  // No GPU needed: the learner's layers (torso, advantage head) and value stream are the CPU
+  // network's ParamSpecs, so the flat buffer is the checkpoint's.
+  DqnConfig cfg = small_config(true);
+  cfg.dueling = true;
+  const int d = 4, A = 3;
+  const DeviceLearnerConfig dc = device_learner_config(cfg, d, A);
+  const QNetwork<float> net(q_network_config(cfg, d, A));
+  const auto& specs = net.specs();
+  ASSERT_EQ(specs.size(), 8u);  // torso.0, torso.1, head.value, head.adv: (weight, bias) each
+  ASSERT_TRUE(dc.dueling);
+  ASSERT_EQ(dc.layers.size(), 3u);
+  EXPECT_EQ(dc.layers[0].w_offset, specs[0].offset);
+  EXPECT_EQ(dc.layers[1].b_offset, specs[3].offset);
+  EXPECT_EQ(specs[4].name, "head.value.weight");
+  EXPECT_EQ(dc.value.w_offset, specs[4].offset);
+  EXPECT_EQ(dc.value.b_offset, specs[5].offset);
+  EXPECT_EQ(dc.value.in, 84);
+  EXPECT_EQ(dc.value.out, 51);
+  EXPECT_EQ(specs[6].name, "head.adv.weight");
+  EXPECT_EQ(dc.layers[2].w_offset, specs[6].offset);
+  EXPECT_EQ(dc.layers[2].b_offset, specs[7].offset);
+  EXPECT_EQ(dc.layers[2].in, 84);
+  EXPECT_EQ(dc.layers[2].out, A * 51);
+  EXPECT_EQ(dc.num_params, net.num_params());
 }
 
 }  // namespace

@@ -162,6 +162,24 @@ TEST(Munchausen, HandComputedTarget) {
   EXPECT_NEAR(m[0] + m[1] + m[2], 1.0, 1e-14);
 }
 
+TEST(Munchausen, PolicyTermsByHand) {
+  // The FXT_HD terms the CPU target and the GPU learner's kernel share (rl/dqn_schedule.h).
+  const MunchausenConfig mc;  // τ = 0.03, α = 0.9, l0 = −1
+  EXPECT_NEAR(munchausen_bonus<double>(mc, -10.0), 0.9 * -0.3, 1e-15);   // inside the clip
+  EXPECT_NEAR(munchausen_bonus<double>(mc, -100.0), 0.9 * -1.0, 1e-15);  // clipped at l0
+  EXPECT_EQ(munchausen_bonus<double>(mc, 0.0), 0.0);                     // greedy: no bonus
+  // r + bonus − g·τ·ln π(a'|s'): 0.5 − 0.27 − 0.9·0.03·(−2).
+  EXPECT_NEAR(munchausen_shift<double>(mc, 0.5, -0.27, 0.9, -2.0), 0.5 - 0.27 + 0.054, 1e-15);
+  // log_policy_row may write over its input (the GPU kernel does): the same values.
+  std::vector<float> q = {0.31f, -0.2f, 0.305f, 0.0f}, lp(4);
+  log_policy_row<float>(q.data(), 4, mc.tau, lp.data());
+  log_policy_row<float>(q.data(), 4, mc.tau, q.data());
+  EXPECT_EQ(q, lp);
+  double total = 0;
+  for (float v : lp) total += std::exp(static_cast<double>(v));
+  EXPECT_NEAR(total, 1.0, 1e-6);
+}
+
 TEST(Munchausen, TerminalKeepsOnlyRewardAndBonus) {
   const Support s{-1, 1, 3};
   const MunchausenConfig mc;  // τ = 0.03, α = 0.9, l0 = −1

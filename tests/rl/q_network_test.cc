@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "rl/dueling_head.h"
+
 namespace fxt::rl {
 namespace {
 
@@ -116,6 +118,36 @@ TEST(QNetwork, DuelingCombinesValueAndCentredAdvantage) {
   // V = (2, 5); A[a] = (a + 1)·2 for both outputs, mean 4: out[a] = V + 2(a + 1) − 4.
   const double want[] = {0, 3, 2, 5, 4, 7};
   for (size_t i = 0; i < 6; ++i) EXPECT_DOUBLE_EQ(out[i], want[i]) << i;
+}
+
+TEST(DuelingHead, BackwardIsTheAdjointAndInPlaceIsExact) {
+  // The combination is linear in (v, adv), so its backward is the transpose:
+  // ⟨d_out, combine(v, adv)⟩ = ⟨d_value, v⟩ + ⟨d_adv, adv⟩. The GPU learner runs both in place.
+  const int A = 5, K = 7;
+  Rng rng(3);
+  std::vector<double> v(K), adv(A * K), g(A * K);
+  for (double& x : v) x = rng.uniform_real(-1, 1);
+  for (double& x : adv) x = rng.uniform_real(-1, 1);
+  for (double& x : g) x = rng.uniform_real(-1, 1);
+  std::vector<double> out(A * K), in_place = adv, dv(K), da(A * K), da_in_place = g, dv2(K);
+  for (int k = 0; k < K; ++k) {
+    dueling_combine(v.data(), adv.data(), A, K, k, out.data());
+    dueling_combine(v.data(), in_place.data(), A, K, k, in_place.data());
+    dueling_combine_backward(g.data(), A, K, k, dv.data(), da.data());
+    dueling_combine_backward(da_in_place.data(), A, K, k, dv2.data(), da_in_place.data());
+  }
+  EXPECT_EQ(in_place, out);
+  EXPECT_EQ(da_in_place, da);
+  EXPECT_EQ(dv2, dv);
+  double lhs = 0, rhs = 0;
+  for (int e = 0; e < A * K; ++e) lhs += g[e] * out[e], rhs += da[e] * adv[e];
+  for (int k = 0; k < K; ++k) rhs += dv[k] * v[k];
+  EXPECT_NEAR(lhs, rhs, 1e-12);
+  for (int k = 0; k < K; ++k) {  // the advantages are centred: Σ_a out[a] = A·v
+    double sum = 0;
+    for (int a = 0; a < A; ++a) sum += out[a * K + k];
+    EXPECT_NEAR(sum, A * v[k], 1e-12);
+  }
 }
 
 }  // namespace

@@ -11,7 +11,11 @@
 # there starts it over), pooling with 2,000 oracle rows ~120 s. Two calls a seed: the first
 # (build, market, training; FXT_RUN_LIMIT ~380, so the call ends inside its 600 s) and, on the
 # same warm machine, the second (resume, scoring, pooling; FXT_RUN_LIMIT >= 260): about 900 s
-# of device time for the first seed, 700-800 s for the next.
+# of device time for the first seed, 700-800 s for the next. With a prebuilt fxt carried as
+# build-dev/bin/fxt (docs/DEVICE.md; no build) and EPOCHS=32, one call held the market (64 s) and
+# the three folds (417 s; early stopping ended them at epochs 22-30, while GPU tests built beside
+# them), and a second call the pooling with 2,000 oracle rows (89 s) (H100, 2026-12-06).
+# STRIDE (default 4) and SEQ (the window K, default fxt's 64) change the model's view of history.
 # Usage (device, after scripts/device_check.sh built build-dev, or alone: it builds fxt):
 #   OUT=$OUT/cv SEEDS="1 2" EVENTS=40000000 bash bench/ablation/device_cv_meta.sh
 set -uo pipefail
@@ -19,7 +23,7 @@ source "$(dirname "$0")/device_common.sh"
 mkdir -p "$OUT"
 [ -x build-dev/bin/fxt ] && FXT=$PWD/build-dev/bin/fxt || build_fxt || exit 1
 SEEDS=${SEEDS:-1} THREADS=${THREADS:-5} FOLDS=3
-MODEL="--stride 4 --epochs ${EPOCHS:-16} --steps-per-epoch ${STEPS:-300} --batch 256 \
+MODEL="--stride ${STRIDE:-4} ${SEQ:+--seq $SEQ} --epochs ${EPOCHS:-16} --steps-per-epoch ${STEPS:-300} --batch 256 \
   --horizons 30,100,300,1000 --drop-features tod_sin,tod_cos --ple-bins 8 --gam-bins 8 \
   --input-skip gam --baselines logreg,gbdt,gam --early-stop mean_auc ${FLAGS:-}"
 CV="--folds $FOLDS --by block --train-blocks 8 --device cuda"

@@ -18,16 +18,6 @@ namespace fxt::report {
 
 using nlohmann::json;
 
-namespace {
-
-// An interval stored as [lo, hi] (cv.json) or {"lo", "hi"} (eval.json); NaN when absent.
-std::pair<double, double> interval_pair(const json& iv) {
-  if (iv.is_array() && iv.size() == 2) return {num(iv[0]), num(iv[1])};
-  return {num(iv, "lo"), num(iv, "hi")};
-}
-
-}  // namespace
-
 // cv.json of `fxt cv` (src/train/cv.h, docs/CV.md): per_fold (fold, test range, rows, auc
 // {model, logreg, base_rate} per horizon, mean_auc), pooled (Metrics of the three predictors
 // over every fold's test rows), comparison (per horizon: pooled AUCs with paired-bootstrap

@@ -18,18 +18,11 @@ using nlohmann::json;
 
 namespace {
 
-// An [lo, hi] array of the oracle JSON; NaN when absent.
-std::pair<double, double> pair_of(const json& e, const char* key) {
-  const json& a = field(e, key);
-  if (!a.is_array() || a.size() != 2) return {kNaN, kNaN};
-  return {num(a[0]), num(a[1])};
-}
-
 // A share of the gap with its interval, in percent: "56 % [31 %, 80 %]".
 std::string share_cell(const json& e, const char* key, const char* ci_key) {
   const double s = num(e, key);
   if (!std::isfinite(s)) return "–";
-  auto [lo, hi] = pair_of(e, ci_key);
+  auto [lo, hi] = interval_pair(field(e, ci_key));
   if (!std::isfinite(lo) || !std::isfinite(hi)) return fmt::format("{:.0f} %", 100 * s);
   return fmt::format("{:.0f} % [{:.0f} %, {:.0f} %]", 100 * s, 100 * lo, 100 * hi);
 }
@@ -70,9 +63,9 @@ std::string oracle_html(const json& oracle, const std::string& sid, const std::s
     const json& e = hs[i];
     const std::string h = horizon_name(static_cast<int>(num(e, "horizon")));
     c.categories.push_back(h);
-    auto [olo, ohi] = pair_of(e, "oracle_ci");
-    auto [mlo, mhi] = pair_of(e, "model_ci");
-    auto [blo, bhi] = pair_of(e, "best_baseline_ci");
+    auto [olo, ohi] = interval_pair(field(e, "oracle_ci"));
+    auto [mlo, mhi] = interval_pair(field(e, "model_ci"));
+    auto [blo, bhi] = interval_pair(field(e, "best_baseline_ci"));
     std::vector<std::string> row = {h,
                                     format_with_interval(num(e, "oracle_auc"), olo, ohi),
                                     format_with_interval(num(e, "model_auc"), mlo, mhi),
@@ -90,7 +83,7 @@ std::string oracle_html(const json& oracle, const std::string& sid, const std::s
       s.y.push_back(num(e, keys[w]));
       if (std::isfinite(s.y.back())) lo_all = std::min(lo_all, s.y.back());
       if (ci_keys[w] != nullptr) {
-        auto [lo, hi] = pair_of(e, ci_keys[w]);
+        auto [lo, hi] = interval_pair(field(e, ci_keys[w]));
         s.lo.push_back(lo);
         s.hi.push_back(hi);
         if (std::isfinite(lo)) lo_all = std::min(lo_all, lo);

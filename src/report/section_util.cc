@@ -39,6 +39,10 @@ double num(const json& j, const char* key) {
 double num(const json& j) {
   return j.is_number() ? j.get<double>() : kNaN;
 }
+std::pair<double, double> interval_pair(const json& iv) {
+  if (iv.is_array() && iv.size() == 2) return {num(iv[0]), num(iv[1])};
+  return {num(iv, "lo"), num(iv, "hi")};
+}
 
 // j[key] when it exists, else a static null.
 const json& field(const json& j, std::string_view key) {

@@ -25,6 +25,9 @@ Result<nlohmann::json> read_json_file(const std::string& path);
 // A number at j[key] (NaN when missing, null or not a number); num(j): j itself.
 double num(const nlohmann::json& j, const char* key);
 double num(const nlohmann::json& j);
+// An interval stored as [lo, hi] (cv.json, the oracle) or {"lo", "hi"} (eval.json); NaN when
+// absent.
+std::pair<double, double> interval_pair(const nlohmann::json& iv);
 // j[key] when it exists, else a static null.
 const nlohmann::json& field(const nlohmann::json& j, std::string_view key);
 // A run.json field, wherever a record keeps it: top level, "extra" or "metrics".

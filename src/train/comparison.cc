@@ -124,7 +124,7 @@ Result<nlohmann::json> compare_with_oracle(
     std::span<const double> oracle, std::span<const float> model,
     std::span<const float> best_baseline, const std::vector<std::string>& best_names,
     std::span<const uint8_t> labels, std::span<const uint8_t> mask, std::span<const int> horizons,
-    int64_t row_spacing, const BootstrapOptions& options) {
+    int64_t row_spacing, const BootstrapOptions& options, std::span<const float> stacked) {
   const size_t nh = horizons.size();
   std::vector<int> block_horizons;
   for (int h : horizons) {
@@ -137,46 +137,65 @@ Result<nlohmann::json> compare_with_oracle(
     const double p = std::clamp(oracle[i], 1e-6, 1 - 1e-6);
     ol[i] = std::isnan(oracle[i]) ? std::nanf("") : static_cast<float>(std::log(p / (1 - p)));
   }
-  // One mask for the three scorers: both paired bootstraps then resample the same valid rows
-  // with the same blocks, so replicate r's oracle AUC is the same in both and the gap share
+  // One mask for every scorer: the paired bootstraps then resample the same valid rows with the
+  // same blocks, so replicate r's oracle AUC is the same in each and the gap share
   // (model - best) / (oracle - best) can be formed replicate by replicate.
   std::vector<uint8_t> common(labels.size());
   for (size_t i = 0; i < common.size(); ++i) {
     common[i] = (mask.empty() || mask[i] != 0) && !std::isnan(ol[i]) && !std::isnan(model[i]) &&
-                !std::isnan(best_baseline[i]);
+                !std::isnan(best_baseline[i]) && (stacked.empty() || !std::isnan(stacked[i]));
   }
-  FXT_ASSIGN_OR_RETURN(PairedAucResult om,
-                       paired_auc_bootstrap(ol, model, labels, common, block_horizons, options));
-  FXT_ASSIGN_OR_RETURN(PairedAucResult ob, paired_auc_bootstrap(ol, best_baseline, labels, common,
-                                                                block_horizons, options));
+  auto against_oracle = [&](std::span<const float> scores) {
+    return paired_auc_bootstrap(ol, scores, labels, common, block_horizons, options);
+  };
+  FXT_ASSIGN_OR_RETURN(PairedAucResult om, against_oracle(model));
+  FXT_ASSIGN_OR_RETURN(PairedAucResult ob, against_oracle(best_baseline));
+  PairedAucResult os;
+  if (!stacked.empty()) {
+    FXT_ASSIGN_OR_RETURN(os, against_oracle(stacked));
+  }
   const auto reps = static_cast<size_t>(om.replicates);
+  // Horizon h's share of the gap closed by a scorer (its paired result against the oracle), and
+  // the share's interval over the replicates. A replicate whose oracle does not beat the best
+  // baseline has no share (NaN, dropped; the interval's replicate count says how many remained).
+  auto share = [&](const PairedAucResult& o, size_t h, Interval* ci) {
+    std::vector<double> shares(reps);
+    for (size_t r = 0; r < reps; ++r) {
+      const size_t at = r * nh + h;
+      const double g = o.replicate_a[at] - ob.replicate_b[at];
+      shares[r] = g > 0 ? (o.replicate_b[at] - ob.replicate_b[at]) / g : std::nan("");
+    }
+    *ci = bootstrap_interval(std::move(shares), options);
+    const double b = ob.horizons[h].auc_b, gap = o.horizons[h].auc_a - b;
+    return gap > 0 ? (o.horizons[h].auc_b - b) / gap : std::nan("");
+  };
   nlohmann::json hs = nlohmann::json::array();
   for (size_t h = 0; h < nh; ++h) {
     const PairedAucHorizon& p = om.horizons[h];
     if (std::isnan(p.auc_a)) continue;  // a horizon the oracle did not cover
     const double b = ob.horizons[h].auc_b;
-    const double gap = p.auc_a - b;
-    const double recovered = gap > 0 ? (p.auc_b - b) / gap : std::nan("");
-    // A replicate whose oracle does not beat the best baseline has no share (NaN, dropped; the
-    // interval's replicate count says how many remained).
-    std::vector<double> shares(reps);
-    for (size_t r = 0; r < reps; ++r) {
-      const size_t at = r * nh + h;
-      const double g = om.replicate_a[at] - ob.replicate_b[at];
-      shares[r] = g > 0 ? (om.replicate_b[at] - ob.replicate_b[at]) / g : std::nan("");
-    }
-    const Interval share_ci = bootstrap_interval(std::move(shares), options);
+    Interval share_ci;
+    const double recovered = share(om, h, &share_ci);
     nlohmann::json e = {
         {"horizon", horizons[h]},          {"oracle_auc", num(p.auc_a)},
         {"oracle_ci", interval(p.a)},      {"model_auc", num(p.auc_b)},
         {"model_ci", interval(p.b)},       {"best_baseline", best_names[h]},
         {"best_baseline_auc", num(b)},     {"best_baseline_ci", interval(ob.horizons[h].b)},
         {"gap_recovered", num(recovered)}, {"gap_recovered_ci", interval(share_ci)}};
-    e["line"] = fmt::format(
+    std::string line = fmt::format(
         "h{}: oracle {:.4f} [{:.4f}, {:.4f}] | model {:.4f} | best baseline ({}) {:.4f} | the "
         "model recovers {} of the gap",
         horizons[h], p.auc_a, p.a.lo, p.a.hi, p.auc_b, best_names[h], b,
         share_text(recovered, share_ci));
+    if (!stacked.empty()) {
+      Interval stacked_ci;
+      const double s = share(os, h, &stacked_ci);
+      e["stacked_auc"] = num(os.horizons[h].auc_b);
+      e["stacked_gap_recovered"] = num(s);
+      e["stacked_gap_recovered_ci"] = interval(stacked_ci);
+      line += fmt::format("; stacked {:.4f}, {}", os.horizons[h].auc_b, share_text(s, stacked_ci));
+    }
+    e["line"] = line;
     hs.push_back(e);
   }
   return nlohmann::json{{"rows", labels.size() / nh}, {"horizons", hs}};

@@ -47,12 +47,14 @@ std::string verdict_line(const nlohmann::json& horizon_entry);
 // over the paired block-bootstrap replicates (all three scorers resampled together; a replicate
 // whose oracle does not beat the best baseline is dropped). row_spacing: snapshots between
 // consecutive rows, so the bootstrap blocks still span a horizon of snapshots (ceil(h / spacing)
-// rows).
+// rows). With `stacked` (the model stack's logits on the same rows), each horizon also gets
+// stacked_auc, stacked_gap_recovered and stacked_gap_recovered_ci (the same gap, closed by the
+// stack) and its line says both. Every scorer is compared on the rows where all are defined.
 Result<nlohmann::json> compare_with_oracle(
     std::span<const double> oracle, std::span<const float> model,
     std::span<const float> best_baseline, const std::vector<std::string>& best_names,
     std::span<const uint8_t> labels, std::span<const uint8_t> mask, std::span<const int> horizons,
-    int64_t row_spacing, const BootstrapOptions& options);
+    int64_t row_spacing, const BootstrapOptions& options, std::span<const float> stacked = {});
 
 // A gap share as printed: "56% [31%, 80%]"; "n/a" when the share is undefined.
 std::string share_text(double share, const Interval& ci);

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <fmt/format.h>
-
 #include "core/file_util.h"
 #include "core/progress.h"
 #include "data/synth_oracle.h"
@@ -99,24 +97,7 @@ Result<nlohmann::json> oracle_on_rows(const OracleSpec& spec, const OracleRows& 
   bo.threads = threads;
   const auto spacing = static_cast<int64_t>(std::max<size_t>(1, rows / n));
   FXT_ASSIGN_OR_RETURN(nlohmann::json out, compare_with_oracle(oracle, ms, bs, best_names, ys, ks,
-                                                               in.horizons, spacing, bo));
-  if (!ss.empty()) {
-    FXT_ASSIGN_OR_RETURN(nlohmann::json so, compare_with_oracle(oracle, ss, bs, best_names, ys, ks,
-                                                                in.horizons, spacing, bo));
-    for (size_t i = 0; i < out["horizons"].size(); ++i) {
-      nlohmann::json& e = out["horizons"][i];
-      const nlohmann::json& se = so["horizons"][i];
-      e["stacked_auc"] = se["model_auc"];
-      e["stacked_gap_recovered"] = se["gap_recovered"];
-      e["stacked_gap_recovered_ci"] = se["gap_recovered_ci"];
-      const auto value = [](const nlohmann::json& j) {
-        return j.is_number() ? j.get<double>() : std::nan("");
-      };
-      const Interval ci{value(se["gap_recovered_ci"][0]), value(se["gap_recovered_ci"][1])};
-      e["line"] = fmt::format("{}; stacked {:.4f}, {}", e["line"].get<std::string>(),
-                              value(se["model_auc"]), share_text(value(se["gap_recovered"]), ci));
-    }
-  }
+                                                               in.horizons, spacing, bo, ss));
   out["paths"] = spec.paths;
   out["config"] = spec.config;
   return out;

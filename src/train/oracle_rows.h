@@ -63,8 +63,8 @@ Result<SynthConfig> oracle_market(const OracleSpec& spec, size_t store_count,
                                   uint64_t store_snapshots);
 
 // The oracle (rows.draw) against the scored rows: JSON of compare_with_oracle() plus "paths" and
-// "config"; with a model stack, each horizon also gets "stacked_auc" and "stacked_gap_recovered"
-// (the same gap, closed by the stack) and its line says both. threads: of the bootstrap.
+// "config" (with a model stack, compare_with_oracle's stacked_* fields too). threads: of the
+// bootstrap.
 Result<nlohmann::json> oracle_on_rows(const OracleSpec& spec, const OracleRows& rows, int threads);
 
 }  // namespace fxt

@@ -16,6 +16,8 @@
 # the three folds (417 s; early stopping ended them at epochs 22-30, while GPU tests built beside
 # them), and a second call the pooling with 2,000 oracle rows (89 s) (H100, 2026-12-06).
 # STRIDE (default 4) and SEQ (the window K, default fxt's 64) change the model's view of history.
+# POOL=0 stops after the folds (pool in a later call on the warm machine, with KEEP set); each
+# finished fold's eval.json is copied to $OUT/seed_<s>/ so that a lost machine loses no fold.
 # Usage (device, after scripts/device_check.sh built build-dev, or alone: it builds fxt):
 #   OUT=$OUT/cv SEEDS="1 2" EVENTS=40000000 bash bench/ablation/device_cv_meta.sh
 set -uo pipefail
@@ -43,6 +45,8 @@ cv_seed() {
   done
   wait
   echo "seed $s: folds in $((SECONDS - t0)) s"
+  for ((i = 0; i < FOLDS; i++)); do cp $w/cv/fold_$i/eval.json "$o/fold_$i.eval.json" 2>/dev/null; done
+  [ "${POOL:-1}" = 0 ] && return 0
   # shellcheck disable=SC2086
   $FXT cv --store $w/store --out $w/cv $CV $MODEL --pool-only --threads 16 \
     --oracle $w/synth.dbn.zst.synth.json --oracle-rows ${ORACLE_ROWS:-3000} >"$o/pool.log" 2>&1

@@ -52,6 +52,15 @@ __device__ float expectation_row(const float* logits, const float* atoms, int K)
   return acc / sum;
 }
 
+// An action's expected value in DqnAgent::expected_value's order: C51 (atoms given) Σ z_j
+// softmax_j (expectation_row); QR-DQN (atoms null) its K quantiles summed in order, then / K.
+__device__ float value_row(const float* row, const float* atoms, int K) {
+  if (atoms != nullptr) return expectation_row(row, atoms, K);
+  float sum = 0;
+  for (int k = 0; k < K; ++k) sum += row[k];
+  return sum / static_cast<float>(K);
+}
+
 // One dense layer in one block: y[u] = Σ_i w[u, i]·x[i] + b[u] for u = tid, tid + blockDim, …
 // (each a sequential dot product), ReLU'd when relu.
 __device__ void block_dense(const float* __restrict__ params, const DeviceLayer& L, const float* x,
@@ -72,12 +81,12 @@ __device__ void block_dense(const float* __restrict__ params, const DeviceLayer&
 // lane i: the MLP forward of obs[i] through every layer (block_dense; with dueling the head is
 // the advantage stream, the value stream goes to the last K floats and dueling_combine writes
 // the logits over the advantages, thread k column k), then thread a the expected value of action
-// a, then thread 0 the greedy action (the first maximum) or, with probability ε, a uniform one
-// from the lane's Rng (CPU order: one unit() draw, then uniform(A) only when exploring; no draw
-// at ε = 0). kTrain: ε from the device step counter, and the lane's observation and action copied
-// into its replay slot (replay_next + i) mod capacity (1-step: ring 0) or, with n-step returns,
-// into its row (step mod ring) of the lane's ring of the last n steps (r_obs/r_act are then the
-// ring's).
+// a (value_row: atoms null for QR-DQN), then thread 0 the greedy action (the first maximum) or,
+// with probability ε, a uniform one from the lane's Rng (CPU order: one unit() draw, then
+// uniform(A) only when exploring; no draw at ε = 0). kTrain: ε from the device step counter, and
+// the lane's observation and action copied into its replay slot (replay_next + i) mod capacity
+// (1-step: ring 0) or, with n-step returns, into its row (step mod ring) of the lane's ring of the
+// last n steps (r_obs/r_act are then the ring's).
 template <bool kTrain>
 __global__ void act_kernel(const float* __restrict__ params, NetLayout net,
                            const float* __restrict__ atoms, int K, int A,
@@ -110,7 +119,7 @@ __global__ void act_kernel(const float* __restrict__ params, NetLayout net,
   }
   // x holds the logits [A, K].
   for (int a = tid; a < A; a += blockDim.x) {
-    q[a] = expectation_row(x + a * K, atoms, K);
+    q[a] = value_row(x + a * K, atoms, K);
     q_out[static_cast<size_t>(lane) * A + a] = q[a];
   }
   __syncthreads();
@@ -263,6 +272,43 @@ __global__ void sample_kernel(bool draw, Rng* rngs, int* idx, const DeviceLearne
   b_disc[b] = r_disc[s];
 }
 
+// ---- the pieces both loss kernels share --------------------------------------------------------
+// Threads a of a loss block: qs[a] = the value of action a at s' from next_sel's rows (the online
+// net with double Q, else the target) and, with Munchausen (cur non-null), qc[a] = the target
+// net's at s. Rows of sample b start at `row`; atoms null for QR-DQN (value_row).
+__device__ void action_values(const float* next_sel, const float* cur, size_t row,
+                              const float* atoms, int K, int A, float* qs, float* qc) {
+  for (int j = threadIdx.x; j < A; j += blockDim.x) {
+    qs[j] = value_row(next_sel + row + static_cast<size_t>(j) * K, atoms, K);
+    if (cur != nullptr) qc[j] = value_row(cur + row + static_cast<size_t>(j) * K, atoms, K);
+  }
+}
+
+// Thread 0 of a loss block: the bootstrap target's components as DqnAgent::update picks them,
+// from action_values' qs and qc: plain, one, the first argmax a* of qs, weight 1 (*bonus 0);
+// Munchausen, every a' in order with weight π(a'|s') (log_policy_row: qs becomes ln π(a'|s') in
+// place, qc ln π(·|s)) and *bonus = munchausen_bonus of ln π(a|s). Returns the count C.
+__device__ int bootstrap_components(bool munchausen, const MunchausenConfig& mc, int A, int a,
+                                    float* qs, float* qc, int* comp, float* w, float* bonus) {
+  if (munchausen) {
+    log_policy_row(qc, A, mc.tau, qc);
+    *bonus = munchausen_bonus(mc, qc[a]);
+    log_policy_row(qs, A, mc.tau, qs);
+    for (int c = 0; c < A; ++c) {
+      comp[c] = c;
+      w[c] = expf(qs[c]);
+    }
+    return A;
+  }
+  int best = 0;
+  for (int j = 1; j < A; ++j)
+    if (qs[j] > qs[best]) best = j;
+  comp[0] = best;
+  w[0] = 1.0f;
+  *bonus = 0.0f;
+  return 1;
+}
+
 // ---- the C51 target, loss and gradient ---------------------------------------------------------
 // The loss kernel's dynamic shared memory in floats: p [A·K], m [K], log Z [1], then qs, qc, w,
 // shift and comp (ints) [A] each.
@@ -274,7 +320,7 @@ size_t c51_loss_smem_floats(int A, int K) {
 // Launch: grid (B), block kThreads, dynamic shared memory c51_loss_smem_floats(A, K). Block b is
 // sample b, in DqnAgent::update's arithmetic. The target distribution m is a mixture of C
 // components, component c the target net's softmax at s' of action comp[c] with atoms
-// shift[c] + g·z_j and weight w[c] (thread 0 picks them):
+// shift[c] + g·z_j and weight w[c] (thread 0 picks them, bootstrap_components):
 //   - plain: one, the first argmax a* of the expected values at s' (online net with double Q,
 //     else target), shift r, weight 1;
 //   - Munchausen: every action a' in order, weight π(a'|s') and shift r + bonus − g·τ·ln π(a'|s')
@@ -305,31 +351,13 @@ __global__ void c51_loss_kernel(const float* __restrict__ out, const float* __re
   const size_t row = static_cast<size_t>(b) * A * K;
   const int a = b_act[b];
   const float r = b_rew[b], g = b_disc[b];
-  for (int j = tid; j < A; j += blockDim.x) {
-    qs[j] = expectation_row(next_sel + row + j * K, atoms, K);
-    if (munchausen) qc[j] = expectation_row(cur_t + row + j * K, atoms, K);
-  }
+  action_values(next_sel, munchausen ? cur_t : nullptr, row, atoms, K, A, qs, qc);
   __syncthreads();
   if (tid == 0) {
-    if (munchausen) {
-      log_policy_row(qc, A, mc.tau, qc);
-      const float bonus = munchausen_bonus(mc, qc[a]);
-      log_policy_row(qs, A, mc.tau, qs);
-      for (int c = 0; c < A; ++c) {
-        comp[c] = c;
-        w[c] = expf(qs[c]);
-        shift[c] = munchausen_shift(mc, r, bonus, g, qs[c]);
-      }
-      n_comp = A;
-    } else {
-      int best = 0;
-      for (int j = 1; j < A; ++j)
-        if (qs[j] > qs[best]) best = j;
-      comp[0] = best;
-      w[0] = 1.0f;
-      shift[0] = r;
-      n_comp = 1;
-    }
+    float bonus;
+    n_comp = bootstrap_components(munchausen, mc, A, a, qs, qc, comp, w, &bonus);
+    for (int c = 0; c < n_comp; ++c)
+      shift[c] = munchausen ? munchausen_shift(mc, r, bonus, g, qs[c]) : r;
   }
   __syncthreads();
   const int C = n_comp;
@@ -382,6 +410,87 @@ __global__ void c51_loss_kernel(const float* __restrict__ out, const float* __re
   for (int e = tid; e < A * K; e += blockDim.x) {
     const int act = e / K, j = e % K;
     d_out[row + e] = act == a ? weight * (expf(pred[j] - lz) - m[j]) : 0.0f;
+  }
+}
+
+// ---- the QR-DQN target, loss and gradient ------------------------------------------------------
+// The loss kernel's dynamic shared memory in floats: the target quantiles [A·K], the per-quantile
+// losses [K], then qs, qc, w and comp (ints) [A] each.
+size_t qr_loss_smem_floats(int A, int K) {
+  return static_cast<size_t>(A) * static_cast<size_t>(K) + static_cast<size_t>(K) +
+         4 * static_cast<size_t>(A);
+}
+
+// Launch: grid (B), block kThreads, dynamic shared memory qr_loss_smem_floats(A, K). Block b is
+// sample b, in DqnAgent::update's arithmetic (K = N quantiles per action). Thread 0 picks the
+// components (bootstrap_components: values are quantile means); thread e = c·K + k writes target
+// quantile e from the target net's θ'(s', comp[c])_k: plain r + g·θ', Munchausen
+// r + bonus + g·(θ' − τ ln π(a'|s')), each of weight w[c]/K. Thread i takes the prediction θ_i
+// of the taken action at τ̂_i = (2i + 1)/(2K) and sums over the targets in order the quantile
+// Huber loss w·|τ̂_i − 1{u < 0}|·L_1(u), u = target − θ_i, and its gradient (κ = 1: the
+// arithmetic of quantile_huber_loss_at in rl/distributional.cc); thread 0 sums the K losses in
+// order (the CPU one running sum: equal to float rounding). d_out = weight·dL/dθ on the taken
+// action's row, 0 elsewhere.
+__global__ void qr_loss_kernel(const float* __restrict__ out, const float* __restrict__ next_t,
+                               const float* __restrict__ next_sel, const float* __restrict__ cur_t,
+                               int K, int A, bool munchausen, MunchausenConfig mc, const int* b_act,
+                               const float* b_rew, const float* b_disc, float weight, float* d_out,
+                               float* loss_b, float* q_b) {
+  extern __shared__ float sm[];
+  float* tq = sm;                               // [C·K] the target quantiles
+  float* lq = tq + static_cast<size_t>(A) * K;  // [K] each predicted quantile's loss
+  float* qs = lq + K;                           // [A] values at s', then ln π(a'|s')
+  float* qc = qs + A;                           // [A] Munchausen: values at s, then ln π(·|s)
+  float* w = qc + A;                            // [A] component weights, then / K
+  int* comp = reinterpret_cast<int*>(w + A);    // [A] component rows (actions at s')
+  __shared__ int n_comp;
+  __shared__ float bonus;
+  const int b = blockIdx.x, tid = threadIdx.x;
+  const size_t row = static_cast<size_t>(b) * A * K;
+  const int a = b_act[b];
+  const float r = b_rew[b], g = b_disc[b];
+  const float kf = static_cast<float>(K);
+  action_values(next_sel, munchausen ? cur_t : nullptr, row, nullptr, K, A, qs, qc);
+  __syncthreads();
+  if (tid == 0) {
+    n_comp = bootstrap_components(munchausen, mc, A, a, qs, qc, comp, w, &bonus);
+    for (int c = 0; c < n_comp; ++c) w[c] = w[c] / kf;
+  }
+  __syncthreads();
+  const int C = n_comp;
+  const float tau = static_cast<float>(mc.tau);
+  for (int e = tid; e < C * K; e += blockDim.x) {
+    const int c = e / K;
+    const float z = next_t[row + static_cast<size_t>(comp[c]) * K + e % K];
+    tq[e] = munchausen ? r + bonus + g * (z - tau * qs[c]) : r + g * z;
+  }
+  __syncthreads();
+  const float* pred = out + row + static_cast<size_t>(a) * K;
+  for (int i = tid; i < K; i += blockDim.x) {
+    const float theta = pred[i];
+    const float tau_i = (2.0f * static_cast<float>(i) + 1.0f) / (2.0f * kf);
+    float loss = 0, grad = 0;
+    for (int e = 0; e < C * K; ++e) {
+      const float tw = w[e / K];
+      const float u = tq[e] - theta;
+      const float au = fabsf(u);
+      const float huber = au <= 1.0f ? 0.5f * u * u : au - 0.5f;
+      const float dhuber = au <= 1.0f ? u : (u > 0.0f ? 1.0f : -1.0f);  // dL/du
+      const float k = fabsf(tau_i - (u < 0.0f ? 1.0f : 0.0f));
+      loss += tw * k * huber;
+      grad -= tw * k * dhuber;  // du/dθ = −1
+    }
+    lq[i] = loss;
+    d_out[row + static_cast<size_t>(a) * K + i] = weight * grad;
+  }
+  for (int e = tid; e < A * K; e += blockDim.x)
+    if (e / K != a) d_out[row + e] = 0.0f;
+  __syncthreads();
+  if (tid == 0) {
+    float loss = 0;
+    for (int i = 0; i < K; ++i) loss += lq[i];
+    loss_b[b] = loss;
+    q_b[b] = value_row(pred, nullptr, K);
   }
 }
 
@@ -492,6 +601,7 @@ struct DeviceC51Learner::Impl {
   gpu::Graph g_env, g_chunk, g_chunk_update, g_update, g_target;
   NetLayout net{};
   size_t act_smem = 0, loss_smem = 0;
+  const float* atom_values = nullptr;  // C51's atoms; null for QR-DQN (value_row's switch)
 };
 
 DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv* env,
@@ -504,7 +614,8 @@ DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv*
          env->num_actions() == cfg.num_actions);
   assert(cfg.layers.back().out == cfg.num_actions * cfg.atoms);
   assert(!cfg.dueling || (cfg.value.out == cfg.atoms && cfg.value.in == cfg.layers.back().in));
-  assert(static_cast<int>(cfg.atom_values.size()) == cfg.atoms);
+  assert(cfg.quantile ? cfg.atom_values.empty()
+                      : static_cast<int>(cfg.atom_values.size()) == cfg.atoms);
   assert(cfg.buffer_size >= cfg.num_envs);
   assert(cfg.n_step >= 1);
   Impl& m = *impl_;
@@ -517,7 +628,7 @@ DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv*
   m.target.upload(params);
   m.grads.resize(P);
   m.grads.zero();
-  m.atoms.upload(cfg.atom_values);
+  if (!cfg.quantile) m.atoms.upload(cfg.atom_values);
   m.act_rngs.resize(N);
   m.sample_rngs.resize(B);
   m.actions.resize(N);
@@ -564,19 +675,28 @@ DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv*
     m.d_value.resize(B * K);
     m.d_adv.resize(B * AK);
   }
+  m.atom_values = cfg.quantile ? nullptr : m.atoms.data();
   m.net.count = L;
   for (int l = 0; l < L; ++l) m.net.layer[l] = cfg.layers[static_cast<size_t>(l)];
   m.net.value = cfg.value;
   m.net.dueling = cfg.dueling;
   m.act_smem = (2 * W + static_cast<size_t>(cfg.num_actions) + K) * sizeof(float);
-  m.loss_smem = c51_loss_smem_floats(cfg.num_actions, cfg.atoms) * sizeof(float);
+  m.loss_smem = (cfg.quantile ? qr_loss_smem_floats(cfg.num_actions, cfg.atoms)
+                              : c51_loss_smem_floats(cfg.num_actions, cfg.atoms)) *
+                sizeof(float);
   FXT_CUDA_CHECK(cudaFuncSetAttribute(act_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(m.act_smem)));
   FXT_CUDA_CHECK(cudaFuncSetAttribute(act_kernel<false>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(m.act_smem)));
-  FXT_CUDA_CHECK(cudaFuncSetAttribute(c51_loss_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(m.loss_smem)));
+  if (cfg.quantile) {
+    FXT_CUDA_CHECK(cudaFuncSetAttribute(qr_loss_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(m.loss_smem)));
+  } else {
+    FXT_CUDA_CHECK(cudaFuncSetAttribute(c51_loss_kernel,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(m.loss_smem)));
+  }
   gpu::AdamWConfig ac;
   ac.eps = cfg.adam_eps;
   ac.weight_decay = 0;  // plain Adam, as DqnAgent
@@ -635,7 +755,7 @@ void DeviceC51Learner::enqueue_env_step() {
                         static_cast<long long>(cfg_.total_steps)};
   const bool nstep = cfg_.n_step > 1;
   act_kernel<true><<<static_cast<unsigned>(N), kThreads, m.act_smem, ctx_.stream()>>>(
-      m.online.data(), m.net, m.atoms.data(), cfg_.atoms, cfg_.num_actions, env_->obs(), d,
+      m.online.data(), m.net, m.atom_values, cfg_.atoms, cfg_.num_actions, env_->obs(), d,
       m.act_rngs.data(), eps, m.stats.data(), m.actions.data(), m.q_last.data(),
       nstep ? m.p_obs.data() : m.r_obs.data(), nstep ? m.p_act.data() : m.r_act.data(),
       cfg_.buffer_size, nstep ? cfg_.n_step : 0);
@@ -705,13 +825,21 @@ void DeviceC51Learner::enqueue_update(bool sample) {
   float* out = m.acts.back().data();
   forward(m.online.data(), m.b_obs.data(), B, out, true);
   const float inv_b = 1.0f / static_cast<float>(B);
-  c51_loss_kernel<<<static_cast<unsigned>(B), kThreads, m.loss_smem, s>>>(
-      out, m.next_t.data(), online_next ? m.next_o.data() : m.next_t.data(),
-      cfg_.munchausen ? m.cur_t.data() : nullptr, m.atoms.data(), cfg_.atoms, cfg_.num_actions,
-      static_cast<float>(cfg_.v_min), static_cast<float>(cfg_.v_max),
-      static_cast<float>((cfg_.v_max - cfg_.v_min) / (cfg_.atoms - 1)), cfg_.munchausen, cfg_.mdqn,
-      m.b_act.data(), m.b_rew.data(), m.b_disc.data(), 1.0f * inv_b, m.d_out.data(),
-      m.loss_b.data(), m.q_b.data());
+  const float* next_sel = online_next ? m.next_o.data() : m.next_t.data();
+  const float* cur_t = cfg_.munchausen ? m.cur_t.data() : nullptr;
+  if (cfg_.quantile) {
+    qr_loss_kernel<<<static_cast<unsigned>(B), kThreads, m.loss_smem, s>>>(
+        out, m.next_t.data(), next_sel, cur_t, cfg_.atoms, cfg_.num_actions, cfg_.munchausen,
+        cfg_.mdqn, m.b_act.data(), m.b_rew.data(), m.b_disc.data(), 1.0f * inv_b, m.d_out.data(),
+        m.loss_b.data(), m.q_b.data());
+  } else {
+    c51_loss_kernel<<<static_cast<unsigned>(B), kThreads, m.loss_smem, s>>>(
+        out, m.next_t.data(), next_sel, cur_t, m.atoms.data(), cfg_.atoms, cfg_.num_actions,
+        static_cast<float>(cfg_.v_min), static_cast<float>(cfg_.v_max),
+        static_cast<float>((cfg_.v_max - cfg_.v_min) / (cfg_.atoms - 1)), cfg_.munchausen,
+        cfg_.mdqn, m.b_act.data(), m.b_rew.data(), m.b_disc.data(), 1.0f * inv_b, m.d_out.data(),
+        m.loss_b.data(), m.q_b.data());
+  }
   FXT_CUDA_LAUNCH_CHECK();
   // Backward: grads = 0, then layer by layer from the head (linear_backward adds into dx, dw, db).
   gpu::fill(ctx_, m.grads.data(), 0.0f, cfg_.num_params);
@@ -841,7 +969,7 @@ std::vector<double> DeviceC51Learner::evaluate(DeviceVecEnv* eval_env, uint64_t 
   g.capture(ctx_, [&] {
     for (int k = 0; k < kEvalChunk; ++k) {
       act_kernel<false><<<static_cast<unsigned>(n), kThreads, m.act_smem, s>>>(
-          m.online.data(), m.net, m.atoms.data(), cfg_.atoms, A, eval_env->obs(), cfg_.obs_dim,
+          m.online.data(), m.net, m.atom_values, cfg_.atoms, A, eval_env->obs(), cfg_.obs_dim,
           nullptr, none, nullptr, actions.data(), q.data(), nullptr, nullptr, 1, 0);
       FXT_CUDA_LAUNCH_CHECK();
       eval_env->step(actions.data(), s);

@@ -1,13 +1,15 @@
-// The GPU learner of the C51 DQN agent (DESIGN §8, docs/RL.md "GPU learner"): the online and
-// target networks, the replay buffer, acting, the env and every update live in device memory,
-// so training needs no host round trip except the reads of the metrics at a log interval.
+// The GPU learner of the C51 and QR-DQN agents (DESIGN §8, docs/RL.md "GPU learner"): the online
+// and target networks, the replay buffer, acting, the env and every update live in device
+// memory, so training needs no host round trip except the reads of the metrics at a log interval.
 //
-// What it is: DqnAgent's C51 path (rl/dqn.h) on the device, with the QNetwork layout (the same
-// flat parameter buffer and ParamSpecs, so a checkpoint has the CPU agent's bytes format):
+// What it is: DqnAgent's C51 and QR-DQN paths (rl/dqn.h) on the device, with the QNetwork
+// layout (the same flat parameter buffer and ParamSpecs, so a checkpoint has the CPU agent's
+// bytes format):
 //   - acting: one fused kernel per env step, one block per lane, computes the lane's MLP forward
-//     from the online parameters, each action's expected value Σ z_j softmax_j, the greedy action
-//     and ε-greedy exploration from the lane's device Rng (ε = linear_epsilon at the device step
-//     counter); it also copies the lane's observation into its replay slot;
+//     from the online parameters, each action's expected value (C51 Σ z_j softmax_j, QR-DQN the
+//     mean of its quantiles), the greedy action and ε-greedy exploration from the lane's device
+//     Rng (ε = linear_epsilon at the device step counter); it also copies the lane's observation
+//     into its replay slot;
 //   - the env: DeviceVecEnv::step on the action buffer (rl/device_env.h);
 //   - store: next_obs, reward and discount (0 at a terminal, γ otherwise: 1-step returns; a
 //     truncated episode still bootstraps) into the lane's replay slot; then one block advances
@@ -16,7 +18,9 @@
 //     s', the target forward at s' (and at s for Munchausen), one block per sample for the C51
 //     target (projection, c51_split of rl/dqn_schedule.h; with Munchausen the π(a'|s')-weighted
 //     mixture of every action's shifted atoms, the policy terms of rl/dqn_schedule.h),
-//     cross-entropy and its gradient, the backward, the project's GPU AdamW (gpu/adamw.h:
+//     cross-entropy and its gradient (QR-DQN: one block per sample for the target quantiles
+//     r + g·θ'_k of a* or, with Munchausen, of every action weighted π(a'|s')/N, the quantile
+//     Huber loss and its gradient), the backward, the project's GPU AdamW (gpu/adamw.h:
 //     global-norm clipping, the CPU AdamW's formula) at lr from device memory; target ←
 //     polyak·online + (1 − polyak)·target as a separate step.
 //   - the dueling head (optional): value and advantage streams from the torso output, combined
@@ -25,7 +29,7 @@
 // Each of "one env step", "one update", "k env steps" and "k env steps + one update" is captured
 // once as a CUDA graph and replayed (k = train_frequency / num_envs when that divides).
 //
-// Not on the GPU: prioritised replay, QR-DQN/IQN heads, Thompson exploration, mirror
+// Not on the GPU: prioritised replay, the IQN head, Thompson exploration, mirror
 // augmentation and the symmetric policy (device_learner_supports() names the first one asked for).
 //
 // Deterministic: no floating-point atomics; every reduction has a fixed order; cuBLAS GEMMs are
@@ -57,9 +61,12 @@ struct DeviceLayer {
 // device_learner_config() in rl/device_trainer.h), plus the network's layout.
 struct DeviceLearnerConfig {
   int obs_dim = 4, num_actions = 2;
-  int atoms = 51;
+  // QR-DQN head: `atoms` is then the number N of quantiles per action (DqnConfig::quantiles),
+  // atom_values is empty and v_min/v_max unused.
+  bool quantile = false;
+  int atoms = 51;  // outputs per action (C51 atoms or QR-DQN quantiles)
   double v_min = -100, v_max = 100;
-  std::vector<float> atom_values;  // float(Support::atom(j)), j < atoms: the CPU's atom values
+  std::vector<float> atom_values;  // C51: float(Support::atom(j)), j < atoms: the CPU's atom values
   std::vector<DeviceLayer> layers;  // torso ... head; ReLU after every layer but the last
   // Dueling: layers.back() is the advantage stream [A·atoms outputs] and `value` the value
   // stream [atoms outputs], both reading the torso output; out = V + A − mean_a A.
@@ -96,6 +103,7 @@ struct DeviceLearnerStats {
 };
 constexpr int kRecentEpisodes = 100;
 
+// The C51 or QR-DQN learner (cfg.quantile); the name predates the QR-DQN head.
 class DeviceC51Learner {
  public:
   // env: the training env (num_envs lanes, the config's obs_dim/num_actions), owned by the caller

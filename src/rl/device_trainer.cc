@@ -19,7 +19,7 @@ Status device_learner_supports(const DqnConfig& cfg) {
   auto no = [](const char* what) {
     return UsageError("--device cuda: the GPU learner has no {} (use --device cpu)", what);
   };
-  if (cfg.algo != Algo::kC51) return no("QR-DQN or IQN head (--algo c51 only)");
+  if (cfg.algo == Algo::kIqn) return no("IQN head (--algo c51 or qrdqn)");
   if (cfg.per_alpha > 0) return no("prioritised replay (--per-alpha 0 only)");
   if (cfg.mirror) return no("mirror augmentation (--mirror)");
   if (cfg.symmetric_policy) return no("symmetric policy (--symmetric-policy)");
@@ -37,10 +37,13 @@ DeviceLearnerConfig device_learner_config(const DqnConfig& cfg, int obs_dim, int
   DeviceLearnerConfig d;
   d.obs_dim = obs_dim;
   d.num_actions = num_actions;
-  d.atoms = cfg.support.atoms;
+  d.quantile = cfg.algo == Algo::kQrDqn;
+  d.atoms = cfg.num_outputs();  // C51 atoms or QR-DQN quantiles
   d.v_min = cfg.support.v_min;
   d.v_max = cfg.support.v_max;
-  for (int j = 0; j < d.atoms; ++j) d.atom_values.push_back(static_cast<float>(cfg.support.atom(j)));
+  if (!d.quantile)
+    for (int j = 0; j < d.atoms; ++j)
+      d.atom_values.push_back(static_cast<float>(cfg.support.atom(j)));
   const auto& specs = net.specs();  // (weight, bias) per layer, torso then head
   for (size_t i = 0; i + 1 < specs.size(); i += 2)
     d.layers.push_back({specs[i].offset, specs[i + 1].offset, specs[i].shape[1], specs[i].shape[0]});

@@ -1,15 +1,16 @@
 // The GPU learner (rl/device_learner.h) against the CPU agent (rl/dqn.h): two updates on the same
 // batch and weights (loss, mean Q, grad norm, every parameter after AdamW; plain, dueling,
-// Munchausen, both), the fused acting kernel's Q values and greedy actions (plain and dueling
-// head), uniform replay sampling frequencies, a seeded CartPole run that must reach a return
-// threshold, and same seed → identical checkpoint bytes (plain, Munchausen, Munchausen + dueling
-// + n-step). Skips without a GPU.
+// Munchausen, both; C51 and QR-DQN heads), the fused acting kernel's Q values and greedy actions
+// (plain and dueling head, C51 and QR-DQN), uniform replay sampling frequencies, seeded CartPole
+// runs that must reach a return threshold, and same seed → identical checkpoint bytes (plain,
+// Munchausen, Munchausen + dueling + n-step; C51 and QR-DQN). Skips without a GPU.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -44,12 +45,22 @@ DqnConfig small_config(bool double_q) {
   return c;
 }
 
+// A small QR-DQN config: 32 quantiles (not the 51 atoms, so no size is taken from the support).
+DqnConfig small_qr_config(bool double_q) {
+  DqnConfig c = small_config(double_q);
+  c.algo = Algo::kQrDqn;
+  c.quantiles = 32;
+  return c;
+}
+
 // Two updates of the GPU learner and of DqnAgent::update on the same 64 random transitions
-// (rewards in [−2, 2], every fourth one terminal), the same weights and the CPU replay's own
+// (rewards in [−2, 2], every fourth one terminal; with nstep_discounts every fourth, from the
+// second, carries an n-step discount γ³ instead of γ), the same weights and the CPU replay's own
 // index draws: loss to 1e-5, mean Q and grad norm to 1e-4 relative, every parameter after AdamW
 // within 2e-6 while they moved > 1.5·lr, the target untouched, the AdamW state through the CPU
 // checkpoint layout. The env only sets the dimensions (d, A).
-void expect_update_matches_cpu(const DqnConfig& cfg, const char* env_name) {
+void expect_update_matches_cpu(const DqnConfig& cfg, const char* env_name,
+                               bool nstep_discounts = false) {
   const EnvSpec spec = spec_named(env_name);
   const int d = spec.make(1)->obs_dim(), A = spec.make(1)->num_actions(), n = cfg.buffer_size;
   ASSERT_TRUE(device_learner_supports(cfg).ok()) << device_learner_supports(cfg).message();
@@ -64,7 +75,10 @@ void expect_update_matches_cpu(const DqnConfig& cfg, const char* env_name) {
   for (int i = 0; i < n; ++i) {
     const size_t k = static_cast<size_t>(i);
     action[k] = i % A;
-    discount[k] = i % 4 == 3 ? 0.0f : static_cast<float>(cfg.gamma);
+    const double g3 = cfg.gamma * cfg.gamma * cfg.gamma;
+    discount[k] = i % 4 == 3                      ? 0.0f
+                  : nstep_discounts && i % 4 == 1 ? static_cast<float>(g3)
+                                                  : static_cast<float>(cfg.gamma);
     replay.add({&obs[k * d], action[k], reward[k], &next[k * d], discount[k]});
   }
   gpu::Context ctx(0);
@@ -157,13 +171,50 @@ TEST(RlLearnerGpu, DuelingMunchausenUpdateMatchesCpuAgent) {
   expect_updates_match_cpu(true, true);
 }
 
-TEST(RlLearnerGpu, ActingQValuesMatchCpuAgent) {
+// QR-DQN (32 quantiles, the quantile Huber loss with κ = 1 at τ̂_i = (2i + 1)/64): on 2 and 21
+// actions, both double-Q settings (which pick a* by the online or the target net's quantile
+// means), 3-step discounts γ³ next to 1-step ones and terminals in the batch.
+TEST(RlLearnerGpu, QrDqnUpdateMatchesCpuAgent) {
   FXT_SKIP_WITHOUT_GPU();
+  for (const char* env : {"cartpole", "execution"}) {
+    for (bool double_q : {false, true}) {
+      SCOPED_TRACE(std::string(env) + (double_q ? ", double Q" : ", target argmax"));
+      DqnConfig cfg = small_qr_config(double_q);
+      cfg.n_step = 3;
+      expect_update_matches_cpu(cfg, env, /*nstep_discounts=*/true);
+    }
+  }
+}
+
+// QR-DQN with the dueling head, Munchausen (the π(a'|s')/N-weighted targets of every action) and
+// both: the same comparison.
+TEST(RlLearnerGpu, QrDqnDuelingMunchausenUpdatesMatchCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  for (auto [dueling, munchausen] : {std::pair{true, false}, {false, true}, {true, true}}) {
+    for (const char* env : {"cartpole", "execution"}) {
+      for (bool double_q : {false, true}) {
+        SCOPED_TRACE(std::string(env) + (dueling ? ", dueling" : "") +
+                     (munchausen ? ", Munchausen" : "") +
+                     (double_q ? ", double Q" : ", target argmax"));
+        DqnConfig cfg = small_qr_config(double_q);
+        cfg.dueling = dueling;
+        cfg.munchausen = munchausen;
+        expect_update_matches_cpu(cfg, env, /*nstep_discounts=*/true);
+      }
+    }
+  }
+}
+
+// The fused acting kernel's q (C51: Σ z_j p_j; QR-DQN: the quantile mean) and greedy actions on
+// 64 lanes against DqnAgent::q_values, plain and dueling head.
+void expect_acting_matches_cpu(Algo algo) {
   for (const char* name : {"cartpole", "execution"}) {
     for (bool dueling : {false, true}) {
       SCOPED_TRACE(std::string(name) + (dueling ? ", dueling" : ", plain head"));
       const EnvSpec spec = spec_named(name);
       DqnConfig cfg = small_config(true);
+      cfg.algo = algo;
+      cfg.quantiles = 32;
       cfg.dueling = dueling;
       cfg.support = spec.default_support();
       cfg.eps_start = cfg.eps_end = 0;  // greedy: the actions are the argmax of q
@@ -201,6 +252,16 @@ TEST(RlLearnerGpu, ActingQValuesMatchCpuAgent) {
       }
     }
   }
+}
+
+TEST(RlLearnerGpu, ActingQValuesMatchCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  expect_acting_matches_cpu(Algo::kC51);
+}
+
+TEST(RlLearnerGpu, QrDqnActingQValuesMatchCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  expect_acting_matches_cpu(Algo::kQrDqn);
 }
 
 TEST(RlLearnerGpu, UniformReplaySamplingFrequencies) {
@@ -262,11 +323,9 @@ TrainOptions cartpole_options(const std::string& dir) {
   return o;
 }
 
-TEST(RlLearnerGpu, SeededCartPoleRunReachesTheThreshold) {
-  FXT_SKIP_WITHOUT_GPU();
-  const DqnConfig cfg = cartpole_config(1);
+void expect_cartpole_reaches_threshold(const DqnConfig& cfg, const std::string& tag) {
   DqnAgent agent(cfg, 4, 2);
-  const std::string dir = test::scratch_dir() + "/gpu_cartpole";
+  const std::string dir = test::scratch_dir() + "/gpu_cartpole" + tag;
   auto r = train_dqn_device(spec_named("cartpole"), cartpole_options(dir), &agent);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_GE(r->last_eval_mean, 200) << "after " << r->env_steps << " steps";
@@ -280,6 +339,21 @@ TEST(RlLearnerGpu, SeededCartPoleRunReachesTheThreshold) {
   // Not the same episodes bit for bit (CUDA's cos/sin and the GEMMs' rounding can flip a
   // near-tie), but the same policy: far above a random policy's ~20.
   EXPECT_GE(cpu.mean, 100) << "GPU's greedy evaluation " << r->last_eval_mean;
+}
+
+TEST(RlLearnerGpu, SeededCartPoleRunReachesTheThreshold) {
+  FXT_SKIP_WITHOUT_GPU();
+  expect_cartpole_reaches_threshold(cartpole_config(1), "");
+}
+
+// The same with the QR-DQN head (32 quantiles); on the CPU this config reached the threshold at
+// 20 k, 25 k and 5 k steps (seeds 1, 2, 3; 314.8, 248.0, 239.5).
+TEST(RlLearnerGpu, SeededCartPoleRunReachesTheThresholdQrDqn) {
+  FXT_SKIP_WITHOUT_GPU();
+  DqnConfig cfg = cartpole_config(1);
+  cfg.algo = Algo::kQrDqn;
+  cfg.quantiles = 32;
+  expect_cartpole_reaches_threshold(cfg, "_qrdqn");
 }
 
 std::string file_bytes(const std::string& path) {
@@ -314,6 +388,7 @@ void expect_same_seed_same_bytes(const DqnConfig& base, const std::string& tag) 
     if (run > 0) continue;
     auto loaded = read_agent_checkpoint(o.out_dir + "/checkpoint.fxt");
     ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    EXPECT_EQ(loaded->agent->config().algo, base.algo);
     EXPECT_EQ(loaded->agent->config().dueling, base.dueling);
     EXPECT_EQ(loaded->agent->config().munchausen, base.munchausen);
     EXPECT_EQ(loaded->agent->updates(), r->updates);
@@ -337,6 +412,18 @@ TEST(RlLearnerGpu, SameSeedSameCheckpointBytesMunchausen) {
   cfg.dueling = true;
   cfg.n_step = 3;  // and with the dueling head and 3-step returns
   expect_same_seed_same_bytes(cfg, "munchausen_dueling");
+}
+
+TEST(RlLearnerGpu, SameSeedSameCheckpointBytesQrDqn) {
+  FXT_SKIP_WITHOUT_GPU();
+  DqnConfig cfg = cartpole_config(7);
+  cfg.algo = Algo::kQrDqn;
+  cfg.quantiles = 32;
+  expect_same_seed_same_bytes(cfg, "qrdqn");
+  cfg.munchausen = true;
+  cfg.dueling = true;
+  cfg.n_step = 3;  // and with Munchausen, the dueling head and 3-step returns
+  expect_same_seed_same_bytes(cfg, "qrdqn_munchausen_dueling");
 }
 
 std::vector<float> device_copy(const float* p, size_t n) {
@@ -445,8 +532,9 @@ TEST(RlLearnerGpu, RefusesWhatItDoesNotHave) {
     EXPECT_FALSE(s.ok()) << word;
     EXPECT_NE(s.message().find(word), std::string::npos) << s.message();
   };
+  cfg.algo = Algo::kQrDqn;
+  EXPECT_TRUE(device_learner_supports(cfg).ok());  // QR-DQN with all of them: supported
   refused([](DqnConfig* c) { c->per_alpha = 0.6; }, "prioritised");
-  refused([](DqnConfig* c) { c->algo = Algo::kQrDqn; }, "QR-DQN");
   refused([](DqnConfig* c) { c->algo = Algo::kIqn; }, "IQN");
   refused([](DqnConfig* c) { c->exploration = Exploration::kThompson; }, "Thompson");
   refused([](DqnConfig* c) { c->mirror = true; }, "--mirror");
@@ -480,6 +568,34 @@ TEST(RlLearnerGpu, DuelingLayoutIsTheNetworksSpecs) {
   EXPECT_EQ(dc.layers[2].in, 84);
   EXPECT_EQ(dc.layers[2].out, A * 51);
   EXPECT_EQ(dc.num_params, net.num_params());
+}
+
+TEST(RlLearnerGpu, QrDqnLayoutIsTheNetworksSpecs) {
+  // No GPU needed: with the QR-DQN head the learner's outputs per action are the quantiles (not
+  // the support's atoms, which it does not read), in the CPU network's layout.
+  for (bool dueling : {false, true}) {
+    DqnConfig cfg = small_qr_config(true);
+    cfg.dueling = dueling;
+    const int d = 4, A = 3;
+    const DeviceLearnerConfig dc = device_learner_config(cfg, d, A);
+    const QNetwork<float> net(q_network_config(cfg, d, A));
+    EXPECT_TRUE(dc.quantile);
+    EXPECT_EQ(dc.atoms, 32);
+    EXPECT_TRUE(dc.atom_values.empty());
+    ASSERT_EQ(dc.layers.size(), 3u);
+    EXPECT_EQ(dc.layers.back().out, A * 32);
+    EXPECT_EQ(dc.layers.back().w_offset, net.specs()[net.specs().size() - 2].offset);
+    EXPECT_EQ(dc.dueling, dueling);
+    if (dueling) {
+      EXPECT_EQ(dc.value.out, 32);
+    }
+    EXPECT_EQ(dc.num_params, net.num_params());
+  }
+  // C51 keeps its atoms and their values.
+  const DeviceLearnerConfig c51 = device_learner_config(small_config(true), 4, 3);
+  EXPECT_FALSE(c51.quantile);
+  EXPECT_EQ(c51.atoms, 51);
+  EXPECT_EQ(c51.atom_values.size(), 51u);
 }
 
 }  // namespace

@@ -16,13 +16,16 @@ namespace {
 constexpr int kMaxLayers = 8;
 constexpr int kThreads = 128;
 constexpr int kEvalChunk = 32;  // env steps per evaluation graph replay
+constexpr float kPi = 3.14159265358979323846f;  // QNetwork::forward_iqn's float π
 
 // The network's layout, passed by value to the fused acting kernel.
 struct NetLayout {
   DeviceLayer layer[kMaxLayers];  // torso ... head (with dueling, the advantage stream)
   DeviceLayer value;              // dueling: the value stream, from the torso output as the head
+  DeviceLayer embed;              // IQN: iqn.embed [H, E]
   int count;
   bool dueling;
+  int iqn_e, iqn_k;  // IQN: E cosine features (0: not IQN), K policy τ
 };
 
 // The ε schedule's constants (linear_epsilon's arguments but the step).
@@ -35,6 +38,7 @@ int max_width(const DeviceLearnerConfig& c) {
   int w = c.obs_dim;
   for (const DeviceLayer& l : c.layers) w = std::max(w, std::max(l.in, l.out));
   if (c.dueling) w = std::max(w, std::max(c.value.in, c.value.out));
+  if (c.iqn_embedding > 0) w = std::max(w, std::max(c.embed.in, c.embed.out));
   return w;
 }
 
@@ -77,7 +81,8 @@ __device__ void block_dense(const float* __restrict__ params, const DeviceLayer&
 }
 
 // ---- acting ------------------------------------------------------------------------------------
-// Launch: grid (N), block kThreads, dynamic shared memory 2·max_width + A + K floats. Block i is
+// Launch: grid (N), block kThreads, dynamic shared memory 2·max_width + A + K floats (IQN: one
+// more max_width, the buffer z). Block i is
 // lane i: the MLP forward of obs[i] through every layer (block_dense; with dueling the head is
 // the advantage stream, the value stream goes to the last K floats and dueling_combine writes
 // the logits over the advantages, thread k column k), then thread a the expected value of action
@@ -87,6 +92,9 @@ __device__ void block_dense(const float* __restrict__ params, const DeviceLayer&
 // the lane's observation and action copied into its replay slot (replay_next + i) mod capacity
 // (1-step: ring 0) or, with n-step returns, into its row (step mod ring) of the lane's ring of the
 // last n steps (r_obs/r_act are then the ring's).
+// IQN (net.iqn_e > 0): the torso gives ψ = x; then for k = 0..K−1 in order, with τ = (k + ½)/K,
+// y = cos(π·i·τ) [E], z = ReLU(embed(y)) ⊙ ψ [H], y = head(z) [A] (dueling: value into v, combined
+// by thread 0), and thread a accumulates q[a] += y[a]/K (DqnAgent::iqn_q's order).
 template <bool kTrain>
 __global__ void act_kernel(const float* __restrict__ params, NetLayout net,
                            const float* __restrict__ atoms, int K, int A,
@@ -96,15 +104,19 @@ __global__ void act_kernel(const float* __restrict__ params, NetLayout net,
   extern __shared__ float smem[];
   int width = d;
   for (int l = 0; l < net.count; ++l) width = max(width, net.layer[l].out);
+  const bool iqn = net.iqn_e > 0;
+  if (iqn) width = max(width, net.iqn_e);
   float* x = smem;
   float* y = smem + width;
   float* q = smem + 2 * width;
   float* v = q + A;  // dueling: the value stream [K]
+  float* z = v + K;  // IQN: the head's input [H]
   const int lane = blockIdx.x, tid = threadIdx.x;
   const float* o = obs + static_cast<size_t>(lane) * d;
   for (int i = tid; i < d; i += blockDim.x) x[i] = o[i];
   __syncthreads();
-  for (int l = 0; l < net.count; ++l) {
+  const int body = iqn ? net.count - 1 : net.count;  // IQN: the torso only here
+  for (int l = 0; l < body; ++l) {
     const bool head = l + 1 == net.count;
     block_dense(params, net.layer[l], x, y, !head);
     if (head && net.dueling) block_dense(params, net.value, x, v, false);
@@ -117,10 +129,32 @@ __global__ void act_kernel(const float* __restrict__ params, NetLayout net,
     x = y;
     y = t;
   }
-  // x holds the logits [A, K].
-  for (int a = tid; a < A; a += blockDim.x) {
-    q[a] = value_row(x + a * K, atoms, K);
-    q_out[static_cast<size_t>(lane) * A + a] = q[a];
+  if (iqn) {  // x holds ψ [H]
+    const DeviceLayer& head = net.layer[net.count - 1];
+    const int H = net.embed.out, KP = net.iqn_k;
+    for (int a = tid; a < A; a += blockDim.x) q[a] = 0.0f;
+    for (int k = 0; k < KP; ++k) {
+      const float tau = (static_cast<float>(k) + 0.5f) / static_cast<float>(KP);
+      for (int i = tid; i < net.iqn_e; i += blockDim.x)
+        y[i] = cosf(kPi * static_cast<float>(i) * tau);
+      __syncthreads();
+      block_dense(params, net.embed, y, z, true);
+      for (int u = tid; u < H; u += blockDim.x) z[u] = x[u] * z[u];  // block_dense's own u
+      __syncthreads();
+      block_dense(params, head, z, y, false);
+      if (net.dueling) block_dense(params, net.value, z, v, false);
+      __syncthreads();
+      if (net.dueling && tid == 0) dueling_combine(v, y, A, 1, 0, y);
+      __syncthreads();
+      for (int a = tid; a < A; a += blockDim.x) q[a] += y[a] / static_cast<float>(KP);
+      __syncthreads();
+    }
+    for (int a = tid; a < A; a += blockDim.x) q_out[static_cast<size_t>(lane) * A + a] = q[a];
+  } else {  // x holds the logits [A, K]
+    for (int a = tid; a < A; a += blockDim.x) {
+      q[a] = value_row(x + a * K, atoms, K);
+      q_out[static_cast<size_t>(lane) * A + a] = q[a];
+    }
   }
   __syncthreads();
   if (tid == 0) {
@@ -246,17 +280,22 @@ __global__ void nstep_store_kernel(
 // ---- sampling ----------------------------------------------------------------------------------
 // Launch: grid ceil(B / kThreads), block kThreads; thread b draws row b's index uniformly from
 // [0, replay_size) with its own Rng (draw) or reads idx[b] (tests), then gathers the transition.
+// IQN (n_tau > 0, draw): then the row's N fractions τ and N τ' from the same Rng, each
+// float(unit()) as DqnAgent::update_iqn (which draws them all from its one Rng, in that order).
 __global__ void sample_kernel(bool draw, Rng* rngs, int* idx, const DeviceLearnerStats* stats,
                               int B, int d, const float* r_obs, const int* r_act,
                               const float* r_rew, const float* r_next, const float* r_disc,
-                              float* b_obs, int* b_act, float* b_rew, float* b_next,
-                              float* b_disc) {
+                              float* b_obs, int* b_act, float* b_rew, float* b_next, float* b_disc,
+                              int n_tau, float* taus, float* taus_next) {
   const int b = blockIdx.x * blockDim.x + threadIdx.x;
   if (b >= B) return;
   int i;
   if (draw) {
     Rng r = rngs[b];
     i = static_cast<int>(r.uniform(static_cast<uint64_t>(stats->replay_size)));
+    const size_t t0 = static_cast<size_t>(b) * static_cast<size_t>(n_tau);
+    for (int k = 0; k < n_tau; ++k) taus[t0 + k] = static_cast<float>(r.unit());
+    for (int k = 0; k < n_tau; ++k) taus_next[t0 + k] = static_cast<float>(r.unit());
     rngs[b] = r;
     idx[b] = i;
   } else {
@@ -414,6 +453,27 @@ __global__ void c51_loss_kernel(const float* __restrict__ out, const float* __re
 }
 
 // ---- the QR-DQN target, loss and gradient ------------------------------------------------------
+// One predicted quantile θ at fraction tau_i against M targets tq with weights w[e / K] (the
+// component's weight, K targets per component): the quantile Huber loss Σ_e w·|τ − 1{u < 0}|·
+// L_1(u), u = tq[e] − θ, and its dL/dθ, summed over e in order (κ = 1: quantile_huber_loss_at's
+// arithmetic in rl/distributional.cc).
+__device__ void quantile_huber_at(float theta, float tau_i, const float* tq, const float* w, int K,
+                                  int M, float* loss_out, float* grad_out) {
+  float loss = 0, grad = 0;
+  for (int e = 0; e < M; ++e) {
+    const float tw = w[e / K];
+    const float u = tq[e] - theta;
+    const float au = fabsf(u);
+    const float huber = au <= 1.0f ? 0.5f * u * u : au - 0.5f;
+    const float dhuber = au <= 1.0f ? u : (u > 0.0f ? 1.0f : -1.0f);  // dL/du
+    const float k = fabsf(tau_i - (u < 0.0f ? 1.0f : 0.0f));
+    loss += tw * k * huber;
+    grad -= tw * k * dhuber;  // du/dθ = −1
+  }
+  *loss_out = loss;
+  *grad_out = grad;
+}
+
 // The loss kernel's dynamic shared memory in floats: the target quantiles [A·K], the per-quantile
 // losses [K], then qs, qc, w and comp (ints) [A] each.
 size_t qr_loss_smem_floats(int A, int K) {
@@ -469,17 +529,8 @@ __global__ void qr_loss_kernel(const float* __restrict__ out, const float* __res
   for (int i = tid; i < K; i += blockDim.x) {
     const float theta = pred[i];
     const float tau_i = (2.0f * static_cast<float>(i) + 1.0f) / (2.0f * kf);
-    float loss = 0, grad = 0;
-    for (int e = 0; e < C * K; ++e) {
-      const float tw = w[e / K];
-      const float u = tq[e] - theta;
-      const float au = fabsf(u);
-      const float huber = au <= 1.0f ? 0.5f * u * u : au - 0.5f;
-      const float dhuber = au <= 1.0f ? u : (u > 0.0f ? 1.0f : -1.0f);  // dL/du
-      const float k = fabsf(tau_i - (u < 0.0f ? 1.0f : 0.0f));
-      loss += tw * k * huber;
-      grad -= tw * k * dhuber;  // du/dθ = −1
-    }
+    float loss, grad;
+    quantile_huber_at(theta, tau_i, tq, w, K, C * K, &loss, &grad);
     lq[i] = loss;
     d_out[row + static_cast<size_t>(a) * K + i] = weight * grad;
   }
@@ -491,6 +542,134 @@ __global__ void qr_loss_kernel(const float* __restrict__ out, const float* __res
     for (int i = 0; i < K; ++i) loss += lq[i];
     loss_b[b] = loss;
     q_b[b] = value_row(pred, nullptr, K);
+  }
+}
+
+// ---- IQN: the embedding, the target, loss and gradient -----------------------------------------
+// Grid-stride (grid_for, 256 threads) over rows·E: feat[r, i] = cos(π·i·τ_r), QNetwork::
+// forward_iqn's float arithmetic ((π·i)·τ, then cosf).
+__global__ void iqn_cos_kernel(const float* taus, int rows, int E, float* feat) {
+  const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(E);
+  for (size_t e = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; e < n;
+       e += static_cast<size_t>(gridDim.x) * blockDim.x)
+    feat[e] = cosf(kPi * static_cast<float>(e % static_cast<size_t>(E)) * taus[e / E]);
+}
+// Grid-stride over rows·H, rows = batch·n_tau: mixed[r, k] = ψ[r / n_tau, k]·φ[r, k].
+__global__ void iqn_mix_kernel(const float* psi, const float* phi, int rows, int n_tau, int H,
+                               float* mixed) {
+  const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(H);
+  for (size_t e = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; e < n;
+       e += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const size_t r = e / H, k = e % H;
+    mixed[e] = psi[(r / n_tau) * H + k] * phi[e];
+  }
+}
+// The mix's backward (QNetwork::backward_iqn), grid-stride over batch·H, element (b, k) owning
+// column k of sample b's N rows: dψ[b, k] = Σ_n d_mixed[bN + n, k]·φ[bN + n, k] in order n, 0
+// where ψ was not positive (the torso's last ReLU); d_mixed becomes dφ pre-activation in place,
+// d_mixed·ψ where φ > 0, else 0.
+__global__ void iqn_mix_backward_kernel(const float* psi, const float* phi, float* d_mixed,
+                                        int batch, int N, int H, float* d_psi) {
+  const size_t n = static_cast<size_t>(batch) * static_cast<size_t>(H);
+  for (size_t e = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; e < n;
+       e += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const size_t b = e / H, k = e % H;
+    const float p = psi[e];
+    float acc = 0;
+    for (int t = 0; t < N; ++t) {
+      const size_t i = (b * N + static_cast<size_t>(t)) * H + k;
+      const float g = d_mixed[i];
+      acc += g * phi[i];
+      d_mixed[i] = phi[i] > 0.0f ? g * p : 0.0f;
+    }
+    d_psi[e] = p > 0.0f ? acc : 0.0f;
+  }
+}
+// Grid-stride over batch·A: q[b, a] = Σ_k out[b, k, a]/K accumulated in order k (DqnAgent::iqn_q).
+__global__ void iqn_mean_kernel(const float* out, int batch, int K, int A, float* q) {
+  const size_t n = static_cast<size_t>(batch) * static_cast<size_t>(A);
+  for (size_t e = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; e < n;
+       e += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const size_t b = e / A, a = e % A;
+    float acc = 0;
+    for (int k = 0; k < K; ++k)
+      acc += out[(b * K + static_cast<size_t>(k)) * A + a] / static_cast<float>(K);
+    q[e] = acc;
+  }
+}
+
+// The loss kernel's dynamic shared memory in floats: the target quantiles [A·N], the
+// per-fraction losses [N], then qs, qc, w and comp (ints) [A] each.
+size_t iqn_loss_smem_floats(int A, int N) {
+  return qr_loss_smem_floats(A, N);
+}
+
+// Launch: grid (B), block kThreads, dynamic shared memory iqn_loss_smem_floats(A, N). Block b is
+// sample b of DqnAgent::update_iqn: out [B, N, A] the online net at s at the sampled τ, next_t
+// [B, N, A] the target net at s' at τ', q_sel [B, A] the K-τ values at s' that pick a* (online
+// with double Q, else target; the target's with Munchausen), q_cur [B, A] the target's at s
+// (Munchausen, else null). Thread 0 picks the components (bootstrap_components); thread e =
+// c·N + k writes target e from θ'(s', τ'_k, comp[c]): plain r + g·θ', Munchausen r + bonus +
+// g·(θ' − τ ln π(a'|s')), weight w[c]/N. Thread i takes θ_i = out[b, i, a] at taus[b, i] and sums
+// the quantile Huber loss over the targets in order (quantile_huber_at); thread 0 sums the N
+// losses in order and the mean Σ θ_i/N. d_out = weight·dL/dθ at column a of the N rows, 0
+// elsewhere.
+__global__ void iqn_loss_kernel(const float* __restrict__ out, const float* __restrict__ next_t,
+                                const float* __restrict__ q_sel, const float* __restrict__ q_cur,
+                                const float* __restrict__ taus, int N, int A, bool munchausen,
+                                MunchausenConfig mc, const int* b_act, const float* b_rew,
+                                const float* b_disc, float weight, float* d_out, float* loss_b,
+                                float* q_b) {
+  extern __shared__ float sm[];
+  float* tq = sm;                               // [C·N] the target quantiles
+  float* lq = tq + static_cast<size_t>(A) * N;  // [N] each predicted quantile's loss
+  float* qs = lq + N;                           // [A] values at s', then ln π(a'|s')
+  float* qc = qs + A;                           // [A] Munchausen: values at s, then ln π(·|s)
+  float* w = qc + A;                            // [A] component weights, then / N
+  int* comp = reinterpret_cast<int*>(w + A);    // [A] component columns (actions at s')
+  __shared__ int n_comp;
+  __shared__ float bonus;
+  const int b = blockIdx.x, tid = threadIdx.x;
+  const size_t row = static_cast<size_t>(b) * N * A;  // sample b's [N, A] block
+  const int a = b_act[b];
+  const float r = b_rew[b], g = b_disc[b];
+  const float nf = static_cast<float>(N);
+  for (int j = tid; j < A; j += blockDim.x) {
+    qs[j] = q_sel[static_cast<size_t>(b) * A + j];
+    if (munchausen) qc[j] = q_cur[static_cast<size_t>(b) * A + j];
+  }
+  __syncthreads();
+  if (tid == 0) {
+    n_comp = bootstrap_components(munchausen, mc, A, a, qs, qc, comp, w, &bonus);
+    for (int c = 0; c < n_comp; ++c) w[c] = w[c] / nf;
+  }
+  __syncthreads();
+  const int C = n_comp;
+  const float tau = static_cast<float>(mc.tau);
+  for (int e = tid; e < C * N; e += blockDim.x) {
+    const int c = e / N;
+    const float z = next_t[row + static_cast<size_t>(e % N) * A + comp[c]];
+    tq[e] = munchausen ? r + bonus + g * (z - tau * qs[c]) : r + g * z;
+  }
+  __syncthreads();
+  for (int i = tid; i < N; i += blockDim.x) {
+    const size_t at = row + static_cast<size_t>(i) * A + a;
+    float loss, grad;
+    quantile_huber_at(out[at], taus[static_cast<size_t>(b) * N + i], tq, w, N, C * N, &loss, &grad);
+    lq[i] = loss;
+    d_out[at] = weight * grad;
+  }
+  for (int e = tid; e < N * A; e += blockDim.x)
+    if (e % A != a) d_out[row + e] = 0.0f;
+  __syncthreads();
+  if (tid == 0) {
+    float loss = 0, mean = 0;
+    for (int i = 0; i < N; ++i) {
+      loss += lq[i];
+      mean += out[row + static_cast<size_t>(i) * A + a] / nf;
+    }
+    loss_b[b] = loss;
+    q_b[b] = mean;
   }
 }
 
@@ -597,6 +776,12 @@ struct DeviceC51Learner::Impl {
   gpu::DeviceBuffer<float> tmp0, tmp1, next_t, next_o, d_out, d_a, d_b, loss_b, q_b;
   gpu::DeviceBuffer<float> cur_t;                  // Munchausen: the target net at s [B, A·K]
   gpu::DeviceBuffer<float> value, d_value, d_adv;  // dueling: [B, K], [B, K], [B, A·K]
+  // IQN (R = B·max(N, K) rows): the update's τ and τ' [B·N], the policy τ tiled [B·K]; the
+  // online forward at s kept for the backward (cos features [B·N, E], φ [B·N, H], ψ⊙φ [B·N, H]),
+  // scratch for the other forwards ([R, E], [R, H], [R, H]); out_k [R·A] the K-τ outputs, q_sel
+  // and q_cur [B, A]; d_mix [B·N, H] and d_psi [B, H] for the backward.
+  gpu::DeviceBuffer<float> taus, taus_next, taus_pol, k_cos, k_phi, k_mix, s_cos, s_phi, s_mix;
+  gpu::DeviceBuffer<float> out_k, q_sel, q_cur, d_mix, d_psi;
   std::unique_ptr<gpu::AdamW> adam;
   gpu::Graph g_env, g_chunk, g_chunk_update, g_update, g_target;
   NetLayout net{};
@@ -614,8 +799,12 @@ DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv*
          env->num_actions() == cfg.num_actions);
   assert(cfg.layers.back().out == cfg.num_actions * cfg.atoms);
   assert(!cfg.dueling || (cfg.value.out == cfg.atoms && cfg.value.in == cfg.layers.back().in));
-  assert(cfg.quantile ? cfg.atom_values.empty()
-                      : static_cast<int>(cfg.atom_values.size()) == cfg.atoms);
+  const bool iqn = cfg.iqn_embedding > 0;
+  assert(cfg.quantile || iqn ? cfg.atom_values.empty()
+                             : static_cast<int>(cfg.atom_values.size()) == cfg.atoms);
+  assert(!iqn ||
+         (cfg.atoms == 1 && L >= 2 && cfg.embed.in == cfg.iqn_embedding &&
+          cfg.embed.out == cfg.layers.back().in && cfg.iqn_taus >= 1 && cfg.iqn_policy_taus >= 1));
   assert(cfg.buffer_size >= cfg.num_envs);
   assert(cfg.n_step >= 1);
   Impl& m = *impl_;
@@ -628,7 +817,7 @@ DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv*
   m.target.upload(params);
   m.grads.resize(P);
   m.grads.zero();
-  if (!cfg.quantile) m.atoms.upload(cfg.atom_values);
+  if (!cfg.quantile && !iqn) m.atoms.upload(cfg.atom_values);
   m.act_rngs.resize(N);
   m.sample_rngs.resize(B);
   m.actions.resize(N);
@@ -670,26 +859,62 @@ DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv*
   m.q_b.resize(B);
   const size_t K = static_cast<size_t>(cfg.atoms);
   if (cfg.munchausen) m.cur_t.resize(B * AK);
+  // IQN: the head runs on B·N or B·K rows (its value stream too).
+  const size_t NT = static_cast<size_t>(cfg.iqn_taus),
+               KT = static_cast<size_t>(cfg.iqn_policy_taus);
+  const size_t head_rows = iqn ? B * std::max(NT, KT) : B;
   if (cfg.dueling) {
-    m.value.resize(B * K);
-    m.d_value.resize(B * K);
-    m.d_adv.resize(B * AK);
+    m.value.resize(head_rows * K);
+    m.d_value.resize(head_rows * K);
+    m.d_adv.resize(head_rows * AK);
   }
-  m.atom_values = cfg.quantile ? nullptr : m.atoms.data();
+  if (iqn) {
+    const size_t E = static_cast<size_t>(cfg.iqn_embedding), H = static_cast<size_t>(cfg.embed.out);
+    const size_t R = head_rows, A = static_cast<size_t>(cfg.num_actions);
+    m.taus.resize(B * NT);
+    m.taus_next.resize(B * NT);
+    std::vector<float> pol(B * KT);
+    for (size_t i = 0; i < pol.size(); ++i)  // DqnAgent's taus_policy_, one copy per row
+      pol[i] = (static_cast<float>(i % KT) + 0.5f) / static_cast<float>(KT);
+    m.taus_pol.upload(pol);
+    m.k_cos.resize(B * NT * E);
+    m.k_phi.resize(B * NT * H);
+    m.k_mix.resize(B * NT * H);
+    m.s_cos.resize(R * E);
+    m.s_phi.resize(R * H);
+    m.s_mix.resize(R * H);
+    m.out_k.resize(R * A);
+    m.q_sel.resize(B * A);
+    m.q_cur.resize(B * A);
+    m.next_t.resize(B * NT * A);
+    m.d_out.resize(B * NT * A);
+    m.d_mix.resize(B * NT * H);
+    m.d_psi.resize(B * H);
+    m.acts.back().resize(B * NT * A);  // the kept head output [B, N, A]
+  }
+  m.atom_values = cfg.quantile || iqn ? nullptr : m.atoms.data();
   m.net.count = L;
   for (int l = 0; l < L; ++l) m.net.layer[l] = cfg.layers[static_cast<size_t>(l)];
   m.net.value = cfg.value;
   m.net.dueling = cfg.dueling;
-  m.act_smem = (2 * W + static_cast<size_t>(cfg.num_actions) + K) * sizeof(float);
-  m.loss_smem = (cfg.quantile ? qr_loss_smem_floats(cfg.num_actions, cfg.atoms)
-                              : c51_loss_smem_floats(cfg.num_actions, cfg.atoms)) *
+  m.net.embed = cfg.embed;
+  m.net.iqn_e = cfg.iqn_embedding;
+  m.net.iqn_k = cfg.iqn_policy_taus;
+  m.act_smem = ((iqn ? 3 : 2) * W + static_cast<size_t>(cfg.num_actions) + K) * sizeof(float);
+  m.loss_smem = (iqn            ? iqn_loss_smem_floats(cfg.num_actions, cfg.iqn_taus)
+                 : cfg.quantile ? qr_loss_smem_floats(cfg.num_actions, cfg.atoms)
+                                : c51_loss_smem_floats(cfg.num_actions, cfg.atoms)) *
                 sizeof(float);
   FXT_CUDA_CHECK(cudaFuncSetAttribute(act_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(m.act_smem)));
   FXT_CUDA_CHECK(cudaFuncSetAttribute(act_kernel<false>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(m.act_smem)));
-  if (cfg.quantile) {
+  if (iqn) {
+    FXT_CUDA_CHECK(cudaFuncSetAttribute(iqn_loss_kernel,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(m.loss_smem)));
+  } else if (cfg.quantile) {
     FXT_CUDA_CHECK(cudaFuncSetAttribute(qr_loss_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(m.loss_smem)));
   } else {
@@ -807,6 +1032,142 @@ void DeviceC51Learner::forward(const float* params, const float* x, int rows, fl
   }
 }
 
+void DeviceC51Learner::forward_iqn(const float* params, const float* x, int rows, const float* taus,
+                                   int n_tau, float* out, bool keep) {
+  Impl& m = *impl_;
+  const int L = static_cast<int>(cfg_.layers.size()), E = cfg_.iqn_embedding;
+  const int H = cfg_.embed.out, A = cfg_.num_actions;
+  cudaStream_t s = ctx_.stream();
+  const float* in = x;  // the torso: layers but the last, ReLU'd
+  for (int l = 0; l + 1 < L; ++l) {
+    const DeviceLayer& layer = cfg_.layers[static_cast<size_t>(l)];
+    float* y =
+        keep ? m.acts[static_cast<size_t>(l)].data() : (l % 2 == 0 ? m.tmp0.data() : m.tmp1.data());
+    gpu::linear_forward(ctx_, in, params + layer.w_offset, params + layer.b_offset, y, rows,
+                        layer.in, layer.out);
+    const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(layer.out);
+    relu_kernel<<<grid_for(n, 256), 256, 0, s>>>(y, n);
+    FXT_CUDA_LAUNCH_CHECK();
+    in = y;
+  }
+  const int R = rows * n_tau;  // one row per (sample, τ)
+  float* feat = keep ? m.k_cos.data() : m.s_cos.data();
+  float* phi = keep ? m.k_phi.data() : m.s_phi.data();
+  float* mix = keep ? m.k_mix.data() : m.s_mix.data();
+  const size_t nf = static_cast<size_t>(R) * static_cast<size_t>(E);
+  const size_t nh = static_cast<size_t>(R) * static_cast<size_t>(H);
+  iqn_cos_kernel<<<grid_for(nf, 256), 256, 0, s>>>(taus, R, E, feat);
+  FXT_CUDA_LAUNCH_CHECK();
+  const DeviceLayer& em = cfg_.embed;
+  gpu::linear_forward(ctx_, feat, params + em.w_offset, params + em.b_offset, phi, R, E, H);
+  relu_kernel<<<grid_for(nh, 256), 256, 0, s>>>(phi, nh);
+  FXT_CUDA_LAUNCH_CHECK();
+  iqn_mix_kernel<<<grid_for(nh, 256), 256, 0, s>>>(in, phi, R, n_tau, H, mix);
+  FXT_CUDA_LAUNCH_CHECK();
+  const DeviceLayer& head = cfg_.layers.back();
+  gpu::linear_forward(ctx_, mix, params + head.w_offset, params + head.b_offset, out, R, H, A);
+  if (cfg_.dueling) {  // out holds the advantages [R, A]: the value stream [R, 1], then combine
+    const DeviceLayer& v = cfg_.value;
+    gpu::linear_forward(ctx_, mix, params + v.w_offset, params + v.b_offset, m.value.data(), R, H,
+                        1);
+    dueling_forward_kernel<<<grid_for(static_cast<size_t>(R), 256), 256, 0, s>>>(m.value.data(),
+                                                                                 out, R, A, 1);
+    FXT_CUDA_LAUNCH_CHECK();
+  }
+}
+
+void DeviceC51Learner::iqn_q(const float* params, const float* x, float* q) {
+  Impl& m = *impl_;
+  const int B = cfg_.batch, K = cfg_.iqn_policy_taus, A = cfg_.num_actions;
+  forward_iqn(params, x, B, m.taus_pol.data(), K, m.out_k.data(), false);
+  const size_t n = static_cast<size_t>(B) * static_cast<size_t>(A);
+  iqn_mean_kernel<<<grid_for(n, 256), 256, 0, ctx_.stream()>>>(m.out_k.data(), B, K, A, q);
+  FXT_CUDA_LAUNCH_CHECK();
+}
+
+// DqnAgent::update_iqn after the sample: the K-τ values at s' that pick a* (online with double
+// Q, else target) or, with Munchausen, the target's at s' and s; the target at s' at τ'; the online
+// net at s at τ (kept); the loss kernel; the backward; AdamW; the stats.
+void DeviceC51Learner::enqueue_update_iqn() {
+  Impl& m = *impl_;
+  const int B = cfg_.batch, N = cfg_.iqn_taus;
+  cudaStream_t s = ctx_.stream();
+  if (cfg_.munchausen) {
+    iqn_q(m.target.data(), m.b_next.data(), m.q_sel.data());
+    iqn_q(m.target.data(), m.b_obs.data(), m.q_cur.data());
+  } else {
+    iqn_q(cfg_.double_q ? m.online.data() : m.target.data(), m.b_next.data(), m.q_sel.data());
+  }
+  forward_iqn(m.target.data(), m.b_next.data(), B, m.taus_next.data(), N, m.next_t.data(), false);
+  float* out = m.acts.back().data();
+  forward_iqn(m.online.data(), m.b_obs.data(), B, m.taus.data(), N, out, true);
+  const float inv_b = 1.0f / static_cast<float>(B);
+  iqn_loss_kernel<<<static_cast<unsigned>(B), kThreads, m.loss_smem, s>>>(
+      out, m.next_t.data(), m.q_sel.data(), cfg_.munchausen ? m.q_cur.data() : nullptr,
+      m.taus.data(), N, cfg_.num_actions, cfg_.munchausen, cfg_.mdqn, m.b_act.data(),
+      m.b_rew.data(), m.b_disc.data(), 1.0f * inv_b, m.d_out.data(), m.loss_b.data(), m.q_b.data());
+  FXT_CUDA_LAUNCH_CHECK();
+  backward_iqn();
+  m.adam->step(ctx_, m.lr.data());
+  update_stats_kernel<<<1, 1, 0, s>>>(m.loss_b.data(), m.q_b.data(), B, inv_b, m.adam->stats(),
+                                      m.stats.data());
+  FXT_CUDA_LAUNCH_CHECK();
+}
+
+// QNetwork::backward_iqn on the kept forward: the head (dueling: value stream, then advantages)
+// into d_mix [B·N, H], the mix into dψ and dφ, the embedding (no input gradient), the torso.
+void DeviceC51Learner::backward_iqn() {
+  Impl& m = *impl_;
+  const int B = cfg_.batch, N = cfg_.iqn_taus, A = cfg_.num_actions, E = cfg_.iqn_embedding;
+  const int H = cfg_.embed.out, L = static_cast<int>(cfg_.layers.size()), R = B * N;
+  cudaStream_t s = ctx_.stream();
+  gpu::fill(ctx_, m.grads.data(), 0.0f, cfg_.num_params);
+  const size_t nh = static_cast<size_t>(R) * static_cast<size_t>(H);
+  gpu::fill(ctx_, m.d_mix.data(), 0.0f, nh);
+  const float* dy = m.d_out.data();
+  if (cfg_.dueling) {
+    dueling_backward_kernel<<<grid_for(static_cast<size_t>(R), 256), 256, 0, s>>>(
+        dy, m.d_value.data(), m.d_adv.data(), R, A, 1);
+    FXT_CUDA_LAUNCH_CHECK();
+    const DeviceLayer& v = cfg_.value;
+    gpu::linear_backward(ctx_, m.k_mix.data(), m.online.data() + v.w_offset, m.d_value.data(),
+                         m.d_mix.data(), m.grads.data() + v.w_offset, m.grads.data() + v.b_offset,
+                         R, H, 1);
+    dy = m.d_adv.data();
+  }
+  const DeviceLayer& head = cfg_.layers.back();
+  gpu::linear_backward(ctx_, m.k_mix.data(), m.online.data() + head.w_offset, dy, m.d_mix.data(),
+                       m.grads.data() + head.w_offset, m.grads.data() + head.b_offset, R, H, A);
+  const float* psi = m.acts[static_cast<size_t>(L - 2)].data();
+  const size_t nb = static_cast<size_t>(B) * static_cast<size_t>(H);
+  iqn_mix_backward_kernel<<<grid_for(nb, 256), 256, 0, s>>>(psi, m.k_phi.data(), m.d_mix.data(), B,
+                                                            N, H, m.d_psi.data());
+  FXT_CUDA_LAUNCH_CHECK();
+  const DeviceLayer& em = cfg_.embed;
+  gpu::linear_backward(ctx_, m.k_cos.data(), m.online.data() + em.w_offset, m.d_mix.data(), nullptr,
+                       m.grads.data() + em.w_offset, m.grads.data() + em.b_offset, R, E, H);
+  // The torso from dψ (already masked by ψ's ReLU), as enqueue_update's loop.
+  dy = m.d_psi.data();
+  float* dx_buf = m.d_a.data();
+  float* other = m.d_b.data();
+  for (int l = L - 2; l >= 0; --l) {
+    const DeviceLayer& layer = cfg_.layers[static_cast<size_t>(l)];
+    const float* x = l == 0 ? m.b_obs.data() : m.acts[static_cast<size_t>(l - 1)].data();
+    float* dx = l > 0 ? dx_buf : nullptr;
+    const size_t nx = static_cast<size_t>(B) * static_cast<size_t>(layer.in);
+    if (dx) gpu::fill(ctx_, dx, 0.0f, nx);
+    gpu::linear_backward(ctx_, x, m.online.data() + layer.w_offset, dy, dx,
+                         m.grads.data() + layer.w_offset, m.grads.data() + layer.b_offset, B,
+                         layer.in, layer.out);
+    if (dx) {
+      relu_mask_kernel<<<grid_for(nx, 256), 256, 0, s>>>(x, dx, nx);
+      FXT_CUDA_LAUNCH_CHECK();
+      dy = dx;
+      std::swap(dx_buf, other);
+    }
+  }
+}
+
 void DeviceC51Learner::enqueue_update(bool sample) {
   Impl& m = *impl_;
   const int B = cfg_.batch, d = cfg_.obs_dim, L = static_cast<int>(cfg_.layers.size());
@@ -814,8 +1175,13 @@ void DeviceC51Learner::enqueue_update(bool sample) {
   sample_kernel<<<static_cast<unsigned>((B + kThreads - 1) / kThreads), kThreads, 0, s>>>(
       sample, m.sample_rngs.data(), m.idx.data(), m.stats.data(), B, d, m.r_obs.data(),
       m.r_act.data(), m.r_rew.data(), m.r_next.data(), m.r_disc.data(), m.b_obs.data(),
-      m.b_act.data(), m.b_rew.data(), m.b_next.data(), m.b_disc.data());
+      m.b_act.data(), m.b_rew.data(), m.b_next.data(), m.b_disc.data(),
+      cfg_.iqn_embedding > 0 ? cfg_.iqn_taus : 0, m.taus.data(), m.taus_next.data());
   FXT_CUDA_LAUNCH_CHECK();
+  if (cfg_.iqn_embedding > 0) {
+    enqueue_update_iqn();
+    return;
+  }
   // The forwards DqnAgent::update runs: the target at s', the online net at s' (double Q, not
   // with Munchausen), the target at s (Munchausen), the online net at s (activations kept).
   const bool online_next = cfg_.double_q && !cfg_.munchausen;
@@ -1011,11 +1377,18 @@ void DeviceC51Learner::load_replay(const std::vector<float>& obs, const std::vec
   m.stats.upload(st.data(), 1);
 }
 
-void DeviceC51Learner::update_on(const std::vector<int>& indices) {
+void DeviceC51Learner::update_on(const std::vector<int>& indices, const std::vector<float>& taus,
+                                 const std::vector<float>& taus_next) {
   Impl& m = *impl_;
   assert(indices.size() == static_cast<size_t>(cfg_.batch));
   ctx_.sync();
   m.idx.upload(indices.data(), indices.size());
+  if (cfg_.iqn_embedding > 0) {
+    const size_t n = static_cast<size_t>(cfg_.batch) * static_cast<size_t>(cfg_.iqn_taus);
+    assert(taus.size() == n && taus_next.size() == n);
+    m.taus.upload(taus.data(), n);
+    m.taus_next.upload(taus_next.data(), n);
+  }
   enqueue_update(false);
   ctx_.sync();
 }

@@ -1,8 +1,8 @@
-// The GPU learner of the C51 and QR-DQN agents (DESIGN §8, docs/RL.md "GPU learner"): the online
-// and target networks, the replay buffer, acting, the env and every update live in device
+// The GPU learner of the C51, QR-DQN and IQN agents (DESIGN §8, docs/RL.md "GPU learner"): the
+// online and target networks, the replay buffer, acting, the env and every update live in device
 // memory, so training needs no host round trip except the reads of the metrics at a log interval.
 //
-// What it is: DqnAgent's C51 and QR-DQN paths (rl/dqn.h) on the device, with the QNetwork
+// What it is: DqnAgent's C51, QR-DQN and IQN paths (rl/dqn.h) on the device, with the QNetwork
 // layout (the same flat parameter buffer and ParamSpecs, so a checkpoint has the CPU agent's
 // bytes format):
 //   - acting: one fused kernel per env step, one block per lane, computes the lane's MLP forward
@@ -26,11 +26,17 @@
 //   - the dueling head (optional): value and advantage streams from the torso output, combined
 //     (and the gradient split back) by rl/dueling_head.h, in the acting kernel and the batch
 //     forward/backward alike.
+//   - IQN (cfg.iqn_embedding > 0): the sample kernel also draws each row's N τ and N τ' from its
+//     Rng; the batch forward runs the torso on B rows, then cos(π·i·τ), the embedding + ReLU and
+//     its product with the torso output ψ on B·N (or B·K) rows, then the head; the loss kernel is
+//     the quantile Huber loss at the sampled τ against N' target quantiles at τ' of a* (picked by
+//     the mean over the K policy τ) or, with Munchausen, of every a'; acting takes the mean over
+//     the K policy τ (DqnAgent::iqn_q's order).
 // Each of "one env step", "one update", "k env steps" and "k env steps + one update" is captured
 // once as a CUDA graph and replayed (k = train_frequency / num_envs when that divides).
 //
-// Not on the GPU: prioritised replay, the IQN head, Thompson exploration, mirror
-// augmentation and the symmetric policy (device_learner_supports() names the first one asked for).
+// Not on the GPU: prioritised replay, Thompson exploration, mirror augmentation and the
+// symmetric policy (device_learner_supports() names the first one asked for).
 //
 // Deterministic: no floating-point atomics; every reduction has a fixed order; cuBLAS GEMMs are
 // deterministic for a fixed handle, shape and stream; every draw from seeded device Rngs. The
@@ -72,6 +78,13 @@ struct DeviceLearnerConfig {
   // stream [atoms outputs], both reading the torso output; out = V + A − mean_a A.
   bool dueling = false;
   DeviceLayer value;
+  // IQN head (iqn_embedding = E > 0; atoms 1, atom_values empty): layers are the torso then the
+  // head, and `embed` (iqn.embed: in E, out the torso's width H) sits between them: the head
+  // reads ψ(s) ⊙ ReLU(embed(cos(π·i·τ))) per sampled τ. N = N' = iqn_taus sampled τ per sample
+  // for the update, K = iqn_policy_taus evenly spaced (k + ½)/K for acting and the bootstrap's
+  // argmax / Munchausen policy.
+  int iqn_embedding = 0, iqn_taus = 8, iqn_policy_taus = 32;
+  DeviceLayer embed;
   size_t num_params = 0;
   std::vector<gpu::AdamSegment> segments;  // AdamW segments (one per ParamSpec)
   bool double_q = true;  // unused with Munchausen (its target is a mixture over every a')
@@ -103,7 +116,8 @@ struct DeviceLearnerStats {
 };
 constexpr int kRecentEpisodes = 100;
 
-// The C51 or QR-DQN learner (cfg.quantile); the name predates the QR-DQN head.
+// The C51, QR-DQN (cfg.quantile) or IQN (cfg.iqn_embedding > 0) learner; the name predates the
+// other heads.
 class DeviceC51Learner {
  public:
   // env: the training env (num_envs lanes, the config's obs_dim/num_actions), owned by the caller
@@ -150,7 +164,10 @@ class DeviceC51Learner {
   void load_replay(const std::vector<float>& obs, const std::vector<int>& action,
                    const std::vector<float>& reward, const std::vector<float>& next_obs,
                    const std::vector<float>& discount);
-  void update_on(const std::vector<int>& indices);
+  // IQN: taus and taus_next [batch, N] are the update's sampled τ and τ' (the CPU agent draws
+  // them from its own Rng after the batch; here they replace the device draws).
+  void update_on(const std::vector<int>& indices, const std::vector<float>& taus = {},
+                 const std::vector<float>& taus_next = {});
   // Tests: the replay indices the last update sampled.
   std::vector<int> last_indices() const;
   // Tests: the replay's rows (all `buffer_size` slots; stats().replay_size of them written).
@@ -166,6 +183,14 @@ class DeviceC51Learner {
   void enqueue_update(bool sample);
   void enqueue_target_update();
   void forward(const float* params, const float* x, int rows, float* out, bool keep);
+  // IQN: obs x [rows, d] at n_tau fractions per row (taus [rows, n_tau]) -> out [rows, n_tau, A];
+  // keep: the activations the backward reads (rows = batch, n_tau = N).
+  void forward_iqn(const float* params, const float* x, int rows, const float* taus, int n_tau,
+                   float* out, bool keep);
+  // IQN: q [batch, A] = the mean over the K policy τ at x (DqnAgent::iqn_q's order).
+  void iqn_q(const float* params, const float* x, float* q);
+  void enqueue_update_iqn();  // enqueue_update's IQN rest, after the sample
+  void backward_iqn();
   DeviceLearnerConfig cfg_;
   DeviceVecEnv* env_;
   const gpu::Context& ctx_;

@@ -19,7 +19,6 @@ Status device_learner_supports(const DqnConfig& cfg) {
   auto no = [](const char* what) {
     return UsageError("--device cuda: the GPU learner has no {} (use --device cpu)", what);
   };
-  if (cfg.algo == Algo::kIqn) return no("IQN head (--algo c51 or qrdqn)");
   if (cfg.per_alpha > 0) return no("prioritised replay (--per-alpha 0 only)");
   if (cfg.mirror) return no("mirror augmentation (--mirror)");
   if (cfg.symmetric_policy) return no("symmetric policy (--symmetric-policy)");
@@ -38,10 +37,10 @@ DeviceLearnerConfig device_learner_config(const DqnConfig& cfg, int obs_dim, int
   d.obs_dim = obs_dim;
   d.num_actions = num_actions;
   d.quantile = cfg.algo == Algo::kQrDqn;
-  d.atoms = cfg.num_outputs();  // C51 atoms or QR-DQN quantiles
+  d.atoms = cfg.num_outputs();  // C51 atoms, QR-DQN quantiles or IQN's 1
   d.v_min = cfg.support.v_min;
   d.v_max = cfg.support.v_max;
-  if (!d.quantile)
+  if (cfg.algo == Algo::kC51)
     for (int j = 0; j < d.atoms; ++j)
       d.atom_values.push_back(static_cast<float>(cfg.support.atom(j)));
   const auto& specs = net.specs();  // (weight, bias) per layer, torso then head
@@ -51,6 +50,14 @@ DeviceLearnerConfig device_learner_config(const DqnConfig& cfg, int obs_dim, int
   if (d.dueling) {  // the head is head.value then head.adv: the value stream apart
     d.value = d.layers[d.layers.size() - 2];
     d.layers.erase(d.layers.end() - 2);
+  }
+  if (cfg.algo == Algo::kIqn) {  // iqn.embed sits between the torso and the head: apart
+    const auto at = d.layers.begin() + static_cast<std::ptrdiff_t>(cfg.hidden.size());
+    d.embed = *at;
+    d.layers.erase(at);
+    d.iqn_embedding = cfg.iqn_embedding;
+    d.iqn_taus = cfg.iqn_taus;
+    d.iqn_policy_taus = cfg.iqn_policy_taus;
   }
   d.num_params = net.num_params();
   d.segments = gpu::segments_from_specs(specs);

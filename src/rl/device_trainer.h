@@ -19,13 +19,14 @@
 namespace fxt::rl {
 
 // Ok when the GPU learner implements every option cfg asks for; else a one-line usage error
-// naming the first one it does not (the IQN head, prioritised replay, mirror augmentation, the
+// naming the first one it does not (prioritised replay, mirror augmentation, the
 // symmetric policy, Thompson exploration, more than 7 torso layers, num_envs above buffer_size).
 Status device_learner_supports(const DqnConfig& cfg);
 
 // The learner's config from a validated, supported DqnConfig and the env's dimensions: the
 // QNetwork's layer layout (with dueling, the value stream apart from the advantage head) and
-// AdamW segments (its ParamSpecs), C51's atom values of the Support or QR-DQN's quantile count.
+// AdamW segments (its ParamSpecs), C51's atom values of the Support or QR-DQN's quantile count;
+// IQN: the embedding layer apart from the torso and head, and N, K and E.
 DeviceLearnerConfig device_learner_config(const DqnConfig& cfg, int obs_dim, int num_actions);
 
 // The device env of spec with n lanes (the CPU env's dynamics, rl/device_env.h).

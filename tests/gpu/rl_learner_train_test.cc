@@ -1,9 +1,10 @@
 // The GPU learner (rl/device_learner.h) against the CPU agent (rl/dqn.h): two updates on the same
 // batch and weights (loss, mean Q, grad norm, every parameter after AdamW; plain, dueling,
-// Munchausen, both; C51 and QR-DQN heads), the fused acting kernel's Q values and greedy actions
-// (plain and dueling head, C51 and QR-DQN), uniform replay sampling frequencies, seeded CartPole
-// runs that must reach a return threshold, and same seed → identical checkpoint bytes (plain,
-// Munchausen, Munchausen + dueling + n-step; C51 and QR-DQN). Skips without a GPU.
+// Munchausen, both; C51, QR-DQN and IQN heads), the fused acting kernel's Q values and greedy
+// actions (plain and dueling head, C51, QR-DQN and IQN), uniform replay sampling frequencies,
+// seeded CartPole runs that must reach a return threshold, and same seed → identical checkpoint
+// bytes (plain, Munchausen, Munchausen + dueling + n-step; C51, QR-DQN and IQN). Skips without a
+// GPU.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -53,12 +54,20 @@ DqnConfig small_qr_config(bool double_q) {
   return c;
 }
 
+// A small IQN config: N = N' = 8 sampled τ, K = 32 policy τ, 64 cosine features (the defaults).
+DqnConfig small_iqn_config(bool double_q) {
+  DqnConfig c = small_config(double_q);
+  c.algo = Algo::kIqn;
+  return c;
+}
+
 // Two updates of the GPU learner and of DqnAgent::update on the same 64 random transitions
 // (rewards in [−2, 2], every fourth one terminal; with nstep_discounts every fourth, from the
 // second, carries an n-step discount γ³ instead of γ), the same weights and the CPU replay's own
-// index draws: loss to 1e-5, mean Q and grad norm to 1e-4 relative, every parameter after AdamW
-// within 2e-6 while they moved > 1.5·lr, the target untouched, the AdamW state through the CPU
-// checkpoint layout. The env only sets the dimensions (d, A).
+// index draws (IQN: and the CPU's τ and τ' draws, fed to the learner's test hook): loss to 1e-5,
+// mean Q and grad norm to 1e-4 relative, every parameter after AdamW within 2e-6 while they moved
+// > 1.5·lr, the target untouched, the AdamW state through the CPU checkpoint layout. The env only
+// sets the dimensions (d, A).
 void expect_update_matches_cpu(const DqnConfig& cfg, const char* env_name,
                                bool nstep_discounts = false) {
   const EnvSpec spec = spec_named(env_name);
@@ -90,8 +99,15 @@ void expect_update_matches_cpu(const DqnConfig& cfg, const char* env_name,
     Rng copy = rng;              // the CPU replay's uniform draws, replayed for the GPU
     std::vector<int> idx(static_cast<size_t>(cfg.batch));
     for (int& i : idx) i = static_cast<int>(copy.uniform(static_cast<uint64_t>(n)));
+    std::vector<float> taus, taus_next;  // IQN: update_iqn's next draws from the same Rng
+    if (cfg.algo == Algo::kIqn) {
+      taus.resize(static_cast<size_t>(cfg.batch * cfg.iqn_taus));
+      taus_next.resize(taus.size());
+      for (float& t : taus) t = static_cast<float>(copy.unit());
+      for (float& t : taus_next) t = static_cast<float>(copy.unit());
+    }
     const UpdateStats cpu = agent.update(&replay, 1.0, rng);
-    learner.update_on(idx);
+    learner.update_on(idx, taus, taus_next);
     const DeviceLearnerStats gpu = learner.stats();
     EXPECT_EQ(gpu.updates, u + 1);
     EXPECT_NEAR(gpu.loss, cpu.loss, 1e-5 * std::abs(cpu.loss)) << "loss, update " << u;
@@ -205,8 +221,30 @@ TEST(RlLearnerGpu, QrDqnDuelingMunchausenUpdatesMatchCpuAgent) {
   }
 }
 
-// The fused acting kernel's q (C51: Σ z_j p_j; QR-DQN: the quantile mean) and greedy actions on
-// 64 lanes against DqnAgent::q_values, plain and dueling head.
+// IQN (N = N' = 8 sampled τ fed from the CPU's draws, K = 32 policy τ that pick a* and the
+// Munchausen policy, 64 cosine features): plain, dueling, Munchausen and both, on 2 and 21
+// actions, both double-Q settings, 3-step discounts and terminals in the batch.
+TEST(RlLearnerGpu, IqnUpdateMatchesCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  for (auto [dueling, munchausen] :
+       {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
+    for (const char* env : {"cartpole", "execution"}) {
+      for (bool double_q : {false, true}) {
+        SCOPED_TRACE(std::string(env) + (dueling ? ", dueling" : "") +
+                     (munchausen ? ", Munchausen" : "") +
+                     (double_q ? ", double Q" : ", target argmax"));
+        DqnConfig cfg = small_iqn_config(double_q);
+        cfg.dueling = dueling;
+        cfg.munchausen = munchausen;
+        expect_update_matches_cpu(cfg, env, /*nstep_discounts=*/true);
+      }
+    }
+  }
+}
+
+// The fused acting kernel's q (C51: Σ z_j p_j; QR-DQN: the quantile mean; IQN: the mean over the
+// K = 32 policy τ) and greedy actions on 64 lanes against DqnAgent::q_values, plain and dueling
+// head.
 void expect_acting_matches_cpu(Algo algo) {
   for (const char* name : {"cartpole", "execution"}) {
     for (bool dueling : {false, true}) {
@@ -262,6 +300,11 @@ TEST(RlLearnerGpu, ActingQValuesMatchCpuAgent) {
 TEST(RlLearnerGpu, QrDqnActingQValuesMatchCpuAgent) {
   FXT_SKIP_WITHOUT_GPU();
   expect_acting_matches_cpu(Algo::kQrDqn);
+}
+
+TEST(RlLearnerGpu, IqnActingQValuesMatchCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  expect_acting_matches_cpu(Algo::kIqn);
 }
 
 TEST(RlLearnerGpu, UniformReplaySamplingFrequencies) {
@@ -356,6 +399,14 @@ TEST(RlLearnerGpu, SeededCartPoleRunReachesTheThresholdQrDqn) {
   expect_cartpole_reaches_threshold(cfg, "_qrdqn");
 }
 
+// The same with the IQN head (N = N' = 8, K = 32, 64 cosine features).
+TEST(RlLearnerGpu, SeededCartPoleRunReachesTheThresholdIqn) {
+  FXT_SKIP_WITHOUT_GPU();
+  DqnConfig cfg = cartpole_config(1);
+  cfg.algo = Algo::kIqn;
+  expect_cartpole_reaches_threshold(cfg, "_iqn");
+}
+
 std::string file_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
@@ -424,6 +475,18 @@ TEST(RlLearnerGpu, SameSeedSameCheckpointBytesQrDqn) {
   cfg.dueling = true;
   cfg.n_step = 3;  // and with Munchausen, the dueling head and 3-step returns
   expect_same_seed_same_bytes(cfg, "qrdqn_munchausen_dueling");
+}
+
+// IQN: the τ and τ' come from the per-row sampling Rngs after each row's index.
+TEST(RlLearnerGpu, SameSeedSameCheckpointBytesIqn) {
+  FXT_SKIP_WITHOUT_GPU();
+  DqnConfig cfg = cartpole_config(7);
+  cfg.algo = Algo::kIqn;
+  expect_same_seed_same_bytes(cfg, "iqn");
+  cfg.munchausen = true;
+  cfg.dueling = true;
+  cfg.n_step = 3;  // and with Munchausen, the dueling head and 3-step returns
+  expect_same_seed_same_bytes(cfg, "iqn_munchausen_dueling");
 }
 
 std::vector<float> device_copy(const float* p, size_t n) {
@@ -534,8 +597,9 @@ TEST(RlLearnerGpu, RefusesWhatItDoesNotHave) {
   };
   cfg.algo = Algo::kQrDqn;
   EXPECT_TRUE(device_learner_supports(cfg).ok());  // QR-DQN with all of them: supported
+  cfg.algo = Algo::kIqn;
+  EXPECT_TRUE(device_learner_supports(cfg).ok());  // and IQN
   refused([](DqnConfig* c) { c->per_alpha = 0.6; }, "prioritised");
-  refused([](DqnConfig* c) { c->algo = Algo::kIqn; }, "IQN");
   refused([](DqnConfig* c) { c->exploration = Exploration::kThompson; }, "Thompson");
   refused([](DqnConfig* c) { c->mirror = true; }, "--mirror");
   refused([](DqnConfig* c) { c->symmetric_policy = true; }, "--symmetric-policy");
@@ -596,6 +660,76 @@ TEST(RlLearnerGpu, QrDqnLayoutIsTheNetworksSpecs) {
   EXPECT_FALSE(c51.quantile);
   EXPECT_EQ(c51.atoms, 51);
   EXPECT_EQ(c51.atom_values.size(), 51u);
+}
+
+TEST(RlLearnerGpu, IqnUpdateDrawsTheBatchThenTheTaus) {
+  // No GPU needed: IqnUpdateMatchesCpuAgent replays DqnAgent::update's draws for the GPU (B
+  // indices, then B·N τ, then B·N τ' from the one Rng); after the update the agent's Rng must
+  // stand exactly where that replay ends, and the batch loss be in the range the test asserts.
+  for (bool munchausen : {false, true}) {
+    DqnConfig cfg = small_iqn_config(true);
+    cfg.munchausen = munchausen;
+    const int d = 4, A = 2, n = cfg.buffer_size;
+    DqnAgent agent(cfg, d, A);
+    ReplayBuffer replay(n, d, 0.0);
+    const std::vector<float> obs =
+        gpu::testing::random_vector(static_cast<size_t>(n * d), 1, -2, 2);
+    const std::vector<float> rew = gpu::testing::random_vector(static_cast<size_t>(n), 3, -2, 2);
+    for (int i = 0; i < n; ++i) {
+      const size_t k = static_cast<size_t>(i);
+      replay.add({&obs[k * d], i % A, rew[k], &obs[k * d], 0.99f});
+    }
+    Rng rng(42);
+    Rng copy = rng;
+    for (int b = 0; b < cfg.batch; ++b) copy.uniform(static_cast<uint64_t>(n));
+    for (int t = 0; t < 2 * cfg.batch * cfg.iqn_taus; ++t) copy.unit();
+    const UpdateStats st = agent.update(&replay, 1.0, rng);
+    EXPECT_EQ(rng.next(), copy.next());
+    EXPECT_GT(st.loss, 1.0);
+    EXPECT_GT(st.grad_norm, 1e-3);
+  }
+}
+
+TEST(RlLearnerGpu, IqnLayoutIsTheNetworksSpecs) {
+  // No GPU needed: with the IQN head the embedding layer (iqn.embed) sits apart from the torso
+  // and the head (one output per action), in the CPU network's layout.
+  for (bool dueling : {false, true}) {
+    DqnConfig cfg = small_iqn_config(true);
+    cfg.dueling = dueling;
+    cfg.iqn_taus = 6;
+    cfg.iqn_policy_taus = 20;
+    cfg.iqn_embedding = 48;
+    const int d = 4, A = 3;
+    const DeviceLearnerConfig dc = device_learner_config(cfg, d, A);
+    const QNetwork<float> net(q_network_config(cfg, d, A));
+    const auto& specs = net.specs();
+    ASSERT_EQ(specs.size(), dueling ? 10u : 8u);
+    EXPECT_FALSE(dc.quantile);
+    EXPECT_EQ(dc.atoms, 1);
+    EXPECT_TRUE(dc.atom_values.empty());
+    EXPECT_EQ(dc.iqn_embedding, 48);
+    EXPECT_EQ(dc.iqn_taus, 6);
+    EXPECT_EQ(dc.iqn_policy_taus, 20);
+    EXPECT_EQ(specs[4].name, "iqn.embed.weight");
+    EXPECT_EQ(dc.embed.w_offset, specs[4].offset);
+    EXPECT_EQ(dc.embed.b_offset, specs[5].offset);
+    EXPECT_EQ(dc.embed.in, 48);
+    EXPECT_EQ(dc.embed.out, 84);
+    ASSERT_EQ(dc.layers.size(), 3u);  // torso.0, torso.1, the head
+    EXPECT_EQ(dc.layers[1].b_offset, specs[3].offset);
+    EXPECT_EQ(dc.layers[2].w_offset, specs[specs.size() - 2].offset);
+    EXPECT_EQ(dc.layers[2].b_offset, specs[specs.size() - 1].offset);
+    EXPECT_EQ(dc.layers[2].in, 84);
+    EXPECT_EQ(dc.layers[2].out, A);
+    EXPECT_EQ(dc.dueling, dueling);
+    if (dueling) {
+      EXPECT_EQ(specs[6].name, "head.value.weight");
+      EXPECT_EQ(dc.value.w_offset, specs[6].offset);
+      EXPECT_EQ(dc.value.out, 1);
+      EXPECT_EQ(dc.value.in, 84);
+    }
+    EXPECT_EQ(dc.num_params, net.num_params());
+  }
 }
 
 }  // namespace

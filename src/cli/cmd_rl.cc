@@ -315,7 +315,8 @@ void register_rl(CLI::App& app) {
   train->add_option("--envs", t->cfg.num_envs, "parallel env lanes")->capture_default_str();
   train
       ->add_option("--device", t->device,
-                   "cpu | cuda (the GPU learner: C51, QR-DQN or IQN, uniform replay, egreedy)")
+                   "cpu | cuda (the GPU learner: C51, QR-DQN or IQN, uniform or prioritised "
+                   "replay, egreedy)")
       ->capture_default_str();
   train->add_option("--seed", t->cfg.seed, "seed (same seed, same checkpoint bytes)")
       ->capture_default_str();

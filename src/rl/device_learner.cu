@@ -6,9 +6,11 @@
 #include <limits>
 
 #include "core/random.h"
+#include "rl/device_replay.h"
 #include "rl/dqn_schedule.h"
 #include "rl/dueling_head.h"
 #include "rl/env_lane.h"
+#include "rl/per_math.h"
 
 namespace fxt::rl {
 namespace {
@@ -279,20 +281,23 @@ __global__ void nstep_store_kernel(
 
 // ---- sampling ----------------------------------------------------------------------------------
 // Launch: grid ceil(B / kThreads), block kThreads; thread b draws row b's index uniformly from
-// [0, replay_size) with its own Rng (draw) or reads idx[b] (tests), then gathers the transition.
-// IQN (n_tau > 0, draw): then the row's N fractions τ and N τ' from the same Rng, each
-// float(unit()) as DqnAgent::update_iqn (which draws them all from its one Rng, in that order).
-__global__ void sample_kernel(bool draw, Rng* rngs, int* idx, const DeviceLearnerStats* stats,
-                              int B, int d, const float* r_obs, const int* r_act,
-                              const float* r_rew, const float* r_next, const float* r_disc,
-                              float* b_obs, int* b_act, float* b_rew, float* b_next, float* b_disc,
-                              int n_tau, float* taus, float* taus_next) {
+// [0, replay_size) with its own Rng (draw and draw_index) or reads idx[b] (tests, or the
+// prioritised sample kernel's pick), then gathers the transition. IQN (n_tau > 0, draw): then
+// the row's N fractions τ and N τ' from the same Rng, each float(unit()) as DqnAgent::update_iqn
+// (which draws them all from its one Rng, in that order).
+__global__ void sample_kernel(bool draw, bool draw_index, Rng* rngs, int* idx,
+                              const DeviceLearnerStats* stats, int B, int d, const float* r_obs,
+                              const int* r_act, const float* r_rew, const float* r_next,
+                              const float* r_disc, float* b_obs, int* b_act, float* b_rew,
+                              float* b_next, float* b_disc, int n_tau, float* taus,
+                              float* taus_next) {
   const int b = blockIdx.x * blockDim.x + threadIdx.x;
   if (b >= B) return;
   int i;
   if (draw) {
     Rng r = rngs[b];
-    i = static_cast<int>(r.uniform(static_cast<uint64_t>(stats->replay_size)));
+    i = draw_index ? static_cast<int>(r.uniform(static_cast<uint64_t>(stats->replay_size)))
+                   : idx[b];
     const size_t t0 = static_cast<size_t>(b) * static_cast<size_t>(n_tau);
     for (int k = 0; k < n_tau; ++k) taus[t0 + k] = static_cast<float>(r.unit());
     for (int k = 0; k < n_tau; ++k) taus_next[t0 + k] = static_cast<float>(r.unit());
@@ -368,14 +373,15 @@ size_t c51_loss_smem_floats(int A, int K) {
 // Thread c: component c's row max and Σ exp in order; p_j = exp(l_j − max)/Σ (softmax_row's
 // arithmetic). The projection is gathered per target atom i over (c, j) in order (the CPU
 // scatters, c51_project_add, in the same order, so each m_i sees the same additions); then the
-// cross-entropy −Σ m ln softmax(pred) (thread 0, in order) and d_out = weight·(softmax(pred) − m)
-// on the taken action's row, 0 elsewhere.
+// cross-entropy −Σ m ln softmax(pred) (thread 0, in order) and d_out = w_b·inv_b·(softmax(pred) −
+// m) on the taken action's row, 0 elsewhere (w_b = weight[b], the IS weight; 1 when null).
 __global__ void c51_loss_kernel(const float* __restrict__ out, const float* __restrict__ next_t,
                                 const float* __restrict__ next_sel, const float* __restrict__ cur_t,
                                 const float* __restrict__ atoms, int K, int A, float v_min,
                                 float v_max, float dz, bool munchausen, MunchausenConfig mc,
                                 const int* b_act, const float* b_rew, const float* b_disc,
-                                float weight, float* d_out, float* loss_b, float* q_b) {
+                                const float* weight, float inv_b, float* d_out, float* loss_b,
+                                float* q_b) {
   extern __shared__ float sm[];
   float* p = sm;                                  // [C, K] the components' probabilities
   float* m = p + static_cast<size_t>(A) * K;      // [K] the projected target
@@ -446,9 +452,10 @@ __global__ void c51_loss_kernel(const float* __restrict__ out, const float* __re
   }
   __syncthreads();
   const float lz = *log_z;
+  const float wb = (weight != nullptr ? weight[b] : 1.0f) * inv_b;  // the CPU's w·inv_b
   for (int e = tid; e < A * K; e += blockDim.x) {
     const int act = e / K, j = e % K;
-    d_out[row + e] = act == a ? weight * (expf(pred[j] - lz) - m[j]) : 0.0f;
+    d_out[row + e] = act == a ? wb * (expf(pred[j] - lz) - m[j]) : 0.0f;
   }
 }
 
@@ -489,13 +496,13 @@ size_t qr_loss_smem_floats(int A, int K) {
 // of the taken action at τ̂_i = (2i + 1)/(2K) and sums over the targets in order the quantile
 // Huber loss w·|τ̂_i − 1{u < 0}|·L_1(u), u = target − θ_i, and its gradient (κ = 1: the
 // arithmetic of quantile_huber_loss_at in rl/distributional.cc); thread 0 sums the K losses in
-// order (the CPU one running sum: equal to float rounding). d_out = weight·dL/dθ on the taken
-// action's row, 0 elsewhere.
+// order (the CPU one running sum: equal to float rounding). d_out = w_b·inv_b·dL/dθ on the taken
+// action's row, 0 elsewhere (w_b = weight[b], the IS weight; 1 when null).
 __global__ void qr_loss_kernel(const float* __restrict__ out, const float* __restrict__ next_t,
                                const float* __restrict__ next_sel, const float* __restrict__ cur_t,
                                int K, int A, bool munchausen, MunchausenConfig mc, const int* b_act,
-                               const float* b_rew, const float* b_disc, float weight, float* d_out,
-                               float* loss_b, float* q_b) {
+                               const float* b_rew, const float* b_disc, const float* weight,
+                               float inv_b, float* d_out, float* loss_b, float* q_b) {
   extern __shared__ float sm[];
   float* tq = sm;                               // [C·K] the target quantiles
   float* lq = tq + static_cast<size_t>(A) * K;  // [K] each predicted quantile's loss
@@ -526,13 +533,14 @@ __global__ void qr_loss_kernel(const float* __restrict__ out, const float* __res
   }
   __syncthreads();
   const float* pred = out + row + static_cast<size_t>(a) * K;
+  const float wb = (weight != nullptr ? weight[b] : 1.0f) * inv_b;
   for (int i = tid; i < K; i += blockDim.x) {
     const float theta = pred[i];
     const float tau_i = (2.0f * static_cast<float>(i) + 1.0f) / (2.0f * kf);
     float loss, grad;
     quantile_huber_at(theta, tau_i, tq, w, K, C * K, &loss, &grad);
     lq[i] = loss;
-    d_out[row + static_cast<size_t>(a) * K + i] = weight * grad;
+    d_out[row + static_cast<size_t>(a) * K + i] = wb * grad;
   }
   for (int e = tid; e < A * K; e += blockDim.x)
     if (e / K != a) d_out[row + e] = 0.0f;
@@ -612,14 +620,14 @@ size_t iqn_loss_smem_floats(int A, int N) {
 // c·N + k writes target e from θ'(s', τ'_k, comp[c]): plain r + g·θ', Munchausen r + bonus +
 // g·(θ' − τ ln π(a'|s')), weight w[c]/N. Thread i takes θ_i = out[b, i, a] at taus[b, i] and sums
 // the quantile Huber loss over the targets in order (quantile_huber_at); thread 0 sums the N
-// losses in order and the mean Σ θ_i/N. d_out = weight·dL/dθ at column a of the N rows, 0
-// elsewhere.
+// losses in order and the mean Σ θ_i/N. d_out = w_b·inv_b·dL/dθ at column a of the N rows, 0
+// elsewhere (w_b = weight[b], the IS weight; 1 when null).
 __global__ void iqn_loss_kernel(const float* __restrict__ out, const float* __restrict__ next_t,
                                 const float* __restrict__ q_sel, const float* __restrict__ q_cur,
                                 const float* __restrict__ taus, int N, int A, bool munchausen,
                                 MunchausenConfig mc, const int* b_act, const float* b_rew,
-                                const float* b_disc, float weight, float* d_out, float* loss_b,
-                                float* q_b) {
+                                const float* b_disc, const float* weight, float inv_b, float* d_out,
+                                float* loss_b, float* q_b) {
   extern __shared__ float sm[];
   float* tq = sm;                               // [C·N] the target quantiles
   float* lq = tq + static_cast<size_t>(A) * N;  // [N] each predicted quantile's loss
@@ -652,12 +660,13 @@ __global__ void iqn_loss_kernel(const float* __restrict__ out, const float* __re
     tq[e] = munchausen ? r + bonus + g * (z - tau * qs[c]) : r + g * z;
   }
   __syncthreads();
+  const float wb = (weight != nullptr ? weight[b] : 1.0f) * inv_b;
   for (int i = tid; i < N; i += blockDim.x) {
     const size_t at = row + static_cast<size_t>(i) * A + a;
     float loss, grad;
     quantile_huber_at(out[at], taus[static_cast<size_t>(b) * N + i], tq, w, N, C * N, &loss, &grad);
     lq[i] = loss;
-    d_out[at] = weight * grad;
+    d_out[at] = wb * grad;
   }
   for (int e = tid; e < N * A; e += blockDim.x)
     if (e % A != a) d_out[row + e] = 0.0f;
@@ -673,13 +682,15 @@ __global__ void iqn_loss_kernel(const float* __restrict__ out, const float* __re
   }
 }
 
-// One thread: the batch means in the CPU's order (Σ_b double(w·loss_b)·inv_b), the optimizer's
-// grad norm, and the update counter.
-__global__ void update_stats_kernel(const float* loss_b, const float* q_b, int B, float inv_b,
-                                    const gpu::AdamWStats* adam, DeviceLearnerStats* stats) {
+// One thread: the batch means in the CPU's order (Σ_b double(w_b·loss_b)·inv_b, w_b the IS weight
+// or 1 when weight is null), the optimizer's grad norm, and the update counter.
+__global__ void update_stats_kernel(const float* loss_b, const float* q_b, const float* weight,
+                                    int B, float inv_b, const gpu::AdamWStats* adam,
+                                    DeviceLearnerStats* stats) {
   double loss = 0, q = 0;
   for (int b = 0; b < B; ++b) {
-    loss += static_cast<double>(loss_b[b]) * static_cast<double>(inv_b);
+    const float wl = weight != nullptr ? weight[b] * loss_b[b] : loss_b[b];
+    loss += static_cast<double>(wl) * static_cast<double>(inv_b);
     q += static_cast<double>(q_b[b]) * static_cast<double>(inv_b);
   }
   stats->loss = loss;
@@ -783,6 +794,7 @@ struct DeviceC51Learner::Impl {
   gpu::DeviceBuffer<float> taus, taus_next, taus_pol, k_cos, k_phi, k_mix, s_cos, s_phi, s_mix;
   gpu::DeviceBuffer<float> out_k, q_sel, q_cur, d_mix, d_psi;
   std::unique_ptr<gpu::AdamW> adam;
+  std::unique_ptr<DevicePrioritizedReplay> per;  // prioritised replay (cfg.per_alpha > 0)
   gpu::Graph g_env, g_chunk, g_chunk_update, g_update, g_target;
   NetLayout net{};
   size_t act_smem = 0, loss_smem = 0;
@@ -928,6 +940,9 @@ DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv*
   ac.max_grad_norm = cfg.max_grad_norm;
   m.adam = std::make_unique<gpu::AdamW>(ac, gpu::LrSchedule{});
   m.adam->add_buffer(ctx, m.online.data(), m.grads.data(), P, cfg.segments);
+  if (cfg.per_alpha > 0)
+    m.per = std::make_unique<DevicePrioritizedReplay>(cfg.buffer_size, cfg.batch, cfg.per_alpha,
+                                                      cfg.per_beta0, cfg.total_steps);
   reset(0);
   if (cfg.train_frequency % cfg.num_envs == 0) chunk_ = cfg.train_frequency / cfg.num_envs;
   m.g_env.capture(ctx, [&] { enqueue_env_step(); });
@@ -964,6 +979,7 @@ void DeviceC51Learner::reset(uint64_t env_seed) {
   m.r_act.zero();
   m.r_rew.zero();
   m.r_disc.zero();
+  if (m.per) m.per->reset();
   if (cfg_.n_step > 1) {
     m.p_obs.zero();
     m.p_next.zero();
@@ -986,6 +1002,7 @@ void DeviceC51Learner::enqueue_env_step() {
       cfg_.buffer_size, nstep ? cfg_.n_step : 0);
   FXT_CUDA_LAUNCH_CHECK();
   env_->step(m.actions.data(), ctx_.stream());
+  if (m.per) m.per->enqueue_insert(ctx_.stream(), m.stats.data(), N, cfg_.n_step);
   const unsigned threads = static_cast<unsigned>(std::min(N, 1024));
   if (nstep) {
     nstep_store_kernel<<<1, threads, 0, ctx_.stream()>>>(
@@ -1105,13 +1122,28 @@ void DeviceC51Learner::enqueue_update_iqn() {
   iqn_loss_kernel<<<static_cast<unsigned>(B), kThreads, m.loss_smem, s>>>(
       out, m.next_t.data(), m.q_sel.data(), cfg_.munchausen ? m.q_cur.data() : nullptr,
       m.taus.data(), N, cfg_.num_actions, cfg_.munchausen, cfg_.mdqn, m.b_act.data(),
-      m.b_rew.data(), m.b_disc.data(), 1.0f * inv_b, m.d_out.data(), m.loss_b.data(), m.q_b.data());
+      m.b_rew.data(), m.b_disc.data(), is_weights(), inv_b, m.d_out.data(), m.loss_b.data(),
+      m.q_b.data());
   FXT_CUDA_LAUNCH_CHECK();
   backward_iqn();
+  finish_update();
+}
+
+const float* DeviceC51Learner::is_weights() const {
+  return impl_->per ? impl_->per->weight() : nullptr;
+}
+
+// After the backward: AdamW, the stats and (prioritised) the sampled rows' new priorities.
+void DeviceC51Learner::finish_update() {
+  Impl& m = *impl_;
+  const int B = cfg_.batch;
+  cudaStream_t s = ctx_.stream();
   m.adam->step(ctx_, m.lr.data());
-  update_stats_kernel<<<1, 1, 0, s>>>(m.loss_b.data(), m.q_b.data(), B, inv_b, m.adam->stats(),
+  update_stats_kernel<<<1, 1, 0, s>>>(m.loss_b.data(), m.q_b.data(), is_weights(), B,
+                                      1.0f / static_cast<float>(B), m.adam->stats(),
                                       m.stats.data());
   FXT_CUDA_LAUNCH_CHECK();
+  if (m.per) m.per->enqueue_update(s, m.idx.data(), m.loss_b.data());
 }
 
 // QNetwork::backward_iqn on the kept forward: the head (dueling: value stream, then advantages)
@@ -1172,8 +1204,12 @@ void DeviceC51Learner::enqueue_update(bool sample) {
   Impl& m = *impl_;
   const int B = cfg_.batch, d = cfg_.obs_dim, L = static_cast<int>(cfg_.layers.size());
   cudaStream_t s = ctx_.stream();
+  // Prioritised: the indices (and IS weights) from the tree, u from the row's Rng or (tests,
+  // !sample) the given draws; the sample kernel then only gathers (and draws IQN's τ).
+  if (m.per)
+    m.per->enqueue_sample(s, sample ? m.sample_rngs.data() : nullptr, m.stats.data(), m.idx.data());
   sample_kernel<<<static_cast<unsigned>((B + kThreads - 1) / kThreads), kThreads, 0, s>>>(
-      sample, m.sample_rngs.data(), m.idx.data(), m.stats.data(), B, d, m.r_obs.data(),
+      sample, !m.per, m.sample_rngs.data(), m.idx.data(), m.stats.data(), B, d, m.r_obs.data(),
       m.r_act.data(), m.r_rew.data(), m.r_next.data(), m.r_disc.data(), m.b_obs.data(),
       m.b_act.data(), m.b_rew.data(), m.b_next.data(), m.b_disc.data(),
       cfg_.iqn_embedding > 0 ? cfg_.iqn_taus : 0, m.taus.data(), m.taus_next.data());
@@ -1196,15 +1232,15 @@ void DeviceC51Learner::enqueue_update(bool sample) {
   if (cfg_.quantile) {
     qr_loss_kernel<<<static_cast<unsigned>(B), kThreads, m.loss_smem, s>>>(
         out, m.next_t.data(), next_sel, cur_t, cfg_.atoms, cfg_.num_actions, cfg_.munchausen,
-        cfg_.mdqn, m.b_act.data(), m.b_rew.data(), m.b_disc.data(), 1.0f * inv_b, m.d_out.data(),
-        m.loss_b.data(), m.q_b.data());
+        cfg_.mdqn, m.b_act.data(), m.b_rew.data(), m.b_disc.data(), is_weights(), inv_b,
+        m.d_out.data(), m.loss_b.data(), m.q_b.data());
   } else {
     c51_loss_kernel<<<static_cast<unsigned>(B), kThreads, m.loss_smem, s>>>(
         out, m.next_t.data(), next_sel, cur_t, m.atoms.data(), cfg_.atoms, cfg_.num_actions,
         static_cast<float>(cfg_.v_min), static_cast<float>(cfg_.v_max),
         static_cast<float>((cfg_.v_max - cfg_.v_min) / (cfg_.atoms - 1)), cfg_.munchausen,
-        cfg_.mdqn, m.b_act.data(), m.b_rew.data(), m.b_disc.data(), 1.0f * inv_b, m.d_out.data(),
-        m.loss_b.data(), m.q_b.data());
+        cfg_.mdqn, m.b_act.data(), m.b_rew.data(), m.b_disc.data(), is_weights(), inv_b,
+        m.d_out.data(), m.loss_b.data(), m.q_b.data());
   }
   FXT_CUDA_LAUNCH_CHECK();
   // Backward: grads = 0, then layer by layer from the head (linear_backward adds into dx, dw, db).
@@ -1239,10 +1275,7 @@ void DeviceC51Learner::enqueue_update(bool sample) {
       std::swap(dx_buf, other);
     }
   }
-  m.adam->step(ctx_, m.lr.data());
-  update_stats_kernel<<<1, 1, 0, s>>>(m.loss_b.data(), m.q_b.data(), B, inv_b, m.adam->stats(),
-                                      m.stats.data());
-  FXT_CUDA_LAUNCH_CHECK();
+  finish_update();
 }
 
 void DeviceC51Learner::enqueue_target_update() {
@@ -1375,22 +1408,71 @@ void DeviceC51Learner::load_replay(const std::vector<float>& obs, const std::vec
   st[0].replay_size = static_cast<int>(n);
   st[0].replay_next = static_cast<int>(n % static_cast<size_t>(cfg_.buffer_size));
   m.stats.upload(st.data(), 1);
+  if (m.per) {  // n ReplayBuffer::add calls on an empty buffer: leaf max_priority^α each
+    const double mp = m.per->max_priority();
+    m.per->set_leaves(std::vector<double>(n, per_leaf(mp, cfg_.per_alpha)), mp);
+  }
 }
 
 void DeviceC51Learner::update_on(const std::vector<int>& indices, const std::vector<float>& taus,
                                  const std::vector<float>& taus_next) {
   Impl& m = *impl_;
   assert(indices.size() == static_cast<size_t>(cfg_.batch));
+  assert(!m.per);  // prioritised: update_on_draws
   ctx_.sync();
   m.idx.upload(indices.data(), indices.size());
+  upload_taus(taus, taus_next);
+  enqueue_update(false);
+  ctx_.sync();
+}
+
+void DeviceC51Learner::update_on_draws(const std::vector<double>& units,
+                                       const std::vector<float>& taus,
+                                       const std::vector<float>& taus_next) {
+  Impl& m = *impl_;
+  assert(m.per && units.size() == static_cast<size_t>(cfg_.batch));
+  ctx_.sync();
+  m.per->set_units(units);
+  upload_taus(taus, taus_next);
+  enqueue_update(false);
+  ctx_.sync();
+}
+
+void DeviceC51Learner::upload_taus(const std::vector<float>& taus,
+                                   const std::vector<float>& taus_next) {
+  Impl& m = *impl_;
   if (cfg_.iqn_embedding > 0) {
     const size_t n = static_cast<size_t>(cfg_.batch) * static_cast<size_t>(cfg_.iqn_taus);
     assert(taus.size() == n && taus_next.size() == n);
     m.taus.upload(taus.data(), n);
     m.taus_next.upload(taus_next.data(), n);
   }
-  enqueue_update(false);
+}
+
+std::vector<float> DeviceC51Learner::last_weights() const {
   ctx_.sync();
+  return impl_->per ? impl_->per->weights()
+                    : std::vector<float>(static_cast<size_t>(cfg_.batch), 1.0f);
+}
+std::vector<double> DeviceC51Learner::sum_tree() const {
+  assert(impl_->per);
+  ctx_.sync();
+  return impl_->per->tree();
+}
+double DeviceC51Learner::max_priority() const {
+  assert(impl_->per);
+  ctx_.sync();
+  return impl_->per->max_priority();
+}
+void DeviceC51Learner::set_priorities(const std::vector<double>& leaves, double max_priority) {
+  assert(impl_->per);
+  ctx_.sync();
+  impl_->per->set_leaves(leaves, max_priority);
+}
+std::vector<int> DeviceC51Learner::find_leaves(const std::vector<double>& masses) const {
+  assert(impl_->per);
+  ctx_.sync();
+  return impl_->per->find(ctx_.stream(), masses);
 }
 
 }  // namespace fxt::rl

@@ -32,11 +32,16 @@
 //     the quantile Huber loss at the sampled τ against N' target quantiles at τ' of a* (picked by
 //     the mean over the K policy τ) or, with Munchausen, of every a'; acting takes the mean over
 //     the K policy τ (DqnAgent::iqn_q's order).
+//   - prioritised replay (cfg.per_alpha > 0; rl/device_replay.h): a device sum tree over the
+//     replay's slots with the CPU buffer's arithmetic (rl/per_math.h); stored rows get the largest
+//     priority^α, the sample kernel's indices come from the tree (one u per row from its Rng,
+//     stratified), every loss kernel scales row b's gradient by its IS weight w_b/B, and after
+//     AdamW the sampled leaves become max(loss_b, 1e-6)^α.
 // Each of "one env step", "one update", "k env steps" and "k env steps + one update" is captured
 // once as a CUDA graph and replayed (k = train_frequency / num_envs when that divides).
 //
-// Not on the GPU: prioritised replay, Thompson exploration, mirror augmentation and the
-// symmetric policy (device_learner_supports() names the first one asked for).
+// Not on the GPU: Thompson exploration, mirror augmentation and the symmetric policy
+// (device_learner_supports() names the first one asked for).
 //
 // Deterministic: no floating-point atomics; every reduction has a fixed order; cuBLAS GEMMs are
 // deterministic for a fixed handle, shape and stream; every draw from seeded device Rngs. The
@@ -97,6 +102,9 @@ struct DeviceLearnerConfig {
   int n_step = 1;
   double lr = 2.5e-4, adam_eps = 0.01 / 128, max_grad_norm = 10;
   int batch = 128, buffer_size = 10000;
+  // Prioritised replay: alpha 0 uniform; > 0 the exponent, β from per_beta0 annealed to 1 at
+  // total_steps (per_beta of rl/per_math.h at the device step counter).
+  double per_alpha = 0, per_beta0 = 0.4;
   double polyak = 1.0;
   double eps_start = 1, eps_end = 0.05, exploration_fraction = 0.5;
   int64_t total_steps = 500000;
@@ -112,7 +120,8 @@ struct DeviceLearnerStats {
   long long updates;        // gradient steps
   int replay_size, replay_next;
   int recent_count, recent_next;  // ring of the last 100 episode returns
-  double loss, mean_q, grad_norm;  // the last update's (IS weight 1: mean over the batch)
+  double loss, mean_q, grad_norm;  // the last update's (loss: Σ_b w_b·loss_b / B, w_b the IS
+                                   // weight, 1 with uniform replay)
 };
 constexpr int kRecentEpisodes = 100;
 
@@ -168,8 +177,21 @@ class DeviceC51Learner {
   // them from its own Rng after the batch; here they replace the device draws).
   void update_on(const std::vector<int>& indices, const std::vector<float>& taus = {},
                  const std::vector<float>& taus_next = {});
-  // Tests: the replay indices the last update sampled.
+  // Prioritised replay (tests): one update with row b's uniform draw units[b] (the CPU buffer's
+  // rng.unit() for row b) in place of the device draw; IQN τ as update_on.
+  void update_on_draws(const std::vector<double>& units, const std::vector<float>& taus = {},
+                       const std::vector<float>& taus_next = {});
+  // Tests: the replay indices the last update sampled (and, prioritised, their IS weights).
   std::vector<int> last_indices() const;
+  std::vector<float> last_weights() const;
+  // Prioritised replay (tests; synchronous): the sum tree [2·leaves] (tree[1] the root, leaf i at
+  // leaves + i), the largest priority, the leaves set (priority^α; the sums rebuilt), and the
+  // leaf sum_tree_find picks on the device for each mass. load_replay gives its rows the leaf
+  // max_priority^α (ReplayBuffer::add's) and every other leaf 0.
+  std::vector<double> sum_tree() const;
+  double max_priority() const;
+  void set_priorities(const std::vector<double>& leaves, double max_priority);
+  std::vector<int> find_leaves(const std::vector<double>& masses) const;
   // Tests: the replay's rows (all `buffer_size` slots; stats().replay_size of them written).
   struct ReplayRows {
     std::vector<float> obs, reward, next_obs, discount;
@@ -190,6 +212,9 @@ class DeviceC51Learner {
   // IQN: q [batch, A] = the mean over the K policy τ at x (DqnAgent::iqn_q's order).
   void iqn_q(const float* params, const float* x, float* q);
   void enqueue_update_iqn();  // enqueue_update's IQN rest, after the sample
+  void upload_taus(const std::vector<float>& taus, const std::vector<float>& taus_next);
+  void finish_update();             // AdamW, the stats, the new priorities
+  const float* is_weights() const;  // the IS weights [batch]; null with uniform replay
   void backward_iqn();
   DeviceLearnerConfig cfg_;
   DeviceVecEnv* env_;

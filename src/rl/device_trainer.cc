@@ -19,7 +19,6 @@ Status device_learner_supports(const DqnConfig& cfg) {
   auto no = [](const char* what) {
     return UsageError("--device cuda: the GPU learner has no {} (use --device cpu)", what);
   };
-  if (cfg.per_alpha > 0) return no("prioritised replay (--per-alpha 0 only)");
   if (cfg.mirror) return no("mirror augmentation (--mirror)");
   if (cfg.symmetric_policy) return no("symmetric policy (--symmetric-policy)");
   if (cfg.exploration != Exploration::kEpsilonGreedy) return no("Thompson exploration");
@@ -71,6 +70,8 @@ DeviceLearnerConfig device_learner_config(const DqnConfig& cfg, int obs_dim, int
   d.max_grad_norm = cfg.max_grad_norm;
   d.batch = cfg.batch;
   d.buffer_size = cfg.buffer_size;
+  d.per_alpha = cfg.per_alpha;
+  d.per_beta0 = cfg.per_beta0;
   d.polyak = cfg.polyak;
   d.eps_start = cfg.eps_start;
   d.eps_end = cfg.eps_end;
@@ -149,6 +150,7 @@ Result<TrainResult> train_dqn_device(const EnvSpec& spec, const TrainOptions& op
     l.q = last.mean_q;
     l.grad_norm = last.grad_norm;
     l.epsilon = cfg.epsilon_at(step);
+    if (cfg.per_alpha > 0) l.beta = cfg.beta_at(step);
     l.eval_return = eval_mean;
     return log.write(l);
   };

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "rl/dqn_schedule.h"
+#include "rl/per_math.h"
 
 namespace fxt::rl {
 
@@ -68,8 +69,7 @@ double DqnConfig::epsilon_at(int64_t step) const {
 }
 
 double DqnConfig::beta_at(int64_t step) const {
-  const double f = std::min(1.0, static_cast<double>(step) / static_cast<double>(total_steps));
-  return per_beta0 + f * (1.0 - per_beta0);
+  return per_beta(per_beta0, total_steps, step);
 }
 
 nlohmann::json DqnConfig::to_json() const {

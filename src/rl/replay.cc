@@ -5,10 +5,11 @@
 #include <cmath>
 #include <string>
 
+#include "rl/per_math.h"
+
 namespace fxt::rl {
 
-SumTree::SumTree(int capacity) {
-  while (leaves_ < capacity) leaves_ *= 2;
+SumTree::SumTree(int capacity) : leaves_(sum_tree_leaves(capacity)) {
   tree_.assign(2 * static_cast<size_t>(leaves_), 0.0);
 }
 
@@ -20,28 +21,14 @@ void SumTree::set(int i, double priority) {
 }
 
 int SumTree::find(double mass) const {
-  size_t node = 1;
-  while (node < static_cast<size_t>(leaves_)) {
-    const size_t left = 2 * node;
-    if (mass < tree_[left] || tree_[left + 1] <= 0) {
-      node = left;
-    } else {
-      mass -= tree_[left];
-      node = left + 1;
-    }
-  }
-  // Rounding can walk into a zero leaf at the right edge: step back to a positive one.
-  int i = static_cast<int>(node) - leaves_;
-  while (i > 0 && tree_[static_cast<size_t>(leaves_ + i)] <= 0) --i;
-  return i;
+  return sum_tree_find(tree_.data(), leaves_, mass);
 }
 
 void SumTree::assign(std::span<const double> leaves) {
   assert(leaves.size() <= static_cast<size_t>(leaves_));
   std::fill(tree_.begin(), tree_.end(), 0.0);
   std::copy(leaves.begin(), leaves.end(), tree_.begin() + leaves_);
-  for (size_t node = static_cast<size_t>(leaves_) - 1; node >= 1; --node)
-    tree_[node] = tree_[2 * node] + tree_[2 * node + 1];
+  sum_tree_rebuild(tree_.data(), leaves_);
 }
 
 ReplayBuffer::ReplayBuffer(int capacity, int obs_dim, double alpha)
@@ -64,7 +51,7 @@ void ReplayBuffer::add(const Transition& t) {
   action_[i] = t.action;
   reward_[i] = t.reward;
   discount_[i] = t.discount;
-  if (prioritized()) tree_.set(next_, std::pow(max_priority_, alpha_));
+  if (prioritized()) tree_.set(next_, per_leaf(max_priority_, alpha_));
   next_ = (next_ + 1) % capacity_;
   size_ = std::min(size_ + 1, capacity_);
 }
@@ -80,15 +67,13 @@ void ReplayBuffer::sample(int batch, double beta, Rng& rng, ReplayBatch* out) co
   out->discount.resize(B);
   out->weight.assign(B, 1.0f);
   if (prioritized()) {
-    const double total = tree_.total(), slice = total / static_cast<double>(batch);
+    const double total = tree_.total();
     double max_w = 0;
     std::vector<double> w(B);
     for (size_t b = 0; b < B; ++b) {
-      const double mass = (static_cast<double>(b) + rng.unit()) * slice;
-      const int i = tree_.find(mass);
+      const int i = tree_.find(per_mass(total, batch, static_cast<int>(b), rng.unit()));
       out->index[b] = i;
-      const double p = tree_.get(i) / total;
-      w[b] = std::pow(static_cast<double>(size_) * p, -beta);
+      w[b] = per_is_weight(size_, tree_.get(i), total, beta);
       max_w = std::max(max_w, w[b]);
     }
     for (size_t b = 0; b < B; ++b) out->weight[b] = static_cast<float>(w[b] / max_w);
@@ -111,9 +96,9 @@ void ReplayBuffer::sample(int batch, double beta, Rng& rng, ReplayBatch* out) co
 void ReplayBuffer::update_priorities(std::span<const int> index, std::span<const float> priority) {
   if (!prioritized()) return;
   for (size_t b = 0; b < index.size(); ++b) {
-    const double p = std::max(static_cast<double>(priority[b]), 1e-6);
+    const double p = per_priority(priority[b]);
     max_priority_ = std::max(max_priority_, p);
-    tree_.set(index[b], std::pow(p, alpha_));
+    tree_.set(index[b], per_leaf(p, alpha_));
   }
 }
 

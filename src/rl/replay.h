@@ -62,6 +62,9 @@ class ReplayBuffer {
   int size() const { return size_; }
   int capacity() const { return capacity_; }
   bool prioritized() const { return alpha_ > 0; }
+  // Prioritised: the leaves priority^α and the largest priority seen (new rows get its ^α).
+  const SumTree& tree() const { return tree_; }
+  double max_priority() const { return max_priority_; }
 
   void add(const Transition& t);
   void sample(int batch, double beta, Rng& rng, ReplayBatch* out) const;

@@ -3,8 +3,9 @@
 // Munchausen, both; C51, QR-DQN and IQN heads), the fused acting kernel's Q values and greedy
 // actions (plain and dueling head, C51, QR-DQN and IQN), uniform replay sampling frequencies,
 // seeded CartPole runs that must reach a return threshold, and same seed → identical checkpoint
-// bytes (plain, Munchausen, Munchausen + dueling + n-step; C51, QR-DQN and IQN). Skips without a
-// GPU.
+// bytes (plain, Munchausen, Munchausen + dueling + n-step; C51, QR-DQN and IQN), and prioritised
+// replay (the device sum tree against the CPU's SumTree; updates, IS weights and new priorities
+// against the CPU buffer's; same-seed bytes; a CartPole run). Skips without a GPU.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include "rl/device_trainer.h"
 #include "rl/evaluate.h"
 #include "rl/execution.h"
+#include "rl/per_math.h"
 #include "rl/replay.h"
 #include "test_util.h"
 
@@ -68,6 +70,12 @@ DqnConfig small_iqn_config(bool double_q) {
 // mean Q and grad norm to 1e-4 relative, every parameter after AdamW within 2e-6 while they moved
 // > 1.5·lr, the target untouched, the AdamW state through the CPU checkpoint layout. The env only
 // sets the dimensions (d, A).
+// Prioritised replay (cfg.per_alpha > 0, β = per_beta0 at step 0): the CPU buffer's B uniform
+// draws are fed to the learner (update_on_draws), and its picks must be the CPU tree's leaves
+// for them exactly, the IS weights the CPU's to 1e-5 relative (all 1 on the first update, whose
+// leaves are all 1); after each update every leaf (max(loss_b, 1e-6)^α) within 1e-4 relative of
+// the CPU buffer's, the total and the largest priority to 1e-5 relative, and every internal node
+// exactly its children's sum.
 void expect_update_matches_cpu(const DqnConfig& cfg, const char* env_name,
                                bool nstep_discounts = false) {
   const EnvSpec spec = spec_named(env_name);
@@ -75,7 +83,8 @@ void expect_update_matches_cpu(const DqnConfig& cfg, const char* env_name,
   ASSERT_TRUE(device_learner_supports(cfg).ok()) << device_learner_supports(cfg).message();
   DqnAgent agent(cfg, d, A);
   const std::vector<float> before(agent.params().begin(), agent.params().end());
-  ReplayBuffer replay(n, d, 0.0);
+  const bool per = cfg.per_alpha > 0;
+  ReplayBuffer replay(n, d, cfg.per_alpha);
   std::vector<float> obs = gpu::testing::random_vector(static_cast<size_t>(n * d), 1, -2, 2);
   std::vector<float> next = gpu::testing::random_vector(static_cast<size_t>(n * d), 2, -2, 2);
   std::vector<float> reward = gpu::testing::random_vector(static_cast<size_t>(n), 3, -2, 2);
@@ -97,8 +106,26 @@ void expect_update_matches_cpu(const DqnConfig& cfg, const char* env_name,
   Rng rng(42);
   for (int u = 0; u < 2; ++u) {  // two steps: the second uses AdamW's moments
     Rng copy = rng;              // the CPU replay's uniform draws, replayed for the GPU
-    std::vector<int> idx(static_cast<size_t>(cfg.batch));
-    for (int& i : idx) i = static_cast<int>(copy.uniform(static_cast<uint64_t>(n)));
+    const int B = cfg.batch;
+    std::vector<int> idx(static_cast<size_t>(B));
+    std::vector<double> units(static_cast<size_t>(B));  // prioritised: one u per row
+    std::vector<float> want_w(static_cast<size_t>(B), 1.0f);
+    if (per) {  // ReplayBuffer::sample's picks and weights, on the tree before the update
+      const SumTree& tree = replay.tree();
+      const double total = tree.total(), beta = cfg.beta_at(0);
+      std::vector<double> w(static_cast<size_t>(B));
+      double max_w = 0;
+      for (int b = 0; b < B; ++b) {
+        const size_t k = static_cast<size_t>(b);
+        units[k] = copy.unit();
+        idx[k] = tree.find(per_mass(total, B, b, units[k]));
+        w[k] = per_is_weight(n, tree.get(idx[k]), total, beta);
+        max_w = std::max(max_w, w[k]);
+      }
+      for (size_t k = 0; k < w.size(); ++k) want_w[k] = static_cast<float>(w[k] / max_w);
+    } else {
+      for (int& i : idx) i = static_cast<int>(copy.uniform(static_cast<uint64_t>(n)));
+    }
     std::vector<float> taus, taus_next;  // IQN: update_iqn's next draws from the same Rng
     if (cfg.algo == Algo::kIqn) {
       taus.resize(static_cast<size_t>(cfg.batch * cfg.iqn_taus));
@@ -106,15 +133,41 @@ void expect_update_matches_cpu(const DqnConfig& cfg, const char* env_name,
       for (float& t : taus) t = static_cast<float>(copy.unit());
       for (float& t : taus_next) t = static_cast<float>(copy.unit());
     }
-    const UpdateStats cpu = agent.update(&replay, 1.0, rng);
-    learner.update_on(idx, taus, taus_next);
+    const UpdateStats cpu = agent.update(&replay, per ? cfg.beta_at(0) : 1.0, rng);
+    if (per) {
+      learner.update_on_draws(units, taus, taus_next);
+      EXPECT_EQ(learner.last_indices(), idx) << "update " << u;
+      gpu::testing::expect_close(learner.last_weights(), want_w, 1e-5, "IS weights");
+      if (u == 0) {
+        EXPECT_EQ(want_w, std::vector<float>(want_w.size(), 1.0f));
+      }
+      const std::vector<double> tree = learner.sum_tree();
+      const SumTree& ct = replay.tree();
+      const int leaves = ct.capacity();
+      ASSERT_EQ(tree.size(), 2 * static_cast<size_t>(leaves));
+      int moved_leaves = 0;
+      for (int i = 0; i < leaves; ++i) {
+        const double want = ct.get(i), got = tree[static_cast<size_t>(leaves + i)];
+        EXPECT_NEAR(got, want, 1e-4 * want) << "leaf " << i << ", update " << u;
+        moved_leaves += want != 1.0;
+      }
+      EXPECT_GT(moved_leaves, B / 2);  // the sampled rows' priorities were rewritten
+      std::vector<double> resummed = tree;
+      sum_tree_rebuild(resummed.data(), leaves);
+      EXPECT_EQ(resummed, tree) << "an internal node is not its children's sum";
+      EXPECT_NEAR(tree[1], ct.total(), 1e-5 * ct.total());
+      EXPECT_NEAR(learner.max_priority(), replay.max_priority(), 1e-5 * replay.max_priority());
+      EXPECT_GT(replay.max_priority(), 1.0);
+    } else {
+      learner.update_on(idx, taus, taus_next);
+    }
     const DeviceLearnerStats gpu = learner.stats();
     EXPECT_EQ(gpu.updates, u + 1);
     EXPECT_NEAR(gpu.loss, cpu.loss, 1e-5 * std::abs(cpu.loss)) << "loss, update " << u;
     EXPECT_NEAR(gpu.mean_q, cpu.mean_q, 1e-4 * std::max(1.0, std::abs(cpu.mean_q)))
         << "mean Q, update " << u;
     EXPECT_NEAR(gpu.grad_norm, cpu.grad_norm, 1e-4 * cpu.grad_norm) << "grad norm, update " << u;
-    EXPECT_GT(cpu.loss, 1.0);
+    EXPECT_GT(cpu.loss, per ? 0.3 : 1.0);  // prioritised: IS weights <= 1
     EXPECT_GT(cpu.grad_norm, 1e-3);
   }
   const std::vector<float> g = learner.online();
@@ -240,6 +293,116 @@ TEST(RlLearnerGpu, IqnUpdateMatchesCpuAgent) {
       }
     }
   }
+}
+
+// Prioritised replay (α = 0.6, β0 = 0.4; rl/device_replay.h) with each head: C51 plain on 2 and 21
+// actions and both double-Q settings, C51 with the dueling head and Munchausen, QR-DQN and IQN
+// plain and with both (3-step discounts in their batches). expect_update_matches_cpu's bars
+// plus its prioritised ones (picks exact, IS weights, leaves, total, largest priority).
+TEST(RlLearnerGpu, PrioritisedUpdateMatchesCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  auto with_per = [](DqnConfig c) {
+    c.per_alpha = 0.6;
+    c.per_beta0 = 0.4;
+    return c;
+  };
+  for (const char* env : {"cartpole", "execution"}) {
+    for (bool double_q : {false, true}) {
+      SCOPED_TRACE(std::string("C51, ") + env + (double_q ? ", double Q" : ", target argmax"));
+      expect_update_matches_cpu(with_per(small_config(double_q)), env);
+    }
+  }
+  for (Algo algo : {Algo::kC51, Algo::kQrDqn, Algo::kIqn}) {
+    for (bool options : {false, true}) {
+      if (algo == Algo::kC51 && !options) continue;  // above
+      SCOPED_TRACE(std::string(algo_name(algo)) + (options ? ", dueling + Munchausen" : ""));
+      DqnConfig cfg = with_per(algo == Algo::kQrDqn ? small_qr_config(true)
+                               : algo == Algo::kIqn ? small_iqn_config(true)
+                                                    : small_config(true));
+      cfg.dueling = cfg.munchausen = options;
+      expect_update_matches_cpu(cfg, "cartpole", /*nstep_discounts=*/algo != Algo::kC51);
+    }
+  }
+}
+
+// The device sum tree (rl/device_replay.cu) against the CPU's SumTree over 100 slots (128
+// leaves), as the env steps of 8 lanes write it: (1) 30 steps (the ring wraps twice) give every
+// slot the leaf 1^α and every node the CPU tree's bits exactly; (2) on random leaves (every
+// seventh 0) set through the test hook, 3 more steps give their 24 slots max_priority^α (5^0.6:
+// the device pow within 1e-14 relative of the host's), every internal node exactly its
+// children's sum, the total within 1e-13 relative of the CPU tree's; (3) sum_tree_find on the
+// device picks exactly the CPU SumTree's leaf (holding the device's leaves, so the same bits)
+// for 2000 stratified masses, every prefix boundary, 0, the total and past it.
+TEST(RlLearnerGpu, DeviceSumTreeMatchesCpuSumTree) {
+  FXT_SKIP_WITHOUT_GPU();
+  DqnConfig cfg = small_config(true);
+  cfg.per_alpha = 0.6;
+  cfg.buffer_size = 100;
+  cfg.num_envs = 8;
+  cfg.eps_start = cfg.eps_end = 1;
+  const int d = 4, A = 2, cap = cfg.buffer_size, N = cfg.num_envs;
+  DqnAgent agent(cfg, d, A);
+  gpu::Context ctx(0);
+  auto env = make_device_env(spec_named("cartpole"), N);
+  const std::vector<float> params(agent.params().begin(), agent.params().end());
+  DeviceC51Learner learner(device_learner_config(cfg, d, A), env.get(), ctx, params);
+  learner.reset(17);
+  SumTree cpu(cap);
+  const int leaves = cpu.capacity();
+  ASSERT_EQ(leaves, 128);
+  int next = 0;
+  for (int t = 0; t < 30; ++t) {
+    learner.env_step();
+    for (int i = 0; i < N; ++i, next = (next + 1) % cap) cpu.set(next, std::pow(1.0, 0.6));
+  }
+  std::vector<double> tree = learner.sum_tree();
+  ASSERT_EQ(tree.size(), 2 * static_cast<size_t>(leaves));
+  std::vector<double> want(tree.size(), 0.0);
+  for (int i = 0; i < leaves; ++i) want[static_cast<size_t>(leaves + i)] = cpu.get(i);
+  sum_tree_rebuild(want.data(), leaves);  // the CPU tree's nodes (each its children's sum)
+  EXPECT_EQ(want[1], cpu.total());
+  for (size_t k = 1; k < tree.size(); ++k) EXPECT_EQ(tree[k], want[k]) << "node " << k;
+  EXPECT_EQ(tree[1], 100.0);
+  EXPECT_EQ(learner.max_priority(), 1.0);
+  // (2) random leaves, then 3 env steps insert at the largest priority 5.
+  Rng rng(9);
+  std::vector<double> leaf(static_cast<size_t>(cap));
+  for (int i = 0; i < cap; ++i) leaf[static_cast<size_t>(i)] = i % 7 == 3 ? 0.0 : 3 * rng.unit();
+  learner.set_priorities(leaf, 5.0);
+  cpu.assign(leaf);
+  for (int t = 0; t < 3; ++t) {
+    learner.env_step();
+    for (int i = 0; i < N; ++i, next = (next + 1) % cap) cpu.set(next, std::pow(5.0, 0.6));
+  }
+  EXPECT_EQ(learner.stats().replay_next, next);
+  tree = learner.sum_tree();
+  for (int i = 0; i < leaves; ++i) {
+    const double w = cpu.get(i), g = tree[static_cast<size_t>(leaves + i)];
+    EXPECT_NEAR(g, w, 1e-14 * w) << "leaf " << i;
+  }
+  std::vector<double> resummed = tree;
+  sum_tree_rebuild(resummed.data(), leaves);
+  EXPECT_EQ(resummed, tree) << "an internal node is not its children's sum";
+  EXPECT_NEAR(tree[1], cpu.total(), 1e-13 * cpu.total());
+  EXPECT_EQ(learner.max_priority(), 5.0);
+  // (3) the descent on the device's tree against the CPU SumTree holding the same leaves.
+  SumTree same(cap);
+  same.assign(std::span<const double>(tree.data() + leaves, static_cast<size_t>(cap)));
+  ASSERT_EQ(same.total(), tree[1]);
+  std::vector<double> masses;
+  for (int k = 0; k < 2000; ++k) masses.push_back(per_mass(tree[1], 2000, k, rng.unit()));
+  double prefix = 0;
+  for (int i = 0; i < cap; ++i) {
+    prefix += tree[static_cast<size_t>(leaves + i)];
+    masses.push_back(prefix);
+    masses.push_back(std::nextafter(prefix, 0.0));
+  }
+  for (double m : {0.0, tree[1], tree[1] * (1 + 1e-12), 2 * tree[1]}) masses.push_back(m);
+  const std::vector<int> got = learner.find_leaves(masses);
+  ASSERT_EQ(got.size(), masses.size());
+  for (size_t k = 0; k < masses.size(); ++k)
+    EXPECT_EQ(got[k], same.find(masses[k])) << "mass " << masses[k];
+  EXPECT_EQ(got.back(), cap - 1);  // past the total: the last positive leaf (99 % 7 != 3)
 }
 
 // The fused acting kernel's q (C51: Σ z_j p_j; QR-DQN: the quantile mean; IQN: the mean over the
@@ -407,6 +570,16 @@ TEST(RlLearnerGpu, SeededCartPoleRunReachesTheThresholdIqn) {
   expect_cartpole_reaches_threshold(cfg, "_iqn");
 }
 
+// The same with prioritised replay (α = 0.6, β0 = 0.4, the C51 head): the device tree, the
+// stratified draws from the per-row Rngs and the IS-weighted loss must still learn CartPole.
+TEST(RlLearnerGpu, SeededCartPoleRunReachesTheThresholdPrioritised) {
+  FXT_SKIP_WITHOUT_GPU();
+  DqnConfig cfg = cartpole_config(1);
+  cfg.per_alpha = 0.6;
+  cfg.per_beta0 = 0.4;
+  expect_cartpole_reaches_threshold(cfg, "_per");
+}
+
 std::string file_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
@@ -487,6 +660,21 @@ TEST(RlLearnerGpu, SameSeedSameCheckpointBytesIqn) {
   cfg.dueling = true;
   cfg.n_step = 3;  // and with Munchausen, the dueling head and 3-step returns
   expect_same_seed_same_bytes(cfg, "iqn_munchausen_dueling");
+}
+
+// Prioritised replay: the tree's inserts, stratified draws, IS weights and priority updates run
+// inside the graphs; C51 plain, then IQN with Munchausen, the dueling head and 3-step returns
+// (the n-step insert path; each row's u then its τ from the row's Rng).
+TEST(RlLearnerGpu, SameSeedSameCheckpointBytesPrioritised) {
+  FXT_SKIP_WITHOUT_GPU();
+  DqnConfig cfg = cartpole_config(7);
+  cfg.per_alpha = 0.6;
+  expect_same_seed_same_bytes(cfg, "per");
+  cfg.algo = Algo::kIqn;
+  cfg.munchausen = true;
+  cfg.dueling = true;
+  cfg.n_step = 3;
+  expect_same_seed_same_bytes(cfg, "per_iqn_munchausen_dueling");
 }
 
 std::vector<float> device_copy(const float* p, size_t n) {
@@ -599,7 +787,8 @@ TEST(RlLearnerGpu, RefusesWhatItDoesNotHave) {
   EXPECT_TRUE(device_learner_supports(cfg).ok());  // QR-DQN with all of them: supported
   cfg.algo = Algo::kIqn;
   EXPECT_TRUE(device_learner_supports(cfg).ok());  // and IQN
-  refused([](DqnConfig* c) { c->per_alpha = 0.6; }, "prioritised");
+  cfg.per_alpha = 0.6;
+  EXPECT_TRUE(device_learner_supports(cfg).ok());  // and prioritised replay
   refused([](DqnConfig* c) { c->exploration = Exploration::kThompson; }, "Thompson");
   refused([](DqnConfig* c) { c->mirror = true; }, "--mirror");
   refused([](DqnConfig* c) { c->symmetric_policy = true; }, "--symmetric-policy");

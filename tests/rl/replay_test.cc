@@ -1,9 +1,13 @@
 #include "rl/replay.h"
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "rl/dqn.h"
+#include "rl/per_math.h"
 
 namespace fxt::rl {
 namespace {
@@ -23,6 +27,55 @@ TEST(SumTree, TotalsAndPrefixSearch) {
   EXPECT_EQ(t.find(10.0), 4);  // at the total: the last positive leaf
   t.set(2, 0.5);
   EXPECT_DOUBLE_EQ(t.total(), 7.5);
+}
+
+TEST(PerMath, TreeDescentIsThePrefixScan) {
+  // rl/per_math.h's shared rules (the GPU learner's device tree runs the same functions): on 100
+  // random leaves (every fifth 0) the descent picks the leaf whose prefix range holds the mass,
+  // for masses away from the boundaries (the tree's sums round differently from a running sum).
+  const int leaves = sum_tree_leaves(100);
+  EXPECT_EQ(leaves, 128);
+  EXPECT_EQ(sum_tree_leaves(1), 1);
+  EXPECT_EQ(sum_tree_leaves(64), 64);
+  std::vector<double> tree(2 * static_cast<size_t>(leaves), 0.0);
+  Rng rng(3);
+  for (int i = 0; i < 100; ++i)
+    tree[static_cast<size_t>(leaves + i)] = i % 5 == 0 ? 0.0 : 0.1 + 3 * rng.unit();
+  sum_tree_rebuild(tree.data(), leaves);
+  SumTree cpu(100);
+  cpu.assign(std::span<const double>(tree.data() + leaves, 100));
+  EXPECT_EQ(cpu.total(), tree[1]);  // the same bits
+  std::vector<double> prefix(101, 0.0);
+  for (int i = 0; i < 100; ++i)
+    prefix[static_cast<size_t>(i + 1)] =
+        prefix[static_cast<size_t>(i)] + tree[static_cast<size_t>(leaves + i)];
+  for (int k = 0; k < 2000; ++k) {
+    const double mass = per_mass(tree[1], 2000, k, rng.unit());
+    int want = 0;
+    while (want < 99 && prefix[static_cast<size_t>(want + 1)] <= mass) ++want;
+    const double lo = prefix[static_cast<size_t>(want)], hi = prefix[static_cast<size_t>(want + 1)];
+    if (mass - lo < 1e-9 || hi - mass < 1e-9) continue;  // too close to a boundary to tell
+    EXPECT_EQ(sum_tree_find(tree.data(), leaves, mass), want) << "mass " << mass;
+    EXPECT_EQ(cpu.find(mass), want);
+  }
+  EXPECT_EQ(sum_tree_find(tree.data(), leaves, tree[1] * 2), 99);  // past the total: last positive
+}
+
+TEST(PerMath, PriorityWeightAndBeta) {
+  EXPECT_EQ(per_priority(0.0f), 1e-6);
+  EXPECT_EQ(per_priority(-1.0f), 1e-6);
+  EXPECT_EQ(per_priority(2.5f), 2.5);
+  EXPECT_TRUE(std::isnan(per_priority(std::numeric_limits<float>::quiet_NaN())));  // std::max's
+  EXPECT_DOUBLE_EQ(per_leaf(4.0, 0.5), 2.0);
+  EXPECT_DOUBLE_EQ(per_is_weight(10, 1.0, 5.0, 1.0), 0.5);  // (10·0.2)^−1
+  EXPECT_DOUBLE_EQ(per_mass(8.0, 4, 2, 0.5), 5.0);          // (2 + ½)·8/4
+  DqnConfig c;
+  c.per_beta0 = 0.4;
+  c.total_steps = 1000;
+  for (int64_t step : {0, 1, 250, 999, 1000, 5000})
+    EXPECT_EQ(c.beta_at(step), per_beta(0.4, 1000, step)) << step;
+  EXPECT_DOUBLE_EQ(per_beta(0.4, 1000, 500), 0.7);
+  EXPECT_EQ(per_beta(0.4, 1000, 5000), 1.0);
 }
 
 TEST(ReplayBuffer, PrioritisedSamplingFrequenciesAndWeights) {

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/config_file.h"
 #include "cli/flag_checks.h"
+#include "core/device_info.h"
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/temp_files.h"
@@ -95,6 +96,8 @@ int main(int argc, char** argv) {
   Status status;
   try {
     status = (*cli::g_chosen)();
+  } catch (const DeviceOutOfMemory& e) {
+    status = InternalError("{}", e.what());
   } catch (const std::bad_alloc&) {
     status = InternalError("out of memory: reduce the sizes asked for (--batch, --d-model, ...)");
   } catch (const std::filesystem::filesystem_error& e) {

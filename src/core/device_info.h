@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,13 @@ struct CudaDevice {
 
 bool cuda_compiled();
 std::vector<CudaDevice> list_cuda_devices();
+
+// Thrown by the GPU layer when a device allocation fails (the device is shared or the sizes are
+// too large): the command unwinds (temporary files removed) and `main` prints its message as
+// one line, exit 1. Every other CUDA failure is a bug and aborts (gpu/runtime.h).
+class DeviceOutOfMemory : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 }  // namespace fxt

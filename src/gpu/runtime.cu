@@ -24,8 +24,27 @@ void cuda_fail(const char* what, const char* error, const char* file, int line) 
   std::abort();
 }
 
+namespace {
+// The out-of-memory failure as one line: where, and how much of the device was free.
+[[noreturn]] void out_of_device_memory(const char* what, const char* file, int line) {
+  cudaGetLastError();  // clear the (non-sticky) allocation error
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) cudaGetLastError();
+  std::string_view where(file);
+  if (const size_t src = where.rfind("src/"); src != std::string_view::npos) where.remove_prefix(src);
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "out of GPU memory (%s at %.*s:%d; %zu of %zu MiB free): another process may "
+                "share the GPU, or lower --batch, --seq or --d-model",
+                what, static_cast<int>(where.size()), where.data(), line, free_bytes >> 20,
+                total_bytes >> 20);
+  throw DeviceOutOfMemory(buf);
+}
+}  // namespace
+
 void check_cuda(cudaError_t e, const char* what, const char* file, int line) {
   if (e == cudaSuccess) return;
+  if (e == cudaErrorMemoryAllocation) out_of_device_memory(what, file, line);
   char buf[256];
   std::snprintf(buf, sizeof buf, "%s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
   cuda_fail(what, buf, file, line);
@@ -33,6 +52,7 @@ void check_cuda(cudaError_t e, const char* what, const char* file, int line) {
 
 void check_cublas(cublasStatus_t s, const char* what, const char* file, int line) {
   if (s == CUBLAS_STATUS_SUCCESS) return;
+  if (s == CUBLAS_STATUS_ALLOC_FAILED) out_of_device_memory(what, file, line);
   cuda_fail(what, cublasGetStatusString(s), file, line);
 }
 

@@ -27,6 +27,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "core/device_info.h"
 #include "core/precision.h"
 
 namespace fxt::gpu {
@@ -35,8 +36,10 @@ namespace fxt::gpu {
 bool cuda_available();
 
 // Aborts the process with "file:line: what: CUDA error name (message)". Every CUDA or cuBLAS
-// call goes through these checks: a failure on the device is a bug or an exhausted device,
-// never a user error to recover from.
+// call goes through these checks: a failure on the device is a bug, never a user error to
+// recover from — except an exhausted device (cudaErrorMemoryAllocation,
+// CUBLAS_STATUS_ALLOC_FAILED), which throws DeviceOutOfMemory (core/device_info.h) with the
+// free and total memory, so the command ends with one line and exit 1 instead of a crash.
 [[noreturn]] void cuda_fail(const char* what, const char* error, const char* file, int line);
 void check_cuda(cudaError_t e, const char* what, const char* file, int line);
 void check_cublas(cublasStatus_t s, const char* what, const char* file, int line);

@@ -455,5 +455,31 @@ TEST(GpuRuntime, ContextAndMappedHost) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(mapped.host()[i], 2.5f);
 }
 
+// An allocation the device cannot hold throws DeviceOutOfMemory (one line: where, and the free
+// and total memory), leaves the buffer empty, and the device stays usable.
+TEST(GpuRuntime, ExhaustedDeviceThrowsOutOfMemoryAndStaysUsable) {
+  FXT_SKIP_WITHOUT_GPU();
+  DeviceBuffer<float> huge;
+  size_t free_bytes = 0, total_bytes = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);
+  const size_t too_many = 2 * (total_bytes / sizeof(float));  // twice the device
+  try {
+    huge.resize(too_many);
+    FAIL() << "resize to " << too_many << " floats did not throw";
+  } catch (const DeviceOutOfMemory& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("out of GPU memory (cudaMalloc", 0), 0u) << m;
+    EXPECT_NE(m.find("src/gpu/runtime.h:"), std::string::npos) << m;
+    EXPECT_NE(m.find(" MiB free)"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+  EXPECT_TRUE(huge.empty());
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  DeviceBuffer<float> small(8);
+  const std::vector<float> host = {1, 2, 3, 4, 5, 6, 7, 8};
+  small.upload(host);
+  EXPECT_EQ(small.download(), host);
+}
+
 }  // namespace
 }  // namespace fxt::gpu

@@ -30,10 +30,12 @@ struct NetLayout {
   int iqn_e, iqn_k;  // IQN: E cosine features (0: not IQN), K policy τ
 };
 
-// The ε schedule's constants (linear_epsilon's arguments but the step).
+// The ε schedule's constants (linear_epsilon's arguments but the step); thompson: Thompson
+// exploration (DqnAgent::act) in place of the ε coin whenever ε > 0.
 struct EpsSchedule {
   double start, end, fraction;
   long long total;
+  bool thompson;
 };
 
 int max_width(const DeviceLearnerConfig& c) {
@@ -83,8 +85,9 @@ __device__ void block_dense(const float* __restrict__ params, const DeviceLayer&
 }
 
 // ---- acting ------------------------------------------------------------------------------------
-// Launch: grid (N), block kThreads, dynamic shared memory 2·max_width + A + K floats (IQN: one
-// more max_width, the buffer z). Block i is
+// Launch: grid (N), block kThreads, dynamic shared memory 2·max_width + 3·A + K floats (IQN: one
+// more max_width, the buffer z; the last 2·A: Thompson's sampled returns and IQN's τ indices).
+// Block i is
 // lane i: the MLP forward of obs[i] through every layer (block_dense; with dueling the head is
 // the advantage stream, the value stream goes to the last K floats and dueling_combine writes
 // the logits over the advantages, thread k column k), then thread a the expected value of action
@@ -97,6 +100,11 @@ __device__ void block_dense(const float* __restrict__ params, const DeviceLayer&
 // IQN (net.iqn_e > 0): the torso gives ψ = x; then for k = 0..K−1 in order, with τ = (k + ½)/K,
 // y = cos(π·i·τ) [E], z = ReLU(embed(y)) ⊙ ψ [H], y = head(z) [A] (dueling: value into v, combined
 // by thread 0), and thread a accumulates q[a] += y[a]/K (DqnAgent::iqn_q's order).
+// Thompson (kTrain, eps.thompson and ε > 0; DqnAgent::act's draws from the lane's Rng, no ε coin):
+// thread 0, for a = 0..A−1 in order, draws one return of action a — C51 the atom of
+// c51_sample_index at one unit(), QR-DQN quantile uniform(K), IQN the head output at policy τ
+// index uniform(K) (drawn before the τ loop, which keeps y[a] at that index) — and takes the first
+// highest. ε = 0: greedy, no draw.
 template <bool kTrain>
 __global__ void act_kernel(const float* __restrict__ params, NetLayout net,
                            const float* __restrict__ atoms, int K, int A,
@@ -113,7 +121,15 @@ __global__ void act_kernel(const float* __restrict__ params, NetLayout net,
   float* q = smem + 2 * width;
   float* v = q + A;  // dueling: the value stream [K]
   float* z = v + K;  // IQN: the head's input [H]
+  float* sampled = z + (iqn ? width : 0);            // Thompson: each action's sampled return [A]
+  int* tau_k = reinterpret_cast<int*>(sampled + A);  // Thompson, IQN: each action's τ index [A]
   const int lane = blockIdx.x, tid = threadIdx.x;
+  // Every thread knows whether this step samples (IQN: threads keep y[a] at the drawn τ).
+  double e = 0;
+  if (kTrain) e = linear_epsilon(eps.start, eps.end, eps.fraction, eps.total, stats->env_steps);
+  const bool thompson = kTrain && eps.thompson && e > 0;
+  Rng r(0);  // thread 0: the lane's Rng (kTrain)
+  if (kTrain && tid == 0) r = rngs[lane];
   const float* o = obs + static_cast<size_t>(lane) * d;
   for (int i = tid; i < d; i += blockDim.x) x[i] = o[i];
   __syncthreads();
@@ -135,6 +151,9 @@ __global__ void act_kernel(const float* __restrict__ params, NetLayout net,
     const DeviceLayer& head = net.layer[net.count - 1];
     const int H = net.embed.out, KP = net.iqn_k;
     for (int a = tid; a < A; a += blockDim.x) q[a] = 0.0f;
+    if (thompson && tid == 0)  // DqnAgent::act's draws, in action order
+      for (int a = 0; a < A; ++a) tau_k[a] = static_cast<int>(r.uniform(static_cast<uint64_t>(KP)));
+    __syncthreads();
     for (int k = 0; k < KP; ++k) {
       const float tau = (static_cast<float>(k) + 0.5f) / static_cast<float>(KP);
       for (int i = tid; i < net.iqn_e; i += blockDim.x)
@@ -148,7 +167,10 @@ __global__ void act_kernel(const float* __restrict__ params, NetLayout net,
       __syncthreads();
       if (net.dueling && tid == 0) dueling_combine(v, y, A, 1, 0, y);
       __syncthreads();
-      for (int a = tid; a < A; a += blockDim.x) q[a] += y[a] / static_cast<float>(KP);
+      for (int a = tid; a < A; a += blockDim.x) {
+        q[a] += y[a] / static_cast<float>(KP);
+        if (thompson && tau_k[a] == k) sampled[a] = y[a];
+      }
       __syncthreads();
     }
     for (int a = tid; a < A; a += blockDim.x) q_out[static_cast<size_t>(lane) * A + a] = q[a];
@@ -161,14 +183,26 @@ __global__ void act_kernel(const float* __restrict__ params, NetLayout net,
   __syncthreads();
   if (tid == 0) {
     int best = 0;
-    for (int a = 1; a < A; ++a)
-      if (q[a] > q[best]) best = a;
-    if (kTrain) {
-      const double e = linear_epsilon(eps.start, eps.end, eps.fraction, eps.total, stats->env_steps);
-      Rng r = rngs[lane];
-      if (e > 0 && r.unit() < e) best = static_cast<int>(r.uniform(static_cast<uint64_t>(A)));
-      rngs[lane] = r;
+    if (thompson) {  // one sampled return per action (DqnAgent::act's order); the first highest
+      float best_v = 0;
+      for (int a = 0; a < A; ++a) {
+        float val;
+        if (iqn) {
+          val = sampled[a];
+        } else if (atoms != nullptr) {
+          val = atoms[c51_sample_index<float>(x + a * K, K, r.unit())];
+        } else {
+          val = x[a * K + static_cast<int>(r.uniform(static_cast<uint64_t>(K)))];
+        }
+        if (a == 0 || val > best_v) best = a, best_v = val;
+      }
+    } else {
+      for (int a = 1; a < A; ++a)
+        if (q[a] > q[best]) best = a;
+      if (kTrain && e > 0 && r.unit() < e)
+        best = static_cast<int>(r.uniform(static_cast<uint64_t>(A)));
     }
+    if (kTrain) rngs[lane] = r;
     actions[lane] = best;
   }
   if (kTrain) {
@@ -912,7 +946,7 @@ DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv*
   m.net.embed = cfg.embed;
   m.net.iqn_e = cfg.iqn_embedding;
   m.net.iqn_k = cfg.iqn_policy_taus;
-  m.act_smem = ((iqn ? 3 : 2) * W + static_cast<size_t>(cfg.num_actions) + K) * sizeof(float);
+  m.act_smem = ((iqn ? 3 : 2) * W + 3 * static_cast<size_t>(cfg.num_actions) + K) * sizeof(float);
   m.loss_smem = (iqn            ? iqn_loss_smem_floats(cfg.num_actions, cfg.iqn_taus)
                  : cfg.quantile ? qr_loss_smem_floats(cfg.num_actions, cfg.atoms)
                                 : c51_loss_smem_floats(cfg.num_actions, cfg.atoms)) *
@@ -993,7 +1027,7 @@ void DeviceC51Learner::enqueue_env_step() {
   Impl& m = *impl_;
   const int N = cfg_.num_envs, d = cfg_.obs_dim;
   const EpsSchedule eps{cfg_.eps_start, cfg_.eps_end, cfg_.exploration_fraction,
-                        static_cast<long long>(cfg_.total_steps)};
+                        static_cast<long long>(cfg_.total_steps), cfg_.thompson};
   const bool nstep = cfg_.n_step > 1;
   act_kernel<true><<<static_cast<unsigned>(N), kThreads, m.act_smem, ctx_.stream()>>>(
       m.online.data(), m.net, m.atom_values, cfg_.atoms, cfg_.num_actions, env_->obs(), d,
@@ -1338,6 +1372,13 @@ std::vector<float> DeviceC51Learner::last_q() const {
   ctx_.sync();
   return impl_->q_last.download();
 }
+std::vector<Rng> DeviceC51Learner::act_rngs() const {
+  ctx_.sync();
+  std::vector<Rng> out(static_cast<size_t>(cfg_.num_envs), Rng(0));  // Rng has no default
+  FXT_CUDA_CHECK(cudaMemcpy(out.data(), impl_->act_rngs.data(), out.size() * sizeof(Rng),
+                            cudaMemcpyDeviceToHost));
+  return out;
+}
 std::vector<int> DeviceC51Learner::last_indices() const {
   ctx_.sync();
   return impl_->idx.download();
@@ -1362,7 +1403,7 @@ std::vector<double> DeviceC51Learner::evaluate(DeviceVecEnv* eval_env, uint64_t 
   done.zero();
   ctx_.sync();
   eval_env->reset(seed, ctx_.stream());
-  const EpsSchedule none{0, 0, 1, 1};
+  const EpsSchedule none{0, 0, 1, 1, false};
   cudaStream_t s = ctx_.stream();
   gpu::Graph g;
   g.capture(ctx_, [&] {

@@ -21,7 +21,6 @@ Status device_learner_supports(const DqnConfig& cfg) {
   };
   if (cfg.mirror) return no("mirror augmentation (--mirror)");
   if (cfg.symmetric_policy) return no("symmetric policy (--symmetric-policy)");
-  if (cfg.exploration != Exploration::kEpsilonGreedy) return no("Thompson exploration");
   if (cfg.hidden.size() > 7) return no("torso deeper than 7 layers (--hidden)");
   if (cfg.num_envs > cfg.buffer_size)
     return UsageError("--device cuda: --envs {} exceeds --buffer-size {} (one replay slot per lane "
@@ -76,6 +75,7 @@ DeviceLearnerConfig device_learner_config(const DqnConfig& cfg, int obs_dim, int
   d.eps_start = cfg.eps_start;
   d.eps_end = cfg.eps_end;
   d.exploration_fraction = cfg.exploration_fraction;
+  d.thompson = cfg.exploration == Exploration::kThompson;
   d.total_steps = cfg.total_steps;
   d.num_envs = cfg.num_envs;
   d.train_frequency = cfg.train_frequency;

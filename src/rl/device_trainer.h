@@ -19,8 +19,8 @@
 namespace fxt::rl {
 
 // Ok when the GPU learner implements every option cfg asks for; else a one-line usage error
-// naming the first one it does not (mirror augmentation, the symmetric policy, Thompson
-// exploration, more than 7 torso layers, num_envs above buffer_size).
+// naming the first one it does not (mirror augmentation, the symmetric policy, more than 7 torso
+// layers, num_envs above buffer_size).
 Status device_learner_supports(const DqnConfig& cfg);
 
 // The learner's config from a validated, supported DqnConfig and the env's dimensions: the

@@ -1,11 +1,12 @@
 // The GPU learner (rl/device_learner.h) against the CPU agent (rl/dqn.h): two updates on the same
 // batch and weights (loss, mean Q, grad norm, every parameter after AdamW; plain, dueling,
 // Munchausen, both; C51, QR-DQN and IQN heads), the fused acting kernel's Q values and greedy
-// actions (plain and dueling head, C51, QR-DQN and IQN), uniform replay sampling frequencies,
+// actions (plain and dueling head, C51, QR-DQN and IQN), Thompson exploration's actions and lane
+// Rngs against DqnAgent::act lane by lane, uniform replay sampling frequencies,
 // seeded CartPole runs that must reach a return threshold, and same seed → identical checkpoint
-// bytes (plain, Munchausen, Munchausen + dueling + n-step; C51, QR-DQN and IQN), and prioritised
-// replay (the device sum tree against the CPU's SumTree; updates, IS weights and new priorities
-// against the CPU buffer's; same-seed bytes; a CartPole run). Skips without a GPU.
+// bytes (plain, Munchausen, Munchausen + dueling + n-step, Thompson; C51, QR-DQN and IQN), and
+// prioritised replay (the device sum tree against the CPU's SumTree; updates, IS weights and new
+// priorities against the CPU buffer's; same-seed bytes; a CartPole run). Skips without a GPU.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -17,9 +18,13 @@
 
 #include <gtest/gtest.h>
 
+#include "core/random.h"
 #include "gpu_test_util.h"
 #include "rl/cartpole.h"
 #include "rl/device_trainer.h"
+#include "rl/distributional.h"
+#include "rl/dqn_schedule.h"
+#include "rl/env_lane.h"
 #include "rl/evaluate.h"
 #include "rl/execution.h"
 #include "rl/per_math.h"
@@ -470,6 +475,148 @@ TEST(RlLearnerGpu, IqnActingQValuesMatchCpuAgent) {
   expect_acting_matches_cpu(Algo::kIqn);
 }
 
+// Thompson exploration in the fused acting kernel against DqnAgent::act, lane by lane: 64 lanes
+// (cartpole and execution, plain and dueling head) act once from the learner's seeded lane Rngs
+// (lane i: Rng(lane_seed(seed, i, 11))), and the CPU agent acts on lane i's observation (n = 1)
+// from a copy of the same Rng. ε = 1: every lane samples (C51 one unit() per action for its atom,
+// QR-DQN one uniform(K) quantile, IQN one uniform(K) policy τ), and the lane Rngs must end in the
+// CPU's state exactly (the draw count does not depend on the values); the actions must be equal
+// except near a tie, replayed here from the CPU's outputs: C51 a draw u within 1e-5 of a
+// cumulative probability (float softmax roundings may move the drawn atom), QR-DQN and IQN a
+// sampled best within 1e-4·max(1, |v|) of the runner-up. ε = 0: greedy (near-ties skipped as in
+// expect_acting_matches_cpu) and no draw at all.
+void expect_thompson_acting_matches_cpu(Algo algo) {
+  int compared = 0, explored = 0, lanes = 0;
+  for (double eps : {1.0, 0.0}) {
+    for (const char* name : {"cartpole", "execution"}) {
+      for (bool dueling : {false, true}) {
+        SCOPED_TRACE(std::string(name) + (dueling ? ", dueling" : ", plain head") + ", eps " +
+                     std::to_string(eps));
+        const EnvSpec spec = spec_named(name);
+        DqnConfig cfg = small_config(true);
+        cfg.algo = algo;
+        cfg.quantiles = 32;
+        cfg.dueling = dueling;
+        cfg.support = spec.default_support();
+        cfg.exploration = Exploration::kThompson;
+        cfg.eps_start = cfg.eps_end = eps;
+        cfg.num_envs = 64;
+        ASSERT_TRUE(device_learner_supports(cfg).ok()) << device_learner_supports(cfg).message();
+        auto cpu_env = spec.make(cfg.num_envs);
+        const int d = cpu_env->obs_dim(), A = cpu_env->num_actions();
+        DqnAgent agent(cfg, d, A);
+        gpu::Context ctx(0);
+        auto env = make_device_env(spec, cfg.num_envs);
+        const std::vector<float> params(agent.params().begin(), agent.params().end());
+        DeviceC51Learner learner(device_learner_config(cfg, d, A), env.get(), ctx, params);
+        const uint64_t seed = 77;
+        learner.reset(seed);
+        learner.env_step();
+        std::vector<float> obs(static_cast<size_t>(cfg.num_envs * d));
+        cpu_env->reset(seed, obs);
+        const std::vector<int> act = learner.last_actions();
+        const std::vector<Rng> rngs = learner.act_rngs();
+        ASSERT_EQ(rngs.size(), static_cast<size_t>(cfg.num_envs));
+        // The CPU outputs of one lane, to replay the draws (DqnAgent::act's own forward).
+        const QNetwork<float> net(q_network_config(cfg, d, A));
+        model::CpuContext cpu_ctx(1);
+        QNetwork<float>::Workspace ws;
+        const int K = algo == Algo::kIqn ? cfg.iqn_policy_taus : cfg.num_outputs();
+        std::vector<float> taus(static_cast<size_t>(K)), out(static_cast<size_t>(A * K));
+        for (int k = 0; k < K; ++k)
+          taus[static_cast<size_t>(k)] = (static_cast<float>(k) + 0.5f) / static_cast<float>(K);
+        for (int i = 0; i < cfg.num_envs; ++i) {
+          const std::span<const float> o(&obs[static_cast<size_t>(i * d)], static_cast<size_t>(d));
+          Rng cpu_rng(lane_seed(cfg.seed, static_cast<uint64_t>(i), 11));
+          Rng replay = cpu_rng;
+          std::vector<int> a_cpu;
+          agent.act(o, 1, eps, cpu_rng, &a_cpu);
+          Rng g = rngs[static_cast<size_t>(i)], c = cpu_rng;
+          for (int t = 0; t < 4; ++t) EXPECT_EQ(g.next(), c.next()) << "lane " << i << " Rng";
+          ++lanes;
+          if (eps == 0) {
+            std::vector<float> q;
+            agent.q_values(o, 1, &q);
+            int best = 0;
+            float second = -1e30f;
+            for (int a = 1; a < A; ++a)
+              if (q[static_cast<size_t>(a)] > q[static_cast<size_t>(best)]) best = a;
+            for (int a = 0; a < A; ++a)
+              if (a != best) second = std::max(second, q[static_cast<size_t>(a)]);
+            EXPECT_EQ(a_cpu[0], best);
+            if (q[static_cast<size_t>(best)] - second > 1e-4f) {
+              EXPECT_EQ(act[static_cast<size_t>(i)], best) << "lane " << i;
+              ++compared;
+            }
+            continue;
+          }
+          if (algo == Algo::kIqn)
+            net.forward_iqn(cpu_ctx, agent.params(), o, 1, taus, K, out, &ws);  // [K, A]
+          else
+            net.forward(cpu_ctx, agent.params(), o, 1, out, &ws);  // [A, K]
+          std::vector<float> v(static_cast<size_t>(A));
+          bool near = false;
+          for (int a = 0; a < A; ++a) {
+            const float* row = &out[static_cast<size_t>(a * K)];
+            if (algo == Algo::kC51) {
+              const double u = replay.unit();
+              const int j = c51_sample_index<float>(row, K, u);
+              v[static_cast<size_t>(a)] = static_cast<float>(cfg.support.atom(j));
+              std::vector<float> p(static_cast<size_t>(K));
+              softmax_row<float>({row, static_cast<size_t>(K)}, p);
+              double cum = 0;
+              for (int k = 0; k + 1 < K; ++k) {
+                cum += p[static_cast<size_t>(k)];
+                near = near || std::abs(u - cum) < 1e-5;
+              }
+            } else if (algo == Algo::kIqn) {
+              const size_t k = replay.uniform(static_cast<uint64_t>(K));
+              v[static_cast<size_t>(a)] = out[k * static_cast<size_t>(A) + static_cast<size_t>(a)];
+            } else {
+              v[static_cast<size_t>(a)] = row[replay.uniform(static_cast<uint64_t>(K))];
+            }
+          }
+          int best = 0;
+          for (int a = 1; a < A; ++a)
+            if (v[static_cast<size_t>(a)] > v[static_cast<size_t>(best)]) best = a;
+          EXPECT_EQ(a_cpu[0], best) << "lane " << i << ": the replayed draws are not act's";
+          if (algo != Algo::kC51)
+            for (int a = 0; a < A; ++a)
+              if (a != best && v[static_cast<size_t>(best)] - v[static_cast<size_t>(a)] <=
+                                   1e-4f * std::max(1.0f, std::abs(v[static_cast<size_t>(best)])))
+                near = true;
+          std::vector<float> q;
+          agent.q_values(o, 1, &q);
+          int greedy = 0;
+          for (int a = 1; a < A; ++a)
+            if (q[static_cast<size_t>(a)] > q[static_cast<size_t>(greedy)]) greedy = a;
+          explored += best != greedy;
+          if (near) continue;
+          EXPECT_EQ(act[static_cast<size_t>(i)], best) << "lane " << i;
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, lanes * 3 / 4);  // few lanes skipped as near-ties
+  EXPECT_GT(explored, 0);              // some sampled actions are not the greedy one
+}
+
+TEST(RlLearnerGpu, ThompsonActingMatchesCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  expect_thompson_acting_matches_cpu(Algo::kC51);
+}
+
+TEST(RlLearnerGpu, QrDqnThompsonActingMatchesCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  expect_thompson_acting_matches_cpu(Algo::kQrDqn);
+}
+
+TEST(RlLearnerGpu, IqnThompsonActingMatchesCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  expect_thompson_acting_matches_cpu(Algo::kIqn);
+}
+
 TEST(RlLearnerGpu, UniformReplaySamplingFrequencies) {
   FXT_SKIP_WITHOUT_GPU();
   DqnConfig cfg = small_config(false);
@@ -662,6 +809,21 @@ TEST(RlLearnerGpu, SameSeedSameCheckpointBytesIqn) {
   expect_same_seed_same_bytes(cfg, "iqn_munchausen_dueling");
 }
 
+// Thompson exploration (ε from 1 to 0.05: every training step samples): C51 plain, QR-DQN, and
+// IQN with the dueling head (the IQN draws come before the τ loop).
+TEST(RlLearnerGpu, SameSeedSameCheckpointBytesThompson) {
+  FXT_SKIP_WITHOUT_GPU();
+  DqnConfig cfg = cartpole_config(7);
+  cfg.exploration = Exploration::kThompson;
+  expect_same_seed_same_bytes(cfg, "thompson");
+  cfg.algo = Algo::kQrDqn;
+  cfg.quantiles = 32;
+  expect_same_seed_same_bytes(cfg, "thompson_qrdqn");
+  cfg.algo = Algo::kIqn;
+  cfg.dueling = true;
+  expect_same_seed_same_bytes(cfg, "thompson_iqn_dueling");
+}
+
 // Prioritised replay: the tree's inserts, stratified draws, IS weights and priority updates run
 // inside the graphs; C51 plain, then IQN with Munchausen, the dueling head and 3-step returns
 // (the n-step insert path; each row's u then its τ from the row's Rng).
@@ -789,7 +951,8 @@ TEST(RlLearnerGpu, RefusesWhatItDoesNotHave) {
   EXPECT_TRUE(device_learner_supports(cfg).ok());  // and IQN
   cfg.per_alpha = 0.6;
   EXPECT_TRUE(device_learner_supports(cfg).ok());  // and prioritised replay
-  refused([](DqnConfig* c) { c->exploration = Exploration::kThompson; }, "Thompson");
+  cfg.exploration = Exploration::kThompson;
+  EXPECT_TRUE(device_learner_supports(cfg).ok());  // and Thompson exploration
   refused([](DqnConfig* c) { c->mirror = true; }, "--mirror");
   refused([](DqnConfig* c) { c->symmetric_policy = true; }, "--symmetric-policy");
   refused([](DqnConfig* c) { c->hidden = {8, 8, 8, 8, 8, 8, 8, 8}; }, "7 layers");

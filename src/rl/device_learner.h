@@ -42,8 +42,9 @@
 // Each of "one env step", "one update", "k env steps" and "k env steps + one update" is captured
 // once as a CUDA graph and replayed (k = train_frequency / num_envs when that divides).
 //
-// Not on the GPU: mirror augmentation and the symmetric policy (device_learner_supports() names
-// the first one asked for).
+//   - --mirror (DeviceLearnerConfig::mirror_sign): every stored row is followed by its mirror
+//     image, so a step stores 2 rows per lane.
+// Not on the GPU: the symmetric policy (device_learner_supports() refuses it).
 //
 // Deterministic: no floating-point atomics; every reduction has a fixed order; cuBLAS GEMMs are
 // deterministic for a fixed handle, shape and stream; every draw from seeded device Rngs. The
@@ -110,6 +111,12 @@ struct DeviceLearnerConfig {
   double per_alpha = 0, per_beta0 = 0.4;
   double polyak = 1.0;
   double eps_start = 1, eps_end = 0.05, exploration_fraction = 0.5;
+  // --mirror (an env whose mirror flips signs of observation entries, market making): each stored
+  // transition is followed by its mirror image, obs and next_obs ⊙ mirror_sign [obs_dim, ±1],
+  // the action mirror_action[a] [num_actions], the same reward and discount (the CPU trainer's
+  // store order: slots next + 2i and next + 2i + 1 for lane i). Empty: no mirror.
+  std::vector<float> mirror_sign;
+  std::vector<int> mirror_action;
   // Thompson exploration: while ε > 0 each lane acts on one return sampled from each action's
   // distribution (DqnAgent::act's draws from the lane's Rng) instead of the ε coin.
   bool thompson = false;

@@ -929,6 +929,139 @@ TEST(RlLearnerGpu, NStepReplayHoldsTheCpuAccumulatorsTransitions) {
   EXPECT_GT(cut, 20);  // transitions shortened by a terminal were compared
 }
 
+// --mirror: 8 market-making lanes, 4 env steps (ε = 1: random actions from the lane Rngs), 1-step
+// and 3-step returns, uniform and prioritised. The mirror learner's replay row 2j is the plain
+// learner's row j bit for bit (same seed: the same actions and env paths), and row 2j + 1 is the
+// CPU trainer's mirror of row 2j (env_mirror_map: MarketMakingEnv::mirror on obs and next_obs,
+// the action mirrored; the same reward and discount); twice the plain replay's size;
+// prioritised: exactly the written leaves positive.
+TEST(RlLearnerGpu, MirrorReplayHoldsEachTransitionAndItsMirror) {
+  FXT_SKIP_WITHOUT_GPU();
+  const EnvSpec spec = spec_named("mm");
+  auto probe = spec.make(1);
+  const int d = probe->obs_dim(), A = probe->num_actions(), N = 8, steps = 4;
+  auto mirror = env_mirror_map(spec);
+  ASSERT_TRUE(mirror.ok()) << mirror.status().message();
+  for (int n_step : {1, 3}) {
+    for (double alpha : {0.0, 0.6}) {
+      SCOPED_TRACE("n_step " + std::to_string(n_step) + ", alpha " + std::to_string(alpha));
+      DqnConfig cfg = small_config(true);
+      cfg.support = spec.default_support();
+      cfg.num_envs = N;
+      cfg.buffer_size = 64;
+      cfg.n_step = n_step;
+      cfg.per_alpha = alpha;
+      cfg.eps_start = cfg.eps_end = 1;
+      DqnConfig mcfg = cfg;
+      mcfg.mirror = true;
+      ASSERT_TRUE(device_learner_supports(mcfg).ok()) << device_learner_supports(mcfg).message();
+      DqnAgent agent(cfg, d, A);
+      const std::vector<float> params(agent.params().begin(), agent.params().end());
+      gpu::Context ctx(0);
+      auto env_p = make_device_env(spec, N);
+      auto env_m = make_device_env(spec, N);
+      DeviceLearnerConfig mc = device_learner_config(mcfg, d, A);
+      ASSERT_TRUE(set_device_mirror(spec, &mc).ok());
+      DeviceC51Learner plain(device_learner_config(cfg, d, A), env_p.get(), ctx, params);
+      DeviceC51Learner mirrored(mc, env_m.get(), ctx, params);
+      plain.reset(77);
+      mirrored.reset(77);
+      for (int s = 0; s < steps; ++s) {
+        plain.env_step();
+        mirrored.env_step();
+      }
+      const int rows = plain.stats().replay_size;
+      ASSERT_EQ(rows, N * (steps - (n_step - 1)));
+      ASSERT_EQ(mirrored.stats().replay_size, 2 * rows);
+      const DeviceC51Learner::ReplayRows P = plain.replay(), M = mirrored.replay();
+      auto row = [&](const std::vector<float>& v, int i) {
+        const auto at = v.begin() + static_cast<std::ptrdiff_t>(i) * d;
+        return std::vector<float>(at, at + d);
+      };
+      int asymmetric = 0;  // rows whose action is not its own mirror
+      for (int j = 0; j < rows; ++j) {
+        const int t = 2 * j, m = 2 * j + 1;
+        const size_t st = static_cast<size_t>(t), sm = static_cast<size_t>(m);
+        const size_t sj = static_cast<size_t>(j);
+        EXPECT_EQ(row(M.obs, t), row(P.obs, j)) << "row " << j;
+        EXPECT_EQ(row(M.next_obs, t), row(P.next_obs, j)) << "row " << j;
+        EXPECT_EQ(M.action[st], P.action[sj]) << "row " << j;
+        EXPECT_EQ(M.reward[st], P.reward[sj]) << "row " << j;
+        EXPECT_EQ(M.discount[st], P.discount[sj]) << "row " << j;
+        std::vector<float> o = row(M.obs, t), nx = row(M.next_obs, t);
+        mirror->obs(o);
+        mirror->obs(nx);
+        EXPECT_EQ(row(M.obs, m), o) << "mirror of row " << j;
+        EXPECT_EQ(row(M.next_obs, m), nx) << "mirror of row " << j;
+        EXPECT_EQ(M.action[sm], mirror->action[static_cast<size_t>(M.action[st])]) << j;
+        EXPECT_EQ(M.reward[sm], M.reward[st]) << "mirror of row " << j;
+        EXPECT_EQ(M.discount[sm], M.discount[st]) << "mirror of row " << j;
+        asymmetric += M.action[sm] != M.action[st];
+      }
+      EXPECT_GT(asymmetric, 0);
+      if (alpha > 0) {
+        const std::vector<double> tree = mirrored.sum_tree();
+        const size_t leaves = tree.size() / 2;
+        for (size_t i = 0; i < leaves; ++i) {
+          if (i < static_cast<size_t>(2 * rows)) {
+            EXPECT_GT(tree[leaves + i], 0.0) << "leaf " << i;
+          } else {
+            EXPECT_EQ(tree[leaves + i], 0.0) << "leaf " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+// --mirror through train_dqn_device on market making (2 lanes, 3000 steps, one update per 4 env
+// steps): the schedule's updates, and the same seed gives the same checkpoint bytes.
+TEST(RlLearnerGpu, MirrorRunOnMarketMakingIsDeterministic) {
+  FXT_SKIP_WITHOUT_GPU();
+  const EnvSpec spec = spec_named("mm");
+  auto probe = spec.make(1);
+  std::string bytes[2];
+  for (int run = 0; run < 2; ++run) {
+    DqnConfig cfg = cartpole_config(7);
+    cfg.support = spec.default_support();
+    cfg.mirror = true;
+    cfg.total_steps = 3000;
+    cfg.num_envs = 2;
+    cfg.train_frequency = 4;
+    DqnAgent agent(cfg, probe->obs_dim(), probe->num_actions());
+    TrainOptions o = cartpole_options(test::scratch_dir() + "/gpu_mirror_mm" + std::to_string(run));
+    o.stop_return = std::nan("");
+    o.eval_every = 0;
+    auto r = train_dqn_device(spec, o, &agent);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->env_steps, 3000);
+    EXPECT_EQ(r->updates, (3000 - 1000) / 4 + 1);
+    bytes[run] = file_bytes(o.out_dir + "/checkpoint.fxt");
+    ASSERT_GT(bytes[run].size(), 1000u);
+  }
+  EXPECT_TRUE(bytes[0] == bytes[1]) << "same seed, different checkpoint bytes";
+}
+
+TEST(RlLearnerGpu, DeviceMirrorIsTheEnvsSignFlip) {
+  // No GPU needed: market making negates the inventory entry and swaps bid and ask depths.
+  DeviceLearnerConfig d;
+  const EnvSpec spec = spec_named("mm");
+  auto env = spec.make(1);
+  d.obs_dim = env->obs_dim();
+  d.num_actions = env->num_actions();
+  ASSERT_TRUE(set_device_mirror(spec, &d).ok());
+  std::vector<float> want_sign(static_cast<size_t>(d.obs_dim), 1.0f);
+  want_sign[1] = -1.0f;
+  EXPECT_EQ(d.mirror_sign, want_sign);
+  auto m = env_mirror_map(spec);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(d.mirror_action, m->action);
+  DeviceLearnerConfig c;
+  c.obs_dim = 4;
+  c.num_actions = 2;
+  EXPECT_FALSE(set_device_mirror(spec_named("cartpole"), &c).ok());  // no mirror
+}
+
 TEST(RlLearnerGpu, RefusesWhatItDoesNotHave) {
   // No GPU needed: the check is on the config.
   DqnConfig cfg = cartpole_config(1);
@@ -953,7 +1086,14 @@ TEST(RlLearnerGpu, RefusesWhatItDoesNotHave) {
   EXPECT_TRUE(device_learner_supports(cfg).ok());  // and prioritised replay
   cfg.exploration = Exploration::kThompson;
   EXPECT_TRUE(device_learner_supports(cfg).ok());  // and Thompson exploration
-  refused([](DqnConfig* c) { c->mirror = true; }, "--mirror");
+  cfg.mirror = true;
+  EXPECT_TRUE(device_learner_supports(cfg).ok());  // and --mirror (the env is checked later)
+  refused(
+      [](DqnConfig* c) {
+        c->mirror = true;
+        c->num_envs = c->buffer_size / 2 + 1;  // two rows per lane and step
+      },
+      "two with --mirror");
   refused([](DqnConfig* c) { c->symmetric_policy = true; }, "--symmetric-policy");
   refused([](DqnConfig* c) { c->hidden = {8, 8, 8, 8, 8, 8, 8, 8}; }, "7 layers");
   refused([](DqnConfig* c) { c->num_envs = c->buffer_size + 1; }, "--buffer-size");

@@ -30,10 +30,21 @@ struct NetLayout {
   int iqn_e, iqn_k;  // IQN: E cosine features (0: not IQN), K policy τ
 };
 
-// The ε schedule's constants (linear_epsilon's arguments but the step).
+// --mirror: obs'[k] = sign[k]·obs[k], a' = action[a] (sign null: no mirror). A lane's row then
+// takes two replay slots, the transition at next + 2i and its mirror image at next + 2i + 1 (the
+// CPU trainer's store order), so `rows` = 2 slots per lane and step.
+struct Mirror {
+  const float* sign;
+  const int* action;
+  __host__ __device__ int rows() const { return sign != nullptr ? 2 : 1; }
+};
+
+// The ε schedule's constants (linear_epsilon's arguments but the step); thompson: Thompson
+// exploration (DqnAgent::act) in place of the ε coin whenever ε > 0.
 struct EpsSchedule {
   double start, end, fraction;
   long long total;
+  bool thompson;
 };
 
 int max_width(const DeviceLearnerConfig& c) {
@@ -83,26 +94,33 @@ __device__ void block_dense(const float* __restrict__ params, const DeviceLayer&
 }
 
 // ---- acting ------------------------------------------------------------------------------------
-// Launch: grid (N), block kThreads, dynamic shared memory 2·max_width + A + K floats (IQN: one
-// more max_width, the buffer z). Block i is
+// Launch: grid (N), block kThreads, dynamic shared memory 2·max_width + 3·A + K floats (IQN: one
+// more max_width, the buffer z; the last 2·A: Thompson's sampled returns and IQN's τ indices).
+// Block i is
 // lane i: the MLP forward of obs[i] through every layer (block_dense; with dueling the head is
 // the advantage stream, the value stream goes to the last K floats and dueling_combine writes
 // the logits over the advantages, thread k column k), then thread a the expected value of action
 // a (value_row: atoms null for QR-DQN), then thread 0 the greedy action (the first maximum) or,
 // with probability ε, a uniform one from the lane's Rng (CPU order: one unit() draw, then
 // uniform(A) only when exploring; no draw at ε = 0). kTrain: ε from the device step counter, and
-// the lane's observation and action copied into its replay slot (replay_next + i) mod capacity
-// (1-step: ring 0) or, with n-step returns, into its row (step mod ring) of the lane's ring of the
-// last n steps (r_obs/r_act are then the ring's).
+// the lane's observation and action copied into its replay slot (replay_next + rows·i) mod
+// capacity (1-step: ring 0; --mirror: rows 2, the mirror image into the next slot) or, with
+// n-step returns (nstep_store_kernel writes both rows), into its row (step mod ring) of the
+// lane's ring of the last n steps (r_obs/r_act are then the ring's).
 // IQN (net.iqn_e > 0): the torso gives ψ = x; then for k = 0..K−1 in order, with τ = (k + ½)/K,
 // y = cos(π·i·τ) [E], z = ReLU(embed(y)) ⊙ ψ [H], y = head(z) [A] (dueling: value into v, combined
 // by thread 0), and thread a accumulates q[a] += y[a]/K (DqnAgent::iqn_q's order).
+// Thompson (kTrain, eps.thompson and ε > 0; DqnAgent::act's draws from the lane's Rng, no ε coin):
+// thread 0, for a = 0..A−1 in order, draws one return of action a — C51 the atom of
+// c51_sample_index at one unit(), QR-DQN quantile uniform(K), IQN the head output at policy τ
+// index uniform(K) (drawn before the τ loop, which keeps y[a] at that index) — and takes the first
+// highest. ε = 0: greedy, no draw.
 template <bool kTrain>
 __global__ void act_kernel(const float* __restrict__ params, NetLayout net,
                            const float* __restrict__ atoms, int K, int A,
                            const float* __restrict__ obs, int d, Rng* rngs, EpsSchedule eps,
                            const DeviceLearnerStats* stats, int* actions, float* q_out,
-                           float* r_obs, int* r_act, int cap, int ring) {
+                           float* r_obs, int* r_act, int cap, int ring, Mirror mir) {
   extern __shared__ float smem[];
   int width = d;
   for (int l = 0; l < net.count; ++l) width = max(width, net.layer[l].out);
@@ -113,7 +131,15 @@ __global__ void act_kernel(const float* __restrict__ params, NetLayout net,
   float* q = smem + 2 * width;
   float* v = q + A;  // dueling: the value stream [K]
   float* z = v + K;  // IQN: the head's input [H]
+  float* sampled = z + (iqn ? width : 0);            // Thompson: each action's sampled return [A]
+  int* tau_k = reinterpret_cast<int*>(sampled + A);  // Thompson, IQN: each action's τ index [A]
   const int lane = blockIdx.x, tid = threadIdx.x;
+  // Every thread knows whether this step samples (IQN: threads keep y[a] at the drawn τ).
+  double e = 0;
+  if (kTrain) e = linear_epsilon(eps.start, eps.end, eps.fraction, eps.total, stats->env_steps);
+  const bool thompson = kTrain && eps.thompson && e > 0;
+  Rng r(0);  // thread 0: the lane's Rng (kTrain)
+  if (kTrain && tid == 0) r = rngs[lane];
   const float* o = obs + static_cast<size_t>(lane) * d;
   for (int i = tid; i < d; i += blockDim.x) x[i] = o[i];
   __syncthreads();
@@ -135,6 +161,9 @@ __global__ void act_kernel(const float* __restrict__ params, NetLayout net,
     const DeviceLayer& head = net.layer[net.count - 1];
     const int H = net.embed.out, KP = net.iqn_k;
     for (int a = tid; a < A; a += blockDim.x) q[a] = 0.0f;
+    if (thompson && tid == 0)  // DqnAgent::act's draws, in action order
+      for (int a = 0; a < A; ++a) tau_k[a] = static_cast<int>(r.uniform(static_cast<uint64_t>(KP)));
+    __syncthreads();
     for (int k = 0; k < KP; ++k) {
       const float tau = (static_cast<float>(k) + 0.5f) / static_cast<float>(KP);
       for (int i = tid; i < net.iqn_e; i += blockDim.x)
@@ -148,7 +177,10 @@ __global__ void act_kernel(const float* __restrict__ params, NetLayout net,
       __syncthreads();
       if (net.dueling && tid == 0) dueling_combine(v, y, A, 1, 0, y);
       __syncthreads();
-      for (int a = tid; a < A; a += blockDim.x) q[a] += y[a] / static_cast<float>(KP);
+      for (int a = tid; a < A; a += blockDim.x) {
+        q[a] += y[a] / static_cast<float>(KP);
+        if (thompson && tau_k[a] == k) sampled[a] = y[a];
+      }
       __syncthreads();
     }
     for (int a = tid; a < A; a += blockDim.x) q_out[static_cast<size_t>(lane) * A + a] = q[a];
@@ -161,24 +193,41 @@ __global__ void act_kernel(const float* __restrict__ params, NetLayout net,
   __syncthreads();
   if (tid == 0) {
     int best = 0;
-    for (int a = 1; a < A; ++a)
-      if (q[a] > q[best]) best = a;
-    if (kTrain) {
-      const double e = linear_epsilon(eps.start, eps.end, eps.fraction, eps.total, stats->env_steps);
-      Rng r = rngs[lane];
-      if (e > 0 && r.unit() < e) best = static_cast<int>(r.uniform(static_cast<uint64_t>(A)));
-      rngs[lane] = r;
+    if (thompson) {  // one sampled return per action (DqnAgent::act's order); the first highest
+      float best_v = 0;
+      for (int a = 0; a < A; ++a) {
+        float val;
+        if (iqn) {
+          val = sampled[a];
+        } else if (atoms != nullptr) {
+          val = atoms[c51_sample_index<float>(x + a * K, K, r.unit())];
+        } else {
+          val = x[a * K + static_cast<int>(r.uniform(static_cast<uint64_t>(K)))];
+        }
+        if (a == 0 || val > best_v) best = a, best_v = val;
+      }
+    } else {
+      for (int a = 1; a < A; ++a)
+        if (q[a] > q[best]) best = a;
+      if (kTrain && e > 0 && r.unit() < e)
+        best = static_cast<int>(r.uniform(static_cast<uint64_t>(A)));
     }
+    if (kTrain) rngs[lane] = r;
     actions[lane] = best;
   }
   if (kTrain) {
     const long long step = stats->env_steps / gridDim.x;
     const size_t slot = ring > 0
                             ? static_cast<size_t>(lane) * ring + static_cast<size_t>(step % ring)
-                            : static_cast<size_t>((stats->replay_next + lane) % cap);
+                            : static_cast<size_t>((stats->replay_next + mir.rows() * lane) % cap);
     for (int i = tid; i < d; i += blockDim.x) r_obs[slot * d + i] = o[i];
+    const bool mirror = ring == 0 && mir.sign != nullptr;  // n-step: nstep_store_kernel mirrors
+    const size_t mslot = (slot + 1) % static_cast<size_t>(cap);
+    if (mirror)
+      for (int i = tid; i < d; i += blockDim.x) r_obs[mslot * d + i] = mir.sign[i] * o[i];
     __syncthreads();
     if (tid == 0) r_act[slot] = actions[lane];
+    if (tid == 0 && mirror) r_act[mslot] = mir.action[actions[lane]];
   }
 }
 
@@ -202,24 +251,31 @@ __device__ void advance_counters(const uint8_t* terminated, const uint8_t* trunc
 
 // ---- store + advance ---------------------------------------------------------------------------
 // Launch: one block of min(N, 1024) threads. Thread i handles lanes i, i + blockDim, …: the lane's
-// next_obs, reward and discount into its replay slot and its running episode return. Then thread
+// next_obs, reward and discount into its replay slot (--mirror: and the mirror image's into the
+// next) and its running episode return. Then thread
 // 0 alone, in lane order (the CPU trainer's order), moves each finished lane's return into the
 // ring of the last 100, and advances the replay ring, its size and the step counter.
 __global__ void store_kernel(const float* __restrict__ next_obs, const float* __restrict__ reward,
                              const uint8_t* __restrict__ terminated,
                              const uint8_t* __restrict__ truncated, int n, int d, float gamma,
                              DeviceLearnerStats* stats, double* lane_ret, double* recent,
-                             float* r_next, float* r_rew, float* r_disc, int cap) {
-  const int next = stats->replay_next;
+                             float* r_next, float* r_rew, float* r_disc, int cap, Mirror mir) {
+  const int next = stats->replay_next, rows = mir.rows();
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    const size_t slot = static_cast<size_t>((next + i) % cap);
+    const size_t slot = static_cast<size_t>((next + rows * i) % cap);
     for (int k = 0; k < d; ++k) r_next[slot * d + k] = next_obs[static_cast<size_t>(i) * d + k];
     r_rew[slot] = reward[i];
     r_disc[slot] = terminated[i] ? 0.0f : gamma;  // 1-step: γ^1; truncated still bootstraps
     lane_ret[i] += static_cast<double>(reward[i]);
+    if (rows == 1) continue;
+    const size_t ms = (slot + 1) % static_cast<size_t>(cap);  // the mirror image: same r, γ
+    for (int k = 0; k < d; ++k) r_next[ms * d + k] = mir.sign[k] * r_next[slot * d + k];
+    r_rew[ms] = r_rew[slot];
+    r_disc[ms] = r_disc[slot];
   }
   __syncthreads();
-  if (threadIdx.x == 0) advance_counters(terminated, truncated, n, n, stats, lane_ret, recent, cap);
+  if (threadIdx.x == 0)
+    advance_counters(terminated, truncated, n, rows * n, stats, lane_ret, recent, cap);
 }
 
 // n-step returns (ring = n > 1). Launch: one block of min(N, 1024) threads; thread i handles lanes
@@ -236,8 +292,9 @@ __global__ void nstep_store_kernel(
     const uint8_t* __restrict__ terminated, const uint8_t* __restrict__ truncated, int n, int d,
     double gamma, int ring, DeviceLearnerStats* stats, double* lane_ret, double* recent,
     float* p_obs, int* p_act, float* p_rew, uint8_t* p_end, float* p_next, float* r_obs, int* r_act,
-    float* r_next, float* r_rew, float* r_disc, int cap) {
+    float* r_next, float* r_rew, float* r_disc, int cap, Mirror mir) {
   const long long t = stats->env_steps / n;
+  const int rows = mir.rows();
   const int row = static_cast<int>(t % ring);
   const bool emit = t >= ring - 1;
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
@@ -263,7 +320,7 @@ __global__ void nstep_store_kernel(
         break;
       }
     }
-    const size_t slot = static_cast<size_t>((stats->replay_next + i) % cap);
+    const size_t slot = static_cast<size_t>((stats->replay_next + rows * i) % cap);
     const size_t src = lane_row + static_cast<size_t>(first);
     const size_t nxt = lane_row + static_cast<size_t>(last);
     for (int k = 0; k < d; ++k) {
@@ -273,10 +330,19 @@ __global__ void nstep_store_kernel(
     r_act[slot] = p_act[src];
     r_rew[slot] = static_cast<float>(ret);
     r_disc[slot] = terminal ? 0.0f : static_cast<float>(g);
+    if (rows == 1) continue;
+    const size_t ms = (slot + 1) % static_cast<size_t>(cap);  // the mirror image: same r, γ^k
+    for (int k = 0; k < d; ++k) {
+      r_obs[ms * d + k] = mir.sign[k] * r_obs[slot * d + k];
+      r_next[ms * d + k] = mir.sign[k] * r_next[slot * d + k];
+    }
+    r_act[ms] = mir.action[r_act[slot]];
+    r_rew[ms] = r_rew[slot];
+    r_disc[ms] = r_disc[slot];
   }
   __syncthreads();
   if (threadIdx.x == 0)
-    advance_counters(terminated, truncated, n, emit ? n : 0, stats, lane_ret, recent, cap);
+    advance_counters(terminated, truncated, n, emit ? rows * n : 0, stats, lane_ret, recent, cap);
 }
 
 // ---- sampling ----------------------------------------------------------------------------------
@@ -774,6 +840,9 @@ unsigned grid_for(size_t n, int threads) {
 struct DeviceC51Learner::Impl {
   gpu::DeviceBuffer<float> online, target, grads, atoms;
   gpu::DeviceBuffer<Rng> act_rngs, sample_rngs;
+  gpu::DeviceBuffer<float> mirror_sign;  // --mirror: [d] (empty: none)
+  gpu::DeviceBuffer<int> mirror_action;  // [A]
+  Mirror mirror{nullptr, nullptr};
   gpu::DeviceBuffer<int> actions, r_act, idx, b_act;
   gpu::DeviceBuffer<float> q_last, r_obs, r_next, r_rew, r_disc;
   // n-step returns: each lane's last n steps, [lane · n + (step mod n)] (empty with n = 1).
@@ -831,6 +900,13 @@ DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv*
   m.grads.zero();
   if (!cfg.quantile && !iqn) m.atoms.upload(cfg.atom_values);
   m.act_rngs.resize(N);
+  if (!cfg.mirror_sign.empty()) {
+    assert(cfg.mirror_sign.size() == static_cast<size_t>(cfg.obs_dim) &&
+           cfg.mirror_action.size() == static_cast<size_t>(cfg.num_actions));
+    m.mirror_sign.upload(cfg.mirror_sign);
+    m.mirror_action.upload(cfg.mirror_action);
+    m.mirror = {m.mirror_sign.data(), m.mirror_action.data()};
+  }
   m.sample_rngs.resize(B);
   m.actions.resize(N);
   m.q_last.resize(N * static_cast<size_t>(cfg.num_actions));
@@ -912,7 +988,7 @@ DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv*
   m.net.embed = cfg.embed;
   m.net.iqn_e = cfg.iqn_embedding;
   m.net.iqn_k = cfg.iqn_policy_taus;
-  m.act_smem = ((iqn ? 3 : 2) * W + static_cast<size_t>(cfg.num_actions) + K) * sizeof(float);
+  m.act_smem = ((iqn ? 3 : 2) * W + 3 * static_cast<size_t>(cfg.num_actions) + K) * sizeof(float);
   m.loss_smem = (iqn            ? iqn_loss_smem_floats(cfg.num_actions, cfg.iqn_taus)
                  : cfg.quantile ? qr_loss_smem_floats(cfg.num_actions, cfg.atoms)
                                 : c51_loss_smem_floats(cfg.num_actions, cfg.atoms)) *
@@ -993,28 +1069,29 @@ void DeviceC51Learner::enqueue_env_step() {
   Impl& m = *impl_;
   const int N = cfg_.num_envs, d = cfg_.obs_dim;
   const EpsSchedule eps{cfg_.eps_start, cfg_.eps_end, cfg_.exploration_fraction,
-                        static_cast<long long>(cfg_.total_steps)};
+                        static_cast<long long>(cfg_.total_steps), cfg_.thompson};
   const bool nstep = cfg_.n_step > 1;
   act_kernel<true><<<static_cast<unsigned>(N), kThreads, m.act_smem, ctx_.stream()>>>(
       m.online.data(), m.net, m.atom_values, cfg_.atoms, cfg_.num_actions, env_->obs(), d,
       m.act_rngs.data(), eps, m.stats.data(), m.actions.data(), m.q_last.data(),
       nstep ? m.p_obs.data() : m.r_obs.data(), nstep ? m.p_act.data() : m.r_act.data(),
-      cfg_.buffer_size, nstep ? cfg_.n_step : 0);
+      cfg_.buffer_size, nstep ? cfg_.n_step : 0, m.mirror);
   FXT_CUDA_LAUNCH_CHECK();
   env_->step(m.actions.data(), ctx_.stream());
-  if (m.per) m.per->enqueue_insert(ctx_.stream(), m.stats.data(), N, cfg_.n_step);
+  if (m.per) m.per->enqueue_insert(ctx_.stream(), m.stats.data(), N, cfg_.n_step, m.mirror.rows());
   const unsigned threads = static_cast<unsigned>(std::min(N, 1024));
   if (nstep) {
     nstep_store_kernel<<<1, threads, 0, ctx_.stream()>>>(
         env_->next_obs(), env_->reward(), env_->terminated(), env_->truncated(), N, d, cfg_.gamma,
         cfg_.n_step, m.stats.data(), m.lane_ret.data(), m.recent.data(), m.p_obs.data(),
         m.p_act.data(), m.p_rew.data(), m.p_end.data(), m.p_next.data(), m.r_obs.data(),
-        m.r_act.data(), m.r_next.data(), m.r_rew.data(), m.r_disc.data(), cfg_.buffer_size);
+        m.r_act.data(), m.r_next.data(), m.r_rew.data(), m.r_disc.data(), cfg_.buffer_size,
+        m.mirror);
   } else {
     store_kernel<<<1, threads, 0, ctx_.stream()>>>(
         env_->next_obs(), env_->reward(), env_->terminated(), env_->truncated(), N, d,
         static_cast<float>(cfg_.gamma), m.stats.data(), m.lane_ret.data(), m.recent.data(),
-        m.r_next.data(), m.r_rew.data(), m.r_disc.data(), cfg_.buffer_size);
+        m.r_next.data(), m.r_rew.data(), m.r_disc.data(), cfg_.buffer_size, m.mirror);
   }
   FXT_CUDA_LAUNCH_CHECK();
 }
@@ -1338,6 +1415,13 @@ std::vector<float> DeviceC51Learner::last_q() const {
   ctx_.sync();
   return impl_->q_last.download();
 }
+std::vector<Rng> DeviceC51Learner::act_rngs() const {
+  ctx_.sync();
+  std::vector<Rng> out(static_cast<size_t>(cfg_.num_envs), Rng(0));  // Rng has no default
+  FXT_CUDA_CHECK(cudaMemcpy(out.data(), impl_->act_rngs.data(), out.size() * sizeof(Rng),
+                            cudaMemcpyDeviceToHost));
+  return out;
+}
 std::vector<int> DeviceC51Learner::last_indices() const {
   ctx_.sync();
   return impl_->idx.download();
@@ -1362,14 +1446,15 @@ std::vector<double> DeviceC51Learner::evaluate(DeviceVecEnv* eval_env, uint64_t 
   done.zero();
   ctx_.sync();
   eval_env->reset(seed, ctx_.stream());
-  const EpsSchedule none{0, 0, 1, 1};
+  const EpsSchedule none{0, 0, 1, 1, false};
   cudaStream_t s = ctx_.stream();
   gpu::Graph g;
   g.capture(ctx_, [&] {
     for (int k = 0; k < kEvalChunk; ++k) {
       act_kernel<false><<<static_cast<unsigned>(n), kThreads, m.act_smem, s>>>(
           m.online.data(), m.net, m.atom_values, cfg_.atoms, A, eval_env->obs(), cfg_.obs_dim,
-          nullptr, none, nullptr, actions.data(), q.data(), nullptr, nullptr, 1, 0);
+          nullptr, none, nullptr, actions.data(), q.data(), nullptr, nullptr, 1, 0,
+          Mirror{nullptr, nullptr});
       FXT_CUDA_LAUNCH_CHECK();
       eval_env->step(actions.data(), s);
       eval_accumulate_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(

@@ -8,8 +8,10 @@
 //   - acting: one fused kernel per env step, one block per lane, computes the lane's MLP forward
 //     from the online parameters, each action's expected value (C51 Σ z_j softmax_j, QR-DQN the
 //     mean of its quantiles), the greedy action and ε-greedy exploration from the lane's device
-//     Rng (ε = linear_epsilon at the device step counter); it also copies the lane's observation
-//     into its replay slot;
+//     Rng (ε = linear_epsilon at the device step counter) or, with Thompson exploration while
+//     ε > 0, the action whose sampled return is highest (DqnAgent::act's draws: C51 an atom from
+//     each action's softmax, QR-DQN a random quantile, IQN the output at a random policy τ); it
+//     also copies the lane's observation into its replay slot;
 //   - the env: DeviceVecEnv::step on the action buffer (rl/device_env.h);
 //   - store: next_obs, reward and discount (0 at a terminal, γ otherwise: 1-step returns; a
 //     truncated episode still bootstraps) into the lane's replay slot; then one block advances
@@ -40,8 +42,9 @@
 // Each of "one env step", "one update", "k env steps" and "k env steps + one update" is captured
 // once as a CUDA graph and replayed (k = train_frequency / num_envs when that divides).
 //
-// Not on the GPU: Thompson exploration, mirror augmentation and the symmetric policy
-// (device_learner_supports() names the first one asked for).
+//   - --mirror (DeviceLearnerConfig::mirror_sign): every stored row is followed by its mirror
+//     image, so a step stores 2 rows per lane.
+// Not on the GPU: the symmetric policy (device_learner_supports() refuses it).
 //
 // Deterministic: no floating-point atomics; every reduction has a fixed order; cuBLAS GEMMs are
 // deterministic for a fixed handle, shape and stream; every draw from seeded device Rngs. The
@@ -54,6 +57,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/random.h"
 #include "gpu/adamw.h"
 #include "gpu/runtime.h"
 #include "rl/device_env.h"
@@ -107,6 +111,15 @@ struct DeviceLearnerConfig {
   double per_alpha = 0, per_beta0 = 0.4;
   double polyak = 1.0;
   double eps_start = 1, eps_end = 0.05, exploration_fraction = 0.5;
+  // --mirror (an env whose mirror flips signs of observation entries, market making): each stored
+  // transition is followed by its mirror image, obs and next_obs ⊙ mirror_sign [obs_dim, ±1],
+  // the action mirror_action[a] [num_actions], the same reward and discount (the CPU trainer's
+  // store order: slots next + 2i and next + 2i + 1 for lane i). Empty: no mirror.
+  std::vector<float> mirror_sign;
+  std::vector<int> mirror_action;
+  // Thompson exploration: while ε > 0 each lane acts on one return sampled from each action's
+  // distribution (DqnAgent::act's draws from the lane's Rng) instead of the ε coin.
+  bool thompson = false;
   int64_t total_steps = 500000;
   int num_envs = 1;
   int train_frequency = 10;
@@ -162,6 +175,8 @@ class DeviceC51Learner {
   // The actions and expected values q [N, A] the last env step acted on.
   std::vector<int> last_actions() const;
   std::vector<float> last_q() const;
+  // Tests: the lanes' acting Rngs (lane i seeded Rng(lane_seed(seed, i, 11)) by reset).
+  std::vector<Rng> act_rngs() const;
 
   // Greedy evaluation on the device: `episodes` lanes of eval_env (episodes lanes, reset with
   // seed), one episode each, as evaluate_agent does on the CPU; returns per-episode returns

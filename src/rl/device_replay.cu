@@ -25,19 +25,20 @@ __device__ void resum_ancestors(double* tree, int leaves, int n, Slot slot) {
   }
 }
 
-// Launch: one block of min(lanes, 1024) threads. ReplayBuffer::add's priority for the slots the
-// store kernel is about to write (it reads the same replay_next; n-step: none before t = n − 1).
+// Launch: one block of min(rows·lanes, 1024) threads. ReplayBuffer::add's priority for the
+// rows·lanes slots the store kernel is about to write (it reads the same replay_next; n-step: none
+// before t = n − 1).
 __global__ void per_insert_kernel(double* tree, int leaves, const double* max_priority,
                                   double alpha, const DeviceLearnerStats* stats, int lanes,
-                                  int n_step, int cap) {
+                                  int n_step, int cap, int rows) {
   if (n_step > 1 && stats->env_steps / lanes < n_step - 1) return;  // uniform over the block
-  const int next = stats->replay_next;
+  const int next = stats->replay_next, count = rows * lanes;
   const double leaf = per_leaf(*max_priority, alpha);
   auto slot = [&](int i) { return (next + i) % cap; };
-  for (int i = threadIdx.x; i < lanes; i += blockDim.x)
+  for (int i = threadIdx.x; i < count; i += blockDim.x)
     tree[static_cast<size_t>(leaves) + static_cast<size_t>(slot(i))] = leaf;
   __syncthreads();
-  resum_ancestors(tree, leaves, lanes, slot);
+  resum_ancestors(tree, leaves, count, slot);
 }
 
 // Launch: grid ceil(B / kThreads), block kThreads. Row b: u from its Rng (or units[b]), the leaf
@@ -136,10 +137,10 @@ void DevicePrioritizedReplay::reset() {
 }
 
 void DevicePrioritizedReplay::enqueue_insert(cudaStream_t s, const DeviceLearnerStats* stats,
-                                             int lanes, int n_step) {
-  const unsigned threads = static_cast<unsigned>(std::min(lanes, 1024));
+                                             int lanes, int n_step, int rows) {
+  const unsigned threads = static_cast<unsigned>(std::min(rows * lanes, 1024));
   per_insert_kernel<<<1, threads, 0, s>>>(tree_.data(), leaves_, max_priority_.data(), alpha_,
-                                          stats, lanes, n_step, capacity_);
+                                          stats, lanes, n_step, capacity_, rows);
   FXT_CUDA_LAUNCH_CHECK();
 }
 

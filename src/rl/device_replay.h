@@ -32,9 +32,11 @@ class DevicePrioritizedReplay {
   void reset();
 
   // Enqueue on s. Insert: before the env step's store kernel (which reads the same counters):
-  // the slots (replay_next + i) mod capacity, i < lanes, get max_priority^α, unless n-step
-  // returns (n_step > 1) store nothing yet (env step t < n − 1).
-  void enqueue_insert(cudaStream_t s, const DeviceLearnerStats* stats, int lanes, int n_step);
+  // the slots (replay_next + i) mod capacity, i < rows·lanes (rows 2 with --mirror: each
+  // transition and its mirror image), get max_priority^α, unless n-step returns (n_step > 1)
+  // store nothing yet (env step t < n − 1).
+  void enqueue_insert(cudaStream_t s, const DeviceLearnerStats* stats, int lanes, int n_step,
+                      int rows = 1);
   // idx[b] and weight()[b] for every row: u from rngs[b] (one unit() draw, written back) or,
   // with rngs null, from the set_units draws (tests).
   void enqueue_sample(cudaStream_t s, Rng* rngs, const DeviceLearnerStats* stats, int* idx);

@@ -19,14 +19,41 @@ Status device_learner_supports(const DqnConfig& cfg) {
   auto no = [](const char* what) {
     return UsageError("--device cuda: the GPU learner has no {} (use --device cpu)", what);
   };
-  if (cfg.mirror) return no("mirror augmentation (--mirror)");
   if (cfg.symmetric_policy) return no("symmetric policy (--symmetric-policy)");
-  if (cfg.exploration != Exploration::kEpsilonGreedy) return no("Thompson exploration");
   if (cfg.hidden.size() > 7) return no("torso deeper than 7 layers (--hidden)");
-  if (cfg.num_envs > cfg.buffer_size)
-    return UsageError("--device cuda: --envs {} exceeds --buffer-size {} (one replay slot per lane "
-                      "and step)",
-                      cfg.num_envs, cfg.buffer_size);
+  const int rows = cfg.mirror ? 2 : 1;  // --mirror: each transition and its mirror image
+  if (rows * cfg.num_envs > cfg.buffer_size)
+    return UsageError(
+        "--device cuda: --envs {} exceeds --buffer-size {} (one replay slot per lane "
+        "and step{})",
+        cfg.num_envs, cfg.buffer_size, cfg.mirror ? ", two with --mirror" : "");
+  return Status::Ok();
+}
+
+Status set_device_mirror(const EnvSpec& spec, DeviceLearnerConfig* d) {
+  FXT_ASSIGN_OR_RETURN(MirrorMap m, env_mirror_map(spec));
+  if (m.action.size() != static_cast<size_t>(d->num_actions))
+    return InvalidInput("env '{}': mirror of {} actions, expected {}", spec.name, m.action.size(),
+                        d->num_actions);
+  // Two probes of distinct, exactly representable values: each entry must map to ± itself.
+  const size_t n = static_cast<size_t>(d->obs_dim);
+  std::vector<float> a(n), b(n);
+  for (size_t k = 0; k < n; ++k) a[k] = b[k] = static_cast<float>(k) + 1.5f;
+  for (size_t k = 0; k < n; ++k) b[k] = -0.25f * static_cast<float>(2 * k + 3);
+  std::vector<float> ma = a, mb = b;
+  m.obs(ma);
+  m.obs(mb);
+  d->mirror_sign.assign(n, 1.0f);
+  for (size_t k = 0; k < n; ++k) {
+    const float s = ma[k] == a[k] ? 1.0f : -1.0f;
+    if (ma[k] != s * a[k] || mb[k] != s * b[k])
+      return UsageError(
+          "--device cuda: the GPU learner's --mirror needs a mirror that flips "
+          "signs of observation entries; env '{}' maps entry {} otherwise",
+          spec.name, k);
+    d->mirror_sign[k] = s;
+  }
+  d->mirror_action = m.action;
   return Status::Ok();
 }
 
@@ -76,6 +103,7 @@ DeviceLearnerConfig device_learner_config(const DqnConfig& cfg, int obs_dim, int
   d.eps_start = cfg.eps_start;
   d.eps_end = cfg.eps_end;
   d.exploration_fraction = cfg.exploration_fraction;
+  d.thompson = cfg.exploration == Exploration::kThompson;
   d.total_steps = cfg.total_steps;
   d.num_envs = cfg.num_envs;
   d.train_frequency = cfg.train_frequency;
@@ -120,6 +148,7 @@ Result<TrainResult> train_dqn_device(const EnvSpec& spec, const TrainOptions& op
                                      DqnAgent* agent) {
   const DqnConfig& cfg = agent->config();
   FXT_RETURN_IF_ERROR(device_learner_supports(cfg));
+  FXT_RETURN_IF_ERROR(check_mirror_flags(cfg, spec));
   FXT_RETURN_IF_ERROR(check_resume_options(opts, /*gpu_learner=*/true));
   if (!gpu::cuda_available()) return UsageError("--device cuda: no CUDA device is usable");
   const int n = cfg.num_envs;
@@ -129,13 +158,15 @@ Result<TrainResult> train_dqn_device(const EnvSpec& spec, const TrainOptions& op
   auto env = make_device_env(spec, n);
   auto eval_env = make_device_env(spec, opts.eval_episodes);
   const std::vector<float> init(agent->params().begin(), agent->params().end());
-  DeviceC51Learner learner(device_learner_config(cfg, env->obs_dim(), env->num_actions()),
-                           env.get(), ctx, init);
+  DeviceLearnerConfig dcfg = device_learner_config(cfg, env->obs_dim(), env->num_actions());
+  if (cfg.mirror) FXT_RETURN_IF_ERROR(set_device_mirror(spec, &dcfg));
+  DeviceC51Learner learner(dcfg, env.get(), ctx, init);
   learner.reset(lane_seed(cfg.seed, 3, 17));  // the CPU trainer's env seed
   TrainResult result;
   DeviceLearnerStats last{};
   TrainSchedule sched(cfg, opts, !opts.out_dir.empty());
   sched.set_replay_lag(static_cast<int64_t>(cfg.n_step - 1) * n);  // n-step rows come n − 1 late
+  sched.set_replay_rows(cfg.mirror ? 2 : 1);  // --mirror: each transition and its mirror image
   int64_t updates = 0;
   Progress progress("rl train (cuda)", static_cast<uint64_t>(cfg.total_steps), "steps");
   int64_t step = 0;

@@ -280,7 +280,6 @@ void DqnAgent::act(std::span<const float> obs, int n, double epsilon, Rng& rng,
   std::vector<float> q;
   q_values(obs, n, &q);
   actions->resize(static_cast<size_t>(n));
-  std::vector<float> p(K);
   for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
     int best = 0;
     if (cfg_.exploration == Exploration::kThompson && epsilon > 0) {
@@ -293,11 +292,8 @@ void DqnAgent::act(std::span<const float> obs, int n, double epsilon, Rng& rng,
           const size_t k = rng.uniform(taus_policy_.size());  // one τ of the K: a sampled return
           v = out_[(i * taus_policy_.size() + k) * A + a];
         } else if (cfg_.algo == Algo::kC51) {
-          softmax_row<float>({row, K}, p);
-          double u = rng.unit();
-          size_t j = 0;
-          while (j + 1 < K && u >= p[j]) u -= p[j++];
-          v = static_cast<float>(cfg_.support.atom(static_cast<int>(j)));
+          const int j = c51_sample_index<float>(row, static_cast<int>(K), rng.unit());
+          v = static_cast<float>(cfg_.support.atom(j));
         } else {
           v = row[rng.uniform(K)];
         }

@@ -1,7 +1,7 @@
 // The DQN agent's per-step formulas that run on both the host (DqnAgent, the CPU trainer) and
-// the device (rl/device_learner.cu): the ε schedule, the C51 projection of one target atom and
-// the Munchausen target's policy terms. FXT_HD, C++17-clean (included by .cu files). docs/RL.md
-// has the formulas.
+// the device (rl/device_learner.cu): the ε schedule, the C51 projection of one target atom,
+// the Munchausen target's policy terms and Thompson exploration's C51 draw. FXT_HD, C++17-clean
+// (included by .cu files). docs/RL.md has the formulas.
 #pragma once
 
 #include <math.h>
@@ -18,6 +18,25 @@ FXT_HD inline double linear_epsilon(double eps_start, double eps_end, double fra
   const double span = fraction * static_cast<double>(total_steps);
   const double f = fmin(1.0, static_cast<double>(step) / span);
   return eps_start + f * (eps_end - eps_start);
+}
+
+// Thompson exploration, C51: the atom index drawn from softmax(logits) of one action's K logits
+// by one uniform u in [0, 1): p_j = exp(l_j − max)/Σ_i exp(l_i − max) in softmax_row's order and
+// precision, then u −= p_j while u ≥ p_j (u stays double); the last atom takes what the rounding
+// leaves. DqnAgent::act and the acting kernel both call it.
+template <typename T>
+FXT_HD inline int c51_sample_index(const T* logits, int K, double u) {
+  T mx = logits[0];
+  for (int j = 1; j < K; ++j) mx = mx < logits[j] ? logits[j] : mx;
+  T sum = 0;
+  for (int j = 0; j < K; ++j) sum += exp(logits[j] - mx);
+  int j = 0;
+  for (; j + 1 < K; ++j) {
+    const T p = exp(logits[j] - mx) / sum;
+    if (!(u >= p)) break;
+    u -= p;
+  }
+  return j;
 }
 
 // Where the C51 target atom shift + scale·z_j lands on the support [v_min, v_max] of K atoms

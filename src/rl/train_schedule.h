@@ -5,7 +5,8 @@
 // train_frequency env steps), the target updates (every target_update), an evaluation (every
 // eval_every), a log line (every log_every, and at every evaluation) and a checkpoint (every
 // checkpoint_every). The CPU trainer passes its replay's size; the GPU learner's replay holds
-// min(step − lag, capacity) transitions (set_replay_lag), so the GPU trainer's host knows it.
+// min(rows·(step − lag), capacity) transitions (set_replay_lag, set_replay_rows), so the GPU
+// trainer's host knows it.
 // plan() says when k env steps can run as one graph: when nothing is due after the first k − 1 of
 // them and at most one update after the last. Header-only; host code.
 #pragma once
@@ -42,6 +43,8 @@ class TrainSchedule {
   // (rl/device_learner.h): the replay then holds min(step − lag, capacity) transitions with
   // lag = (n − 1) · lanes. 0 (the default): 1-step returns.
   void set_replay_lag(int64_t lag) { lag_ = lag; }
+  // Replay rows per env step (--mirror on the GPU learner: 2, each transition and its mirror).
+  void set_replay_rows(int64_t rows) { rows_ = rows; }
 
   // Where the schedule stands: the step and when each kind of event falls next (a saved run,
   // rl/resume.h). restore() puts back a position of a schedule built from the same config.
@@ -107,7 +110,9 @@ class TrainSchedule {
   }
 
  private:
-  int64_t replay_size(int64_t s) const { return std::clamp<int64_t>(s - lag_, 0, capacity_); }
+  int64_t replay_size(int64_t s) const {
+    return std::clamp<int64_t>((s - lag_) * rows_, 0, capacity_);
+  }
   bool wants_update(int64_t s, int64_t next) const { return s >= next && replay_size(s) >= batch_; }
   // Nothing is due after env step s.
   bool quiet(int64_t s) const {
@@ -117,7 +122,7 @@ class TrainSchedule {
   int64_t n_, total_, batch_, capacity_, train_frequency_, target_update_;
   int64_t log_every_, eval_every_, ckpt_every_;
   int64_t step_ = 0, next_update_, next_target_, next_log_, next_eval_, next_ckpt_;
-  int64_t lag_ = 0;
+  int64_t lag_ = 0, rows_ = 1;
 };
 
 }  // namespace fxt::rl

@@ -1,11 +1,12 @@
 // The GPU learner (rl/device_learner.h) against the CPU agent (rl/dqn.h): two updates on the same
 // batch and weights (loss, mean Q, grad norm, every parameter after AdamW; plain, dueling,
 // Munchausen, both; C51, QR-DQN and IQN heads), the fused acting kernel's Q values and greedy
-// actions (plain and dueling head, C51, QR-DQN and IQN), uniform replay sampling frequencies,
+// actions (plain and dueling head, C51, QR-DQN and IQN), Thompson exploration's actions and lane
+// Rngs against DqnAgent::act lane by lane, uniform replay sampling frequencies,
 // seeded CartPole runs that must reach a return threshold, and same seed → identical checkpoint
-// bytes (plain, Munchausen, Munchausen + dueling + n-step; C51, QR-DQN and IQN), and prioritised
-// replay (the device sum tree against the CPU's SumTree; updates, IS weights and new priorities
-// against the CPU buffer's; same-seed bytes; a CartPole run). Skips without a GPU.
+// bytes (plain, Munchausen, Munchausen + dueling + n-step, Thompson; C51, QR-DQN and IQN), and
+// prioritised replay (the device sum tree against the CPU's SumTree; updates, IS weights and new
+// priorities against the CPU buffer's; same-seed bytes; a CartPole run). Skips without a GPU.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -17,9 +18,13 @@
 
 #include <gtest/gtest.h>
 
+#include "core/random.h"
 #include "gpu_test_util.h"
 #include "rl/cartpole.h"
 #include "rl/device_trainer.h"
+#include "rl/distributional.h"
+#include "rl/dqn_schedule.h"
+#include "rl/env_lane.h"
 #include "rl/evaluate.h"
 #include "rl/execution.h"
 #include "rl/per_math.h"
@@ -470,6 +475,148 @@ TEST(RlLearnerGpu, IqnActingQValuesMatchCpuAgent) {
   expect_acting_matches_cpu(Algo::kIqn);
 }
 
+// Thompson exploration in the fused acting kernel against DqnAgent::act, lane by lane: 64 lanes
+// (cartpole and execution, plain and dueling head) act once from the learner's seeded lane Rngs
+// (lane i: Rng(lane_seed(seed, i, 11))), and the CPU agent acts on lane i's observation (n = 1)
+// from a copy of the same Rng. ε = 1: every lane samples (C51 one unit() per action for its atom,
+// QR-DQN one uniform(K) quantile, IQN one uniform(K) policy τ), and the lane Rngs must end in the
+// CPU's state exactly (the draw count does not depend on the values); the actions must be equal
+// except near a tie, replayed here from the CPU's outputs: C51 a draw u within 1e-5 of a
+// cumulative probability (float softmax roundings may move the drawn atom), QR-DQN and IQN a
+// sampled best within 1e-4·max(1, |v|) of the runner-up. ε = 0: greedy (near-ties skipped as in
+// expect_acting_matches_cpu) and no draw at all.
+void expect_thompson_acting_matches_cpu(Algo algo) {
+  int compared = 0, explored = 0, lanes = 0;
+  for (double eps : {1.0, 0.0}) {
+    for (const char* name : {"cartpole", "execution"}) {
+      for (bool dueling : {false, true}) {
+        SCOPED_TRACE(std::string(name) + (dueling ? ", dueling" : ", plain head") + ", eps " +
+                     std::to_string(eps));
+        const EnvSpec spec = spec_named(name);
+        DqnConfig cfg = small_config(true);
+        cfg.algo = algo;
+        cfg.quantiles = 32;
+        cfg.dueling = dueling;
+        cfg.support = spec.default_support();
+        cfg.exploration = Exploration::kThompson;
+        cfg.eps_start = cfg.eps_end = eps;
+        cfg.num_envs = 64;
+        ASSERT_TRUE(device_learner_supports(cfg).ok()) << device_learner_supports(cfg).message();
+        auto cpu_env = spec.make(cfg.num_envs);
+        const int d = cpu_env->obs_dim(), A = cpu_env->num_actions();
+        DqnAgent agent(cfg, d, A);
+        gpu::Context ctx(0);
+        auto env = make_device_env(spec, cfg.num_envs);
+        const std::vector<float> params(agent.params().begin(), agent.params().end());
+        DeviceC51Learner learner(device_learner_config(cfg, d, A), env.get(), ctx, params);
+        const uint64_t seed = 77;
+        learner.reset(seed);
+        learner.env_step();
+        std::vector<float> obs(static_cast<size_t>(cfg.num_envs * d));
+        cpu_env->reset(seed, obs);
+        const std::vector<int> act = learner.last_actions();
+        const std::vector<Rng> rngs = learner.act_rngs();
+        ASSERT_EQ(rngs.size(), static_cast<size_t>(cfg.num_envs));
+        // The CPU outputs of one lane, to replay the draws (DqnAgent::act's own forward).
+        const QNetwork<float> net(q_network_config(cfg, d, A));
+        model::CpuContext cpu_ctx(1);
+        QNetwork<float>::Workspace ws;
+        const int K = algo == Algo::kIqn ? cfg.iqn_policy_taus : cfg.num_outputs();
+        std::vector<float> taus(static_cast<size_t>(K)), out(static_cast<size_t>(A * K));
+        for (int k = 0; k < K; ++k)
+          taus[static_cast<size_t>(k)] = (static_cast<float>(k) + 0.5f) / static_cast<float>(K);
+        for (int i = 0; i < cfg.num_envs; ++i) {
+          const std::span<const float> o(&obs[static_cast<size_t>(i * d)], static_cast<size_t>(d));
+          Rng cpu_rng(lane_seed(cfg.seed, static_cast<uint64_t>(i), 11));
+          Rng replay = cpu_rng;
+          std::vector<int> a_cpu;
+          agent.act(o, 1, eps, cpu_rng, &a_cpu);
+          Rng g = rngs[static_cast<size_t>(i)], c = cpu_rng;
+          for (int t = 0; t < 4; ++t) EXPECT_EQ(g.next(), c.next()) << "lane " << i << " Rng";
+          ++lanes;
+          if (eps == 0) {
+            std::vector<float> q;
+            agent.q_values(o, 1, &q);
+            int best = 0;
+            float second = -1e30f;
+            for (int a = 1; a < A; ++a)
+              if (q[static_cast<size_t>(a)] > q[static_cast<size_t>(best)]) best = a;
+            for (int a = 0; a < A; ++a)
+              if (a != best) second = std::max(second, q[static_cast<size_t>(a)]);
+            EXPECT_EQ(a_cpu[0], best);
+            if (q[static_cast<size_t>(best)] - second > 1e-4f) {
+              EXPECT_EQ(act[static_cast<size_t>(i)], best) << "lane " << i;
+              ++compared;
+            }
+            continue;
+          }
+          if (algo == Algo::kIqn)
+            net.forward_iqn(cpu_ctx, agent.params(), o, 1, taus, K, out, &ws);  // [K, A]
+          else
+            net.forward(cpu_ctx, agent.params(), o, 1, out, &ws);  // [A, K]
+          std::vector<float> v(static_cast<size_t>(A));
+          bool near = false;
+          for (int a = 0; a < A; ++a) {
+            const float* row = &out[static_cast<size_t>(a * K)];
+            if (algo == Algo::kC51) {
+              const double u = replay.unit();
+              const int j = c51_sample_index<float>(row, K, u);
+              v[static_cast<size_t>(a)] = static_cast<float>(cfg.support.atom(j));
+              std::vector<float> p(static_cast<size_t>(K));
+              softmax_row<float>({row, static_cast<size_t>(K)}, p);
+              double cum = 0;
+              for (int k = 0; k + 1 < K; ++k) {
+                cum += p[static_cast<size_t>(k)];
+                near = near || std::abs(u - cum) < 1e-5;
+              }
+            } else if (algo == Algo::kIqn) {
+              const size_t k = replay.uniform(static_cast<uint64_t>(K));
+              v[static_cast<size_t>(a)] = out[k * static_cast<size_t>(A) + static_cast<size_t>(a)];
+            } else {
+              v[static_cast<size_t>(a)] = row[replay.uniform(static_cast<uint64_t>(K))];
+            }
+          }
+          int best = 0;
+          for (int a = 1; a < A; ++a)
+            if (v[static_cast<size_t>(a)] > v[static_cast<size_t>(best)]) best = a;
+          EXPECT_EQ(a_cpu[0], best) << "lane " << i << ": the replayed draws are not act's";
+          if (algo != Algo::kC51)
+            for (int a = 0; a < A; ++a)
+              if (a != best && v[static_cast<size_t>(best)] - v[static_cast<size_t>(a)] <=
+                                   1e-4f * std::max(1.0f, std::abs(v[static_cast<size_t>(best)])))
+                near = true;
+          std::vector<float> q;
+          agent.q_values(o, 1, &q);
+          int greedy = 0;
+          for (int a = 1; a < A; ++a)
+            if (q[static_cast<size_t>(a)] > q[static_cast<size_t>(greedy)]) greedy = a;
+          explored += best != greedy;
+          if (near) continue;
+          EXPECT_EQ(act[static_cast<size_t>(i)], best) << "lane " << i;
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, lanes * 3 / 4);  // few lanes skipped as near-ties
+  EXPECT_GT(explored, 0);              // some sampled actions are not the greedy one
+}
+
+TEST(RlLearnerGpu, ThompsonActingMatchesCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  expect_thompson_acting_matches_cpu(Algo::kC51);
+}
+
+TEST(RlLearnerGpu, QrDqnThompsonActingMatchesCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  expect_thompson_acting_matches_cpu(Algo::kQrDqn);
+}
+
+TEST(RlLearnerGpu, IqnThompsonActingMatchesCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  expect_thompson_acting_matches_cpu(Algo::kIqn);
+}
+
 TEST(RlLearnerGpu, UniformReplaySamplingFrequencies) {
   FXT_SKIP_WITHOUT_GPU();
   DqnConfig cfg = small_config(false);
@@ -662,6 +809,21 @@ TEST(RlLearnerGpu, SameSeedSameCheckpointBytesIqn) {
   expect_same_seed_same_bytes(cfg, "iqn_munchausen_dueling");
 }
 
+// Thompson exploration (ε from 1 to 0.05: every training step samples): C51 plain, QR-DQN, and
+// IQN with the dueling head (the IQN draws come before the τ loop).
+TEST(RlLearnerGpu, SameSeedSameCheckpointBytesThompson) {
+  FXT_SKIP_WITHOUT_GPU();
+  DqnConfig cfg = cartpole_config(7);
+  cfg.exploration = Exploration::kThompson;
+  expect_same_seed_same_bytes(cfg, "thompson");
+  cfg.algo = Algo::kQrDqn;
+  cfg.quantiles = 32;
+  expect_same_seed_same_bytes(cfg, "thompson_qrdqn");
+  cfg.algo = Algo::kIqn;
+  cfg.dueling = true;
+  expect_same_seed_same_bytes(cfg, "thompson_iqn_dueling");
+}
+
 // Prioritised replay: the tree's inserts, stratified draws, IS weights and priority updates run
 // inside the graphs; C51 plain, then IQN with Munchausen, the dueling head and 3-step returns
 // (the n-step insert path; each row's u then its τ from the row's Rng).
@@ -767,6 +929,139 @@ TEST(RlLearnerGpu, NStepReplayHoldsTheCpuAccumulatorsTransitions) {
   EXPECT_GT(cut, 20);  // transitions shortened by a terminal were compared
 }
 
+// --mirror: 8 market-making lanes, 4 env steps (ε = 1: random actions from the lane Rngs), 1-step
+// and 3-step returns, uniform and prioritised. The mirror learner's replay row 2j is the plain
+// learner's row j bit for bit (same seed: the same actions and env paths), and row 2j + 1 is the
+// CPU trainer's mirror of row 2j (env_mirror_map: MarketMakingEnv::mirror on obs and next_obs,
+// the action mirrored; the same reward and discount); twice the plain replay's size;
+// prioritised: exactly the written leaves positive.
+TEST(RlLearnerGpu, MirrorReplayHoldsEachTransitionAndItsMirror) {
+  FXT_SKIP_WITHOUT_GPU();
+  const EnvSpec spec = spec_named("mm");
+  auto probe = spec.make(1);
+  const int d = probe->obs_dim(), A = probe->num_actions(), N = 8, steps = 4;
+  auto mirror = env_mirror_map(spec);
+  ASSERT_TRUE(mirror.ok()) << mirror.status().message();
+  for (int n_step : {1, 3}) {
+    for (double alpha : {0.0, 0.6}) {
+      SCOPED_TRACE("n_step " + std::to_string(n_step) + ", alpha " + std::to_string(alpha));
+      DqnConfig cfg = small_config(true);
+      cfg.support = spec.default_support();
+      cfg.num_envs = N;
+      cfg.buffer_size = 64;
+      cfg.n_step = n_step;
+      cfg.per_alpha = alpha;
+      cfg.eps_start = cfg.eps_end = 1;
+      DqnConfig mcfg = cfg;
+      mcfg.mirror = true;
+      ASSERT_TRUE(device_learner_supports(mcfg).ok()) << device_learner_supports(mcfg).message();
+      DqnAgent agent(cfg, d, A);
+      const std::vector<float> params(agent.params().begin(), agent.params().end());
+      gpu::Context ctx(0);
+      auto env_p = make_device_env(spec, N);
+      auto env_m = make_device_env(spec, N);
+      DeviceLearnerConfig mc = device_learner_config(mcfg, d, A);
+      ASSERT_TRUE(set_device_mirror(spec, &mc).ok());
+      DeviceC51Learner plain(device_learner_config(cfg, d, A), env_p.get(), ctx, params);
+      DeviceC51Learner mirrored(mc, env_m.get(), ctx, params);
+      plain.reset(77);
+      mirrored.reset(77);
+      for (int s = 0; s < steps; ++s) {
+        plain.env_step();
+        mirrored.env_step();
+      }
+      const int rows = plain.stats().replay_size;
+      ASSERT_EQ(rows, N * (steps - (n_step - 1)));
+      ASSERT_EQ(mirrored.stats().replay_size, 2 * rows);
+      const DeviceC51Learner::ReplayRows P = plain.replay(), M = mirrored.replay();
+      auto row = [&](const std::vector<float>& v, int i) {
+        const auto at = v.begin() + static_cast<std::ptrdiff_t>(i) * d;
+        return std::vector<float>(at, at + d);
+      };
+      int asymmetric = 0;  // rows whose action is not its own mirror
+      for (int j = 0; j < rows; ++j) {
+        const int t = 2 * j, m = 2 * j + 1;
+        const size_t st = static_cast<size_t>(t), sm = static_cast<size_t>(m);
+        const size_t sj = static_cast<size_t>(j);
+        EXPECT_EQ(row(M.obs, t), row(P.obs, j)) << "row " << j;
+        EXPECT_EQ(row(M.next_obs, t), row(P.next_obs, j)) << "row " << j;
+        EXPECT_EQ(M.action[st], P.action[sj]) << "row " << j;
+        EXPECT_EQ(M.reward[st], P.reward[sj]) << "row " << j;
+        EXPECT_EQ(M.discount[st], P.discount[sj]) << "row " << j;
+        std::vector<float> o = row(M.obs, t), nx = row(M.next_obs, t);
+        mirror->obs(o);
+        mirror->obs(nx);
+        EXPECT_EQ(row(M.obs, m), o) << "mirror of row " << j;
+        EXPECT_EQ(row(M.next_obs, m), nx) << "mirror of row " << j;
+        EXPECT_EQ(M.action[sm], mirror->action[static_cast<size_t>(M.action[st])]) << j;
+        EXPECT_EQ(M.reward[sm], M.reward[st]) << "mirror of row " << j;
+        EXPECT_EQ(M.discount[sm], M.discount[st]) << "mirror of row " << j;
+        asymmetric += M.action[sm] != M.action[st];
+      }
+      EXPECT_GT(asymmetric, 0);
+      if (alpha > 0) {
+        const std::vector<double> tree = mirrored.sum_tree();
+        const size_t leaves = tree.size() / 2;
+        for (size_t i = 0; i < leaves; ++i) {
+          if (i < static_cast<size_t>(2 * rows)) {
+            EXPECT_GT(tree[leaves + i], 0.0) << "leaf " << i;
+          } else {
+            EXPECT_EQ(tree[leaves + i], 0.0) << "leaf " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+// --mirror through train_dqn_device on market making (2 lanes, 3000 steps, one update per 4 env
+// steps): the schedule's updates, and the same seed gives the same checkpoint bytes.
+TEST(RlLearnerGpu, MirrorRunOnMarketMakingIsDeterministic) {
+  FXT_SKIP_WITHOUT_GPU();
+  const EnvSpec spec = spec_named("mm");
+  auto probe = spec.make(1);
+  std::string bytes[2];
+  for (int run = 0; run < 2; ++run) {
+    DqnConfig cfg = cartpole_config(7);
+    cfg.support = spec.default_support();
+    cfg.mirror = true;
+    cfg.total_steps = 3000;
+    cfg.num_envs = 2;
+    cfg.train_frequency = 4;
+    DqnAgent agent(cfg, probe->obs_dim(), probe->num_actions());
+    TrainOptions o = cartpole_options(test::scratch_dir() + "/gpu_mirror_mm" + std::to_string(run));
+    o.stop_return = std::nan("");
+    o.eval_every = 0;
+    auto r = train_dqn_device(spec, o, &agent);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->env_steps, 3000);
+    EXPECT_EQ(r->updates, (3000 - 1000) / 4 + 1);
+    bytes[run] = file_bytes(o.out_dir + "/checkpoint.fxt");
+    ASSERT_GT(bytes[run].size(), 1000u);
+  }
+  EXPECT_TRUE(bytes[0] == bytes[1]) << "same seed, different checkpoint bytes";
+}
+
+TEST(RlLearnerGpu, DeviceMirrorIsTheEnvsSignFlip) {
+  // No GPU needed: market making negates the inventory entry and swaps bid and ask depths.
+  DeviceLearnerConfig d;
+  const EnvSpec spec = spec_named("mm");
+  auto env = spec.make(1);
+  d.obs_dim = env->obs_dim();
+  d.num_actions = env->num_actions();
+  ASSERT_TRUE(set_device_mirror(spec, &d).ok());
+  std::vector<float> want_sign(static_cast<size_t>(d.obs_dim), 1.0f);
+  want_sign[1] = -1.0f;
+  EXPECT_EQ(d.mirror_sign, want_sign);
+  auto m = env_mirror_map(spec);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(d.mirror_action, m->action);
+  DeviceLearnerConfig c;
+  c.obs_dim = 4;
+  c.num_actions = 2;
+  EXPECT_FALSE(set_device_mirror(spec_named("cartpole"), &c).ok());  // no mirror
+}
+
 TEST(RlLearnerGpu, RefusesWhatItDoesNotHave) {
   // No GPU needed: the check is on the config.
   DqnConfig cfg = cartpole_config(1);
@@ -789,8 +1084,16 @@ TEST(RlLearnerGpu, RefusesWhatItDoesNotHave) {
   EXPECT_TRUE(device_learner_supports(cfg).ok());  // and IQN
   cfg.per_alpha = 0.6;
   EXPECT_TRUE(device_learner_supports(cfg).ok());  // and prioritised replay
-  refused([](DqnConfig* c) { c->exploration = Exploration::kThompson; }, "Thompson");
-  refused([](DqnConfig* c) { c->mirror = true; }, "--mirror");
+  cfg.exploration = Exploration::kThompson;
+  EXPECT_TRUE(device_learner_supports(cfg).ok());  // and Thompson exploration
+  cfg.mirror = true;
+  EXPECT_TRUE(device_learner_supports(cfg).ok());  // and --mirror (the env is checked later)
+  refused(
+      [](DqnConfig* c) {
+        c->mirror = true;
+        c->num_envs = c->buffer_size / 2 + 1;  // two rows per lane and step
+      },
+      "two with --mirror");
   refused([](DqnConfig* c) { c->symmetric_policy = true; }, "--symmetric-policy");
   refused([](DqnConfig* c) { c->hidden = {8, 8, 8, 8, 8, 8, 8, 8}; }, "7 layers");
   refused([](DqnConfig* c) { c->num_envs = c->buffer_size + 1; }, "--buffer-size");

@@ -82,6 +82,23 @@ TEST(LinearEpsilon, CleanRlScheduleByHand) {
   EXPECT_NEAR(linear_epsilon(1, 0.05, 0.5, 500000, 400000), 0.05, 1e-15);
 }
 
+// Thompson exploration's C51 draw (DqnAgent::act and the GPU acting kernel): the atom whose
+// cumulative softmax interval [c_{j−1}, c_j) holds u; past the rounded total, the last atom.
+TEST(C51SampleIndex, WalksTheCumulativeProbabilities) {
+  const std::vector<float> even = {0.5f, 0.5f, 0.5f, 0.5f};  // p = 1/4 each
+  EXPECT_EQ(c51_sample_index<float>(even.data(), 4, 0.0), 0);
+  EXPECT_EQ(c51_sample_index<float>(even.data(), 4, 0.3), 1);
+  EXPECT_EQ(c51_sample_index<float>(even.data(), 4, 0.5), 2);  // on a boundary: the next atom
+  EXPECT_EQ(c51_sample_index<float>(even.data(), 4, 0.74), 2);
+  EXPECT_EQ(c51_sample_index<float>(even.data(), 4, 0.9999999), 3);
+  const std::vector<float> skew = {0.0f, std::log(3.0f)};  // p = {1/4, 3/4}
+  EXPECT_EQ(c51_sample_index<float>(skew.data(), 2, 0.24), 0);
+  EXPECT_EQ(c51_sample_index<float>(skew.data(), 2, 0.26), 1);
+  const std::vector<float> sharp = {-50.0f, 0.0f, -50.0f};  // nearly all mass on atom 1
+  EXPECT_EQ(c51_sample_index<float>(sharp.data(), 3, 0.5), 1);
+  EXPECT_EQ(c51_sample_index<float>(sharp.data(), 3, 1.0 - 1e-12), 1);
+}
+
 TEST(C51Loss, GradientMatchesFiniteDifferences) {
   const std::vector<double> logits = {0.3, -1.2, 0.8, 0.1, -0.4};
   const std::vector<double> m = {0.1, 0.0, 0.5, 0.3, 0.1};

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # GPU speed against the strongest PyTorch peer (DESIGN §11, issue 15), in one device call:
 #   1. `fxt bench train` FP32 at FXT_SCALING_BATCHES (step time, sequences/s, device memory per
-#      sequence, B = 1 forward), and with --precision tf32 at B = 32 and 256;
-#   2. `fxt bench predict` (scored snapshots/s per pass size, one snapshot's latency), FP32 and
-#      TF32;
+#      sequence, B = 1 forward), and with --precision tf32 and bf16 at B = 32 and 256;
+#   2. `fxt bench predict` (scored snapshots/s per pass size, one snapshot's latency), FP32, TF32
+#      and BF16;
 #   3. the PyTorch peer (bench/peer) in every form (loop, quadratic SSD, chunked SSD), mode
 #      (eager, graph, compile, compile+graph) and precision (fp32, tf32, bf16 autocast) that
 #      fits in FXT_PEER_LIMIT seconds, run as separate invocations in FXT_PEER_PLAN's order
@@ -33,9 +33,13 @@ if [ "${FXT_SKIP_FXT:-0}" != 1 ]; then
     --profile 10 --out "$OUT/fxt_train_fp32.json"
   "$BUILD/bin/fxt" bench train --device cuda --batch 32,256 --steps 300 --warmup 30 --profile 0 \
     --precision tf32 --out "$OUT/fxt_train_tf32.json"
+  "$BUILD/bin/fxt" bench train --device cuda --batch 32,256 --steps 300 --warmup 30 --profile 0 \
+    --precision bf16 --out "$OUT/fxt_train_bf16.json"
   "$BUILD/bin/fxt" bench predict --device cuda --out "$OUT/fxt_predict_fp32.json"
   "$BUILD/bin/fxt" bench predict --device cuda --precision tf32 --batch 4096,16384 \
     --out "$OUT/fxt_predict_tf32.json"
+  "$BUILD/bin/fxt" bench predict --device cuda --precision bf16 --batch 4096,16384 \
+    --out "$OUT/fxt_predict_bf16.json"
 fi
 deadline=$(( $(date +%s) + PEER_LIMIT ))
 i=0
@@ -60,21 +64,21 @@ for f in sorted(glob.glob(f"{out}/peer_*.json")):
 def load(name):
     p = f"{out}/{name}"
     return json.load(open(p)) if os.path.exists(p) else None
-fp32, tf32 = load("fxt_train_fp32.json"), load("fxt_train_tf32.json")
+fp32, tf32, bf16 = (load(f"fxt_train_{p}.json") for p in ("fp32", "tf32", "bf16"))
 print("\npeer rows:")
 for p in sorted(peer, key=lambda p: (p["precision"], p["B"], p["step_ms"])):
     print(f"  {p['precision']:>4} B={p['B']:<4} {p['form']:>9} {p['mode']:<14} {p['step_ms']:9.3f} ms")
 print("\nprecision  B     foxhunt ms (its precision)   best peer (form, mode)            peer ms   ratio")
-# Each precision against the peer at the same precision. foxhunt has no bf16 path (docs/GPU.md
-# "Precision"): its TF32 step is set against the peer's bf16 autocast rows, labelled as such.
-for prec, ours in (("fp32", fp32), ("tf32", tf32), ("bf16", tf32)):
+# Each precision against the peer at the same precision (foxhunt's bf16: BF16 operands converted
+# per product, docs/GPU.md "Precision"; the peer's: torch.autocast).
+for prec, ours in (("fp32", fp32), ("tf32", tf32), ("bf16", bf16)):
     if ours is None:
         continue
     for r in ours["results"]:
         if r["B"] not in (32, 256):
             continue
         rows = [p for p in peer if p["B"] == r["B"] and p["precision"] == prec]
-        label = "fp32" if ours is fp32 else "tf32"
+        label = prec
         if not rows:
             print(f"{prec:>9} {r['B']:>4}   {r['step_ms']:9.4f} ({label})   (no peer result)")
             continue
@@ -91,7 +95,7 @@ if fp32:
               f"(marginal {r.get('device_bytes_per_sequence_marginal', 0)/1024:.0f} KiB)")
     print(f"B=1 forward (all positions): {fp32['fwd_b1_ms']*1e3:.1f} us graph, "
           f"{fp32['fwd_b1_end_to_end_ms']*1e3:.1f} us host to host")
-for name in ("fxt_predict_fp32.json", "fxt_predict_tf32.json"):
+for name in ("fxt_predict_fp32.json", "fxt_predict_tf32.json", "fxt_predict_bf16.json"):
     p = load(name)
     if p is None:
         continue

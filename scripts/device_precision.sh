@@ -5,9 +5,9 @@
 #      B = 32 and 256) while foxhunt builds at nice 19 (compilation is CPU work; the peer's
 #      timed replays were measured equal within 0.3 % with and without the build beside them);
 #   2. the GPU test programs (every precision's parity tests among them);
-#   3. `fxt bench train` and `fxt bench predict` at FP32 and TF32, the peer's graph rows, and the
+#   3. `fxt bench train` and `fxt bench predict` at FP32, TF32 and BF16, the peer's graph rows, and the
 #      ratios against the best peer row per precision (scripts/bench_train_gpu.sh);
-#   quality: `fxt quickstart --device cuda` at each precision side by side (5 threads each),
+#   quality: `fxt quickstart --device cuda` at each precision side by side (4 threads each),
 #      then every horizon's model AUC and verdict against the baselines next to FP32's;
 #   sanitize: compute-sanitizer over the GPU tests (device_check.sh's set plus the precision
 #      tests).
@@ -42,9 +42,9 @@ FXT_BENCH_DIR="$OUT/bench" FXT_PEER_PLAN="graph|quadratic chunked|fp32 tf32 bf16
   bash scripts/bench_train_gpu.sh build-dev 2>&1 | tee "$OUT/bench.log" | tail -40
 fi
 if has quality; then
-  for p in fp32 tf32; do
+  for p in fp32 tf32 bf16; do
     # Outside $OUT (stores and market files are hundreds of MB); eval.json is copied back.
-    (build-dev/bin/fxt quickstart --device cuda --precision $p --threads 5 --out "/tmp/qs_$p" \
+    (build-dev/bin/fxt quickstart --device cuda --precision $p --threads 4 --out "/tmp/qs_$p" \
        > "$OUT/qs_$p.log" 2>&1
      mkdir -p "$OUT/qs_$p" && cp /tmp/qs_$p/eval.json /tmp/qs_$p/run.json "$OUT/qs_$p/") &
   done
@@ -54,7 +54,7 @@ if has quality; then
 import json, os, sys
 out = sys.argv[1]
 ev = {}
-for p in ("fp32", "tf32"):
+for p in ("fp32", "tf32", "bf16"):
     f = f"{out}/qs_{p}/eval.json"
     if os.path.exists(f):
         ev[p] = json.load(open(f))

@@ -149,7 +149,7 @@ def train(stores, run_dir: Union[str, os.PathLike], config: Optional[Mapping[str
     """``fxt train``: trains into run_dir (checkpoints, metrics.jsonl, run.json) and returns the
     summary. ``config`` overrides keys of ``default_train_config()`` (as saved in a
     checkpoint: ``epochs``, ``steps_per_epoch``, ``batch``, ``window``, ``horizons``, ``lr``,
-    ``model`` ...). ``precision``: the GPU's matrix products, "fp32" or "tf32" (as
+    ``model`` ...). ``precision``: the GPU's matrix products, "fp32", "tf32" or "bf16" (as
     ``--precision``; the CPU path is fp32 only). Each epoch's metrics line goes to the ``foxhunt`` logger and to
     ``callback(dict)``. The GIL is released while training."""
     merged = default_train_config()

@@ -7,10 +7,10 @@
 
 namespace fxt::python {
 namespace {
-// The `precision` argument ("fp32", "tf32"), as --precision.
+// The `precision` argument ("fp32", "tf32", "bf16"), as --precision.
 Precision precision_arg(const std::string& name) {
   const std::optional<Precision> p = precision_from_name(name);
-  if (!p) raise(UsageError("precision must be fp32 or tf32 (got '{}')", name));
+  if (!p) raise(UsageError("precision must be fp32, tf32 or bf16 (got '{}')", name));
   return *p;
 }
 }  // namespace

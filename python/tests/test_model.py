@@ -86,5 +86,8 @@ def test_reduced_precision_is_a_gpu_precision(checkpoint, synth_store, tmp_path)
         foxhunt.Checkpoint(checkpoint).predict(synth_store, device="cpu", precision="tf32")
     with pytest.raises(foxhunt.Error, match="--precision tf32: the CPU backend"):
         foxhunt.evaluate(checkpoint, [synth_store], device="cpu", precision="tf32")
-    with pytest.raises(foxhunt.Error, match="precision must be fp32 or tf32 .got 'bf16'."):
+    with pytest.raises(foxhunt.Error, match="--precision bf16: the CPU backend"):
         foxhunt.train([synth_store], tmp_path / "r3", device="cpu", precision="bf16")
+    assert not (tmp_path / "r3").exists()
+    with pytest.raises(foxhunt.Error, match="precision must be fp32, tf32 or bf16 .got 'fp16'."):
+        foxhunt.train([synth_store], tmp_path / "r4", device="cpu", precision="fp16")

@@ -143,9 +143,10 @@ CLI::Option* add_precision_flag(CLI::App* cmd, Precision* p) {
   return cmd
       ->add_option_function<std::string>(
           "--precision", [p](const std::string& name) { *p = *precision_from_name(name); },
-          "GPU matrix products: fp32, or tf32 (tensor-core products with FP32 accumulation; "
-          "weights, optimizer state and recurrences stay FP32; the CPU path is fp32 only)")
-      ->check(CLI::IsMember({"fp32", "tf32"}))
+          "GPU matrix products: fp32, tf32 or bf16 (tensor-core products of operands rounded "
+          "to TF32 or BF16, FP32 accumulation; weights, optimizer state and recurrences stay "
+          "FP32; the CPU path is fp32 only)")
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
       ->default_str(precision_name(*p));
 }
 

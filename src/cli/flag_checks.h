@@ -42,7 +42,7 @@ void guard_numeric_flags(CLI::App& app);
 Result<std::vector<int>> parse_int_list(const std::string& flag, const std::string& text, int lo,
                                         int hi);
 
-// `--precision fp32|tf32` written into *p: the GPU's matrix products (core/precision.h).
+// `--precision fp32|tf32|bf16` written into *p: the GPU's matrix products (core/precision.h).
 CLI::Option* add_precision_flag(CLI::App* cmd, Precision* p);
 
 // `--oracle FILE --oracle-rows N --oracle-paths N --oracle-max-horizon H` written into *spec:

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include <cuda_bf16.h>
+
 #include "gpu/runtime.h"
 
 namespace fxt::gpu {
@@ -77,10 +79,40 @@ Context::Context(int device) : device_(device) {
 }
 
 Context::~Context() {
+  if (bf16_) cudaFree(bf16_);
+  for (void* p : bf16_retired_) cudaFree(p);
   if (reduce_scratch_) cudaFree(reduce_scratch_);
   if (blas_) cublasDestroy(blas_);
   if (blas_workspace_) cudaFree(blas_workspace_);
   if (stream_) cudaStreamDestroy(stream_);
+}
+
+void Context::grow_bf16(size_t n) const {
+  void* p = nullptr;
+  FXT_CUDA_CHECK(cudaMalloc(&p, n * sizeof(__nv_bfloat16)));
+  if (bf16_) bf16_retired_.push_back(bf16_);  // a captured graph may still read it
+  bf16_ = p;
+  bf16_n_ = n;
+}
+
+void* Context::bf16_workspace(size_t n) const {
+  if (n <= bf16_n_) return bf16_;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  FXT_CUDA_CHECK(cudaStreamIsCapturing(stream_, &status));
+  if (status != cudaStreamCaptureStatusNone) {
+    bf16_needed_in_capture_ = std::max(bf16_needed_in_capture_, n);
+    return nullptr;
+  }
+  grow_bf16(std::max(n, 2 * bf16_n_));
+  return bf16_;
+}
+
+bool Context::grow_bf16_after_capture() const {
+  const size_t need = bf16_needed_in_capture_;
+  bf16_needed_in_capture_ = 0;
+  if (need <= bf16_n_) return false;
+  grow_bf16(need);
+  return true;
 }
 
 std::string Context::device_name() const {
@@ -106,9 +138,21 @@ void Graph::begin_capture(const Context& ctx) {
   FXT_CUDA_CHECK(cudaStreamBeginCapture(ctx.stream(), cudaStreamCaptureModeThreadLocal));
 }
 
-void Graph::end_capture(const Context& ctx) {
+bool Graph::end_capture(const Context& ctx, int attempt) {
   FXT_CUDA_CHECK(cudaStreamEndCapture(ctx.stream(), &graph_));
+  if (ctx.grow_bf16_after_capture()) {
+    // Products were left out of this capture for want of BF16 workspace; it has grown now.
+    if (attempt > 0) {
+      cuda_fail("Graph::capture",
+                "a second capture needed more BF16 workspace than the first (the captured work "
+                "must enqueue the same products each time)",
+                __FILE__, __LINE__);
+    }
+    reset();
+    return false;
+  }
   FXT_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+  return true;
 }
 
 void Graph::launch(const Context& ctx) const {
@@ -174,29 +218,107 @@ void PhaseTimer::end(double weight) {
 }
 
 namespace {
-// The cuBLAS compute type of a precision: FP32 inputs and outputs in every mode; TF32 lets cuBLAS
-// run tensor-core kernels that read the inputs rounded to TF32 and accumulate in FP32.
+// The cuBLAS compute type of a precision. FP32 and TF32 read FP32 operands; TF32 lets cuBLAS run
+// tensor-core kernels that read them rounded to TF32. bf16 hands cuBLAS BF16 operands
+// (converted below) with CUBLAS_COMPUTE_32F: BF16 tensor-core products, FP32 accumulation.
 cublasComputeType_t compute_type(Precision p) {
   return p == Precision::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
 
-// Row-major C = A B is column-major C^T = B^T A^T: swap the operands and the m/n roles.
+// ---- BF16 operands (Precision::kBf16) ----------------------------------------------------------
+// One operand as a product reads it: `batch` row-major matrices of rows x cols at row stride ld,
+// matrix q at element offset q * stride (stride 0: one matrix shared by every product).
+struct Operand {
+  const float* p;
+  int rows, cols, ld;
+  long long stride;
+  int batch;
+  long long matrices() const { return stride == 0 ? 1 : batch; }
+  size_t packed() const {
+    return static_cast<size_t>(matrices()) * static_cast<size_t>(rows) * static_cast<size_t>(cols);
+  }
+};
+
+// dst[(q * rows + r) * cols + c] = bf16_rn(src[q * stride + r * ld + c]): exactly the elements
+// the product reads, packed (row stride cols, matrix stride rows * cols). Launch: block (32, 8),
+// threads along a row's columns (coalesced), grid-stride over columns (x) and over the
+// matrices' rows (y, capped at 65,535 blocks). Elementwise, so deterministic.
+__global__ void to_bf16_kernel(const float* __restrict__ src, int rows, int cols, int ld,
+                               long long stride, long long total_rows,
+                               __nv_bfloat16* __restrict__ dst) {
+  for (long long row = blockIdx.y * static_cast<long long>(blockDim.y) + threadIdx.y;
+       row < total_rows; row += static_cast<long long>(gridDim.y) * blockDim.y) {
+    const long long q = row / rows, r = row - q * rows;
+    const float* s = src + q * stride + r * ld;
+    __nv_bfloat16* d = dst + row * cols;
+    for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += gridDim.x * blockDim.x)
+      d[c] = __float2bfloat16_rn(s[c]);
+  }
+}
+
+void to_bf16(const Context& ctx, const Operand& o, __nv_bfloat16* dst) {
+  const long long total_rows = o.matrices() * o.rows;
+  if (total_rows == 0 || o.cols == 0) return;
+  const dim3 block(32, 8);
+  const dim3 grid(static_cast<unsigned>(std::min((o.cols + 31) / 32, 64)),
+                  static_cast<unsigned>(std::min<long long>((total_rows + 7) / 8, 65535)));
+  to_bf16_kernel<<<grid, block, 0, ctx.stream()>>>(o.p, o.rows, o.cols, o.ld, o.stride, total_rows,
+                                                   dst);
+  FXT_CUDA_LAUNCH_CHECK();
+}
+
+// Every cuBLAS product. Row-major C = A B is column-major C^T = B^T A^T: swap the operands and
+// the m/n roles. `batched`: cublasGemmStridedBatchedEx over `batch` products, else one
+// cublasGemmEx (batch 1, strides unused). In bf16 the operands are first converted into the
+// context's workspace (A packed at its start, B after it at a 256-byte boundary) and cuBLAS reads
+// them there: CUDA_R_16BF A and B, CUDA_R_32F C and scale, CUBLAS_COMPUTE_32F.
+void cublas_product(const Context& ctx, bool trans_a, bool trans_b, int m, int n, int k,
+                    float alpha, const float* a, int lda, long long stride_a, const float* b,
+                    int ldb, long long stride_b, float beta, float* c, int ldc, long long stride_c,
+                    int batch, bool batched) {
+  const void* pa = a;
+  const void* pb = b;
+  cudaDataType_t type = CUDA_R_32F;
+  if (ctx.precision() == Precision::kBf16 && k > 0) {  // k = 0 reads no operand: C = beta C
+    const Operand oa{a, trans_a ? k : m, trans_a ? m : k, lda, batched ? stride_a : 0, batch};
+    const Operand ob{b, trans_b ? n : k, trans_b ? k : n, ldb, batched ? stride_b : 0, batch};
+    const size_t off_b = (oa.packed() + 127) / 128 * 128;
+    auto* ws = static_cast<__nv_bfloat16*>(ctx.bf16_workspace(off_b + ob.packed()));
+    if (ws == nullptr) return;  // a sizing capture: discarded and taken again (Graph::capture)
+    to_bf16(ctx, oa, ws);
+    to_bf16(ctx, ob, ws + off_b);
+    pa = ws, pb = ws + off_b;
+    lda = std::max(1, oa.cols), ldb = std::max(1, ob.cols);
+    stride_a = oa.stride == 0 ? 0 : static_cast<long long>(oa.rows) * oa.cols;
+    stride_b = ob.stride == 0 ? 0 : static_cast<long long>(ob.rows) * ob.cols;
+    type = CUDA_R_16BF;
+  }
+  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (batched) {
+    FXT_CUBLAS_CHECK(
+        cublasGemmStridedBatchedEx(ctx.blas(), op_b, op_a, n, m, k, &alpha, pb, type, ldb, stride_b,
+                                   pa, type, lda, stride_a, &beta, c, CUDA_R_32F, ldc, stride_c,
+                                   batch, compute_type(ctx.precision()), CUBLAS_GEMM_DEFAULT));
+  } else {
+    FXT_CUBLAS_CHECK(cublasGemmEx(ctx.blas(), op_b, op_a, n, m, k, &alpha, pb, type, ldb, pa, type,
+                                  lda, &beta, c, CUDA_R_32F, ldc, compute_type(ctx.precision()),
+                                  CUBLAS_GEMM_DEFAULT));
+  }
+}
+
 void cublas_gemm_batched(const Context& ctx, bool trans_a, bool trans_b, int m, int n, int k,
                          float alpha, const float* a, int lda, long long stride_a, const float* b,
                          int ldb, long long stride_b, float beta, float* c, int ldc,
                          long long stride_c, int batch) {
-  FXT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-      ctx.blas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
-      &alpha, b, CUDA_R_32F, ldb, stride_b, a, CUDA_R_32F, lda, stride_a, &beta, c, CUDA_R_32F, ldc,
-      stride_c, batch, compute_type(ctx.precision()), CUBLAS_GEMM_DEFAULT));
+  cublas_product(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c,
+                 ldc, stride_c, batch, /*batched=*/true);
 }
 
 void cublas_gemm(const Context& ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                  const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
-  FXT_CUBLAS_CHECK(cublasGemmEx(ctx.blas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, CUDA_R_32F,
-                                ldb, a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F, ldc,
-                                compute_type(ctx.precision()), CUBLAS_GEMM_DEFAULT));
+  cublas_product(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1,
+                 /*batched=*/false);
 }
 
 // ---- small products (m <= kSmallGemmRows) ------------------------------------------------------

@@ -167,11 +167,30 @@ class Context {
   // partials are consumed before the next op writes the scratch again.
   float* reduce_scratch() const { return reduce_scratch_; }
   size_t reduce_scratch_floats() const { return reduce_scratch_floats_; }
+  // The BF16 operand workspace of the bf16 products (Precision::kBf16: each cuBLAS product's A
+  // and B converted to BF16 here, then multiplied). Returns room for n BF16 values (2 bytes
+  // each), or nullptr while the stream is being captured and the workspace holds fewer: the
+  // product is then left out and the shortfall noted, and Graph::capture grows the workspace
+  // and captures again, so no capture allocates. Outside a capture it grows on demand (to at
+  // least twice its size). A buffer it outgrows stays allocated until the context is destroyed:
+  // graphs captured earlier still read from it. Products on the one stream run in order, so
+  // one product's operands are read before the next product converts its own.
+  void* bf16_workspace(size_t n) const;
+  size_t bf16_workspace_size() const { return bf16_n_; }  // BF16 values it holds now
+  // After a capture: true when some product of it found the workspace too small; the workspace
+  // has then grown to the capture's largest need (the capture must be taken again).
+  bool grow_bf16_after_capture() const;
 
  private:
+  void grow_bf16(size_t n) const;
   int device_ = 0;
   float* reduce_scratch_ = nullptr;
   size_t reduce_scratch_floats_ = 0;
+  // The BF16 workspace (mutable: ops take a const Context; a cache of scratch memory).
+  mutable void* bf16_ = nullptr;
+  mutable size_t bf16_n_ = 0;
+  mutable size_t bf16_needed_in_capture_ = 0;  // largest unmet need of the running capture
+  mutable std::vector<void*> bf16_retired_;    // outgrown buffers, freed with the context
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   void* blas_workspace_ = nullptr;
@@ -189,11 +208,17 @@ class Graph {
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
+  // The body runs a second time when its first capture found the context's BF16 workspace too
+  // small (the first bf16 capture on a context without a warm-up run): that capture is
+  // discarded, the workspace grown to what it needed, and the body captured again. So a body
+  // must enqueue the same work each time it runs (every body here does).
   template <typename F>
   void capture(const Context& ctx, F&& body) {
-    begin_capture(ctx);
-    body();
-    end_capture(ctx);
+    for (int attempt = 0;; ++attempt) {
+      begin_capture(ctx);
+      body();
+      if (end_capture(ctx, attempt)) return;
+    }
   }
   void launch(const Context& ctx) const;  // asynchronous; ordered on ctx's stream
   void reset();                           // back to empty (capture again before launching)
@@ -202,7 +227,9 @@ class Graph {
 
  private:
   void begin_capture(const Context& ctx);
-  void end_capture(const Context& ctx);
+  // Ends the capture and instantiates it; false (nothing instantiated) when it must be taken
+  // again because the BF16 workspace grew.
+  bool end_capture(const Context& ctx, int attempt);
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
 };
@@ -251,7 +278,9 @@ class PhaseTimer {
 // Products of at most kSmallGemmRows output rows (one window at B = 1, a head at the last
 // position, a few RL lanes) run on the project's own tiled kernel instead of cuBLAS: one node,
 // no split-K, an FP32 sum in increasing k in every precision mode (docs/GPU.md "Small
-// products"). gemm_tn_rows always uses cuBLAS.
+// products"). gemm_tn_rows always uses cuBLAS. Every cuBLAS product follows ctx.precision():
+// FP32 or TF32 compute on FP32 operands, or (bf16) A and B converted to BF16 (round to nearest
+// even) into ctx.bf16_workspace() and multiplied with FP32 accumulation into the FP32 C.
 constexpr int kSmallGemmRows = 64;
 void gemm(const Context& ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
           const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);

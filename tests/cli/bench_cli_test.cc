@@ -58,7 +58,9 @@ TEST(BenchCli, BadFlagsExitTwoWithOneLine) {
         Bad{"bench train --device cpu --batch ,", "--batch ',': item '' is not an integer"},
         Bad{"bench train --device cpu --precision tf32",
             "--precision tf32: the CPU backend computes in FP32 only (it needs --device cuda)"},
-        Bad{"bench predict --device cpu --precision bf16", "--precision: bf16 not in"}}) {
+        Bad{"bench predict --device cpu --precision bf16",
+            "--precision bf16: the CPU backend computes in FP32 only (it needs --device cuda)"},
+        Bad{"bench predict --device cpu --precision fp16", "--precision: fp16 not in"}}) {
     auto r = run_fxt(b.args);
     EXPECT_EQ(r.exit_code, 2) << b.args << ": " << r.output;
     EXPECT_NE(r.output.find(b.says), std::string::npos) << b.args << ": " << r.output;

@@ -252,22 +252,23 @@ TEST_F(RobustnessTest, DuplicateHorizonsAreRefused) {
   EXPECT_FALSE(fs::exists(out_ + "/dup"));
 }
 
-// TF32 is a GPU precision: on the CPU backend train, eval and predict refuse it before reading
-// data (no run directory, no output), and an unknown precision (bf16 has no path) is a usage
-// error.
+// TF32 and BF16 are GPU precisions: on the CPU backend train, eval and predict refuse them
+// before reading data (no run directory, no output), and an unknown precision is a usage error.
 TEST_F(RobustnessTest, ReducedPrecisionOnTheCpuIsRefused) {
   const std::string says = "the CPU backend computes in FP32 only (it needs --device cuda)";
-  expect_usage_error(run_fxt("train --device cpu --precision tf32 --store " + store() +
-                             " --run-dir " + out_ + "/tf32"),
-                     "--precision tf32: " + says);
-  EXPECT_FALSE(fs::exists(out_ + "/tf32"));
-  expect_usage_error(run_fxt("eval --device cpu --precision tf32 --checkpoint " + run() +
-                             "/best.ckpt --store " + store()),
-                     "--precision tf32: " + says);
-  expect_usage_error(run_fxt("predict --device cpu --precision tf32 --checkpoint " + run() +
-                             "/best.ckpt --store " + store() + " --out " + out_ + "/p.csv"),
-                     "--precision tf32: " + says);
-  EXPECT_FALSE(fs::exists(out_ + "/p.csv"));
+  for (const std::string p : {"tf32", "bf16"}) {
+    expect_usage_error(run_fxt("train --device cpu --precision " + p + " --store " + store() +
+                               " --run-dir " + out_ + "/" + p),
+                       "--precision " + p + ": " + says);
+    EXPECT_FALSE(fs::exists(out_ + "/" + p));
+    expect_usage_error(run_fxt("eval --device cpu --precision " + p + " --checkpoint " + run() +
+                               "/best.ckpt --store " + store()),
+                       "--precision " + p + ": " + says);
+    expect_usage_error(run_fxt("predict --device cpu --precision " + p + " --checkpoint " + run() +
+                               "/best.ckpt --store " + store() + " --out " + out_ + "/p.csv"),
+                       "--precision " + p + ": " + says);
+    EXPECT_FALSE(fs::exists(out_ + "/p.csv"));
+  }
   expect_usage_error(
       run_fxt("train --precision fp16 --store " + store() + " --run-dir " + out_ + "/fp16"),
       "--precision: fp16 not in");

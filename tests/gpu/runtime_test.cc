@@ -4,6 +4,7 @@
 // gemm_tn_rows against the host product, and fill / broadcast / add / copy.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -55,6 +56,21 @@ void host_gemm(bool ta, bool tb, int m, int n, int k, float alpha, const std::ve
       cv = static_cast<float>(alpha * s + static_cast<double>(beta) * cv);
     }
   }
+}
+
+// x rounded to BF16 (8 significant bits, to nearest even; finite x), as __float2bfloat16_rn.
+float bf16_round(float x) {
+  uint32_t u = 0;
+  std::memcpy(&u, &x, sizeof u);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  u &= 0xFFFF0000u;
+  float r = 0.0f;
+  std::memcpy(&r, &u, sizeof r);
+  return r;
+}
+std::vector<float> bf16_rounded(std::vector<float> v) {
+  for (float& x : v) x = bf16_round(x);
+  return v;
 }
 
 void run_gemm(bool ta, bool tb, int m, int n, int k, int pad, uint64_t seed) {
@@ -143,18 +159,22 @@ TEST(GpuRuntime, SmallProductsAreFp32InEveryPrecision) {
   const int m = kSmallGemmRows, n = 48, k = 200;
   const auto a = random_vector(static_cast<size_t>(m) * k, 301);
   const auto b = random_vector(static_cast<size_t>(n) * k, 302);
-  std::vector<float> out[2];
-  for (int q = 0; q < 2; ++q) {
+  const Precision modes[3] = {Precision::kFp32, Precision::kTf32, Precision::kBf16};
+  std::vector<float> out[3];
+  for (int q = 0; q < 3; ++q) {
     Context ctx;
-    ctx.set_precision(q == 0 ? Precision::kFp32 : Precision::kTf32);
+    ctx.set_precision(modes[q]);
     auto ga = to_device(a), gb = to_device(b);
     DeviceBuffer<float> gc(static_cast<size_t>(m) * n);
     gemm(ctx, false, true, m, n, k, 1.0f, ga.data(), k, gb.data(), k, 0.0f, gc.data(), n);
     ctx.sync();
     out[q] = gc.download();
   }
-  ASSERT_EQ(out[0].size(), out[1].size());
-  for (size_t i = 0; i < out[0].size(); ++i) ASSERT_EQ(out[0][i], out[1][i]) << "element " << i;
+  for (int q = 1; q < 3; ++q) {
+    ASSERT_EQ(out[0].size(), out[q].size());
+    for (size_t i = 0; i < out[0].size(); ++i)
+      ASSERT_EQ(out[0][i], out[q][i]) << precision_name(modes[q]) << " element " << i;
+  }
   // And they are FP32 sums: within FP32's accumulation bound of the double product.
   double worst = 0.0;
   for (int i = 0; i < m; ++i) {
@@ -173,12 +193,12 @@ TEST(GpuRuntime, SmallProductsAreFp32InEveryPrecision) {
 }
 
 // Every precision's products against the double product, elementwise within the bound of its
-// arithmetic: each input rounded with relative error e (precision_input_error: 2^-10 TF32, 0 for
-// FP32), so a product is off by at most (2e + e^2) of |a b|, plus FP32
+// arithmetic: each input rounded with relative error e (precision_input_error: 2^-10 TF32,
+// 2^-8 BF16, 0 for FP32), so a product is off by at most (2e + e^2) of |a b|, plus FP32
 // accumulation over k terms (k 2^-24 of the sum of |a b|) and the output's rounding:
 //   |c - c_ref| <= ((2e + e^2) + (k + 2) 2^-24) (|alpha| sum_p |a_ip b_pj| + |beta| |c0_ij|).
-// With `engaged`, TF32's worst error must also exceed FP32's bound, so the test fails if an
-// aligned product silently ran in FP32 (cuBLAS may keep FP32 kernels for odd shapes).
+// With `engaged`, a reduced precision's worst error must also exceed FP32's bound, so the test
+// fails if an aligned product silently ran in FP32 (cuBLAS may keep FP32 kernels for odd shapes).
 // Returns the worst error in units of sum |a b|.
 double run_gemm_precision(Precision p, bool ta, bool tb, int m, int n, int k, int batch,
                           bool engaged, uint64_t seed) {
@@ -240,7 +260,7 @@ double run_gemm_precision(Precision p, bool ta, bool tb, int m, int n, int k, in
 
 TEST(GpuRuntime, GemmEveryPrecisionWithinItsRoundingBound) {
   FXT_SKIP_WITHOUT_GPU();
-  for (Precision p : {Precision::kFp32, Precision::kTf32}) {
+  for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kBf16}) {
     double worst = 0.0;
     for (int ta = 0; ta < 2; ++ta) {
       for (int tb = 0; tb < 2; ++tb) {
@@ -254,6 +274,196 @@ TEST(GpuRuntime, GemmEveryPrecisionWithinItsRoundingBound) {
     std::printf("[gemm precision] %s: worst error %.3e of sum |a b| (input rounding %.3e)\n",
                 precision_name(p), worst, precision_input_error(p));
   }
+}
+
+// ---- bf16: the products of BF16-rounded operands, accumulated in FP32 -------------------------
+
+// One bf16 product (gemm when batch = 1, else gemm_batched) against the double product of the
+// BF16-rounded A and B: what the tensor cores multiply exactly, so what remains is the FP32
+// accumulation over k terms and the output's rounding, within
+//   2 (k + 2) 2^-24 (|alpha| sum_p |a'_ip b'_pj| + |beta| |c0_ij|)   (a', b': rounded)
+// (twice the round-to-nearest bound: tensor cores may truncate inside their sums). Any product
+// of unrounded or differently rounded (truncated) operands is off by ~2^-9 per term, far
+// outside. A is padded (lda > its row), matrices sit at strides with gaps, B may be shared
+// (stride 0): the conversion must read exactly the product's elements. Returns the worst error in
+// units of the scale.
+double run_bf16_gemm(bool ta, bool tb, int m, int n, int k, int batch, int pad, bool shared_b,
+                     uint64_t seed) {
+  const int a_rows = ta ? k : m, a_cols = ta ? m : k;
+  const int b_rows = tb ? n : k, b_cols = tb ? k : n;
+  const int lda = a_cols + pad, ldb = b_cols + pad, ldc = n + pad;
+  const long long sa = static_cast<long long>(a_rows) * lda + 4;
+  const long long sb = shared_b ? 0 : static_cast<long long>(b_rows) * ldb + 2;
+  const long long sc = static_cast<long long>(m) * ldc + 1;
+  const auto a = random_vector(static_cast<size_t>(sa) * batch, seed);
+  const auto b = random_vector(static_cast<size_t>(shared_b ? b_rows * ldb : sb * batch), seed + 1);
+  const auto c0 = random_vector(static_cast<size_t>(sc) * batch, seed + 2);
+  const std::vector<float> ar = bf16_rounded(a), br = bf16_rounded(b);
+  const float alpha = 0.75f, beta = -0.5f;
+  Context ctx;
+  ctx.set_precision(Precision::kBf16);
+  auto ga = to_device(a), gb = to_device(b), gc = to_device(c0);
+  if (batch == 1) {
+    gemm(ctx, ta, tb, m, n, k, alpha, ga.data(), lda, gb.data(), ldb, beta, gc.data(), ldc);
+  } else {
+    gemm_batched(ctx, ta, tb, m, n, k, alpha, ga.data(), lda, sa, gb.data(), ldb, sb, beta,
+                 gc.data(), ldc, sc, batch);
+  }
+  ctx.sync();
+  const std::vector<float> out = gc.download();
+  const double bound = 2.0 * (k + 2) * std::ldexp(1.0, -24);
+  const std::string what = std::string("bf16 gemm ") + (ta ? "T" : "N") + (tb ? "T" : "N") + " " +
+                           std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+                           " batch " + std::to_string(batch) + (shared_b ? " shared B" : "");
+  double worst = 0.0;
+  for (int q = 0; q < batch; ++q) {
+    for (int i = 0; i < m; ++i) {
+      for (int j = 0; j < n; ++j) {
+        double sum = 0.0, mag = 0.0;
+        for (int t = 0; t < k; ++t) {
+          const double av =
+              ar[static_cast<size_t>(q * sa) +
+                 (ta ? static_cast<size_t>(t) * lda + i : static_cast<size_t>(i) * lda + t)];
+          const double bv =
+              br[static_cast<size_t>(q * sb) +
+                 (tb ? static_cast<size_t>(j) * ldb + t : static_cast<size_t>(t) * ldb + j)];
+          sum += av * bv;
+          mag += std::abs(av * bv);
+        }
+        const size_t o = static_cast<size_t>(q * sc) + static_cast<size_t>(i) * ldc + j;
+        const double ref = alpha * sum + beta * static_cast<double>(c0[o]);
+        const double scale = std::abs(alpha) * mag + std::abs(beta) * std::abs(c0[o]);
+        const double err = std::abs(out[o] - ref);
+        worst = std::max(worst, err / scale);
+        if (err > bound * scale) {
+          ADD_FAILURE() << what << " at (" << q << ", " << i << ", " << j << "): " << out[o]
+                        << " vs " << ref << ", error " << err / scale << " of the scale > "
+                        << bound;
+          return worst;
+        }
+      }
+    }
+  }
+  // The padding columns of C are untouched.
+  for (int q = 0; q < batch; ++q) {
+    for (int i = 0; i < m; ++i) {
+      for (int j = n; j < ldc; ++j) {
+        const size_t o = static_cast<size_t>(q * sc) + static_cast<size_t>(i) * ldc + j;
+        EXPECT_EQ(out[o], c0[o]) << what << " wrote padding at (" << q << ", " << i << ", " << j
+                                 << ")";
+      }
+    }
+  }
+  return worst;
+}
+
+TEST(GpuRuntime, Bf16GemmIsTheProductOfBf16RoundedInputs) {
+  FXT_SKIP_WITHOUT_GPU();
+  double worst = 0.0;
+  for (int ta = 0; ta < 2; ++ta) {
+    for (int tb = 0; tb < 2; ++tb) {
+      const uint64_t seed = 500 + 10 * static_cast<uint64_t>(ta * 2 + tb);
+      // Above kSmallGemmRows rows (cuBLAS): aligned, padded, odd, batched, batched with B shared.
+      worst = std::max(worst, run_bf16_gemm(ta, tb, 128, 96, 256, 1, 0, false, seed));
+      worst = std::max(worst, run_bf16_gemm(ta, tb, 96, 48, 128, 1, 3, false, seed + 1));
+      worst = std::max(worst, run_bf16_gemm(ta, tb, 67, 23, 19, 1, 1, false, seed + 2));
+      worst = std::max(worst, run_bf16_gemm(ta, tb, 96, 48, 128, 3, 2, false, seed + 3));
+      worst = std::max(worst, run_bf16_gemm(ta, tb, 70, 9, 83, 5, 1, true, seed + 4));
+    }
+  }
+  std::printf("[bf16 gemm] worst error %.3e of sum |a' b'| against the rounded inputs' product\n",
+              worst);
+}
+
+// BF16 operands are really used: every input is v = 1 + 5 2^-10, exact in TF32 (so FP32 and
+// TF32 products are v^2 up to FP32 accumulation) but not in BF16, which rounds it (to nearest
+// even) up to 1 + 2^-7. Each BF16 term is then (1 + 2^-7)^2, 5.9e-3 relative above v^2: every
+// output is off FP32's by ~3x TF32's whole bound (2 e + e^2 + (k + 2) 2^-24, e = 2^-10), and
+// equals k (1 + 2^-7)^2 to FP32 accumulation (truncating to 1 instead would give k).
+TEST(GpuRuntime, Bf16ProductsDifferFromFp32BeyondTf32sBound) {
+  FXT_SKIP_WITHOUT_GPU();
+  const int m = 128, n = 96, k = 256;
+  const float v = 1.0f + 5.0f / 1024.0f;
+  const std::vector<float> a(static_cast<size_t>(m) * k, v), b(static_cast<size_t>(k) * n, v);
+  auto run = [&](Precision p) {
+    Context ctx;
+    ctx.set_precision(p);
+    auto ga = to_device(a), gb = to_device(b);
+    DeviceBuffer<float> gc(static_cast<size_t>(m) * n);
+    gemm(ctx, false, false, m, n, k, 1.0f, ga.data(), k, gb.data(), n, 0.0f, gc.data(), n);
+    ctx.sync();
+    return gc.download();
+  };
+  const std::vector<float> c32 = run(Precision::kFp32), ctf = run(Precision::kTf32),
+                           cbf = run(Precision::kBf16);
+  const double u = std::ldexp(1.0, -24), e = precision_input_error(Precision::kTf32);
+  const double exact = static_cast<double>(k) * v * v;  // sum |a b| too: all terms positive
+  const double rounded = static_cast<double>(k) * bf16_round(v) * bf16_round(v);
+  ASSERT_EQ(static_cast<double>(bf16_round(v)), 1.0 + 1.0 / 128.0);
+  const double tf32_bound = (2 * e + e * e + (k + 2) * u) * exact;
+  double least_gap = 1e300;
+  for (size_t i = 0; i < cbf.size(); ++i) {
+    ASSERT_LE(std::abs(c32[i] - exact), (k + 2) * u * exact) << "fp32 element " << i;
+    ASSERT_LE(std::abs(ctf[i] - exact), tf32_bound) << "tf32 element " << i;
+    ASSERT_LE(std::abs(cbf[i] - rounded), 2 * (k + 2) * u * rounded) << "bf16 element " << i;
+    least_gap = std::min(least_gap, std::abs(static_cast<double>(cbf[i]) - c32[i]));
+  }
+  std::printf("[bf16 vs fp32] least |bf16 - fp32| %.4f, TF32's bound %.4f (of %.2f)\n", least_gap,
+              tf32_bound, exact);
+  EXPECT_GT(least_gap, 2.0 * tf32_bound);
+}
+
+// A bf16 product captured on a context that never ran one eagerly: the first capture finds the
+// BF16 workspace empty, is discarded, and the workspace grows to the product's need before the
+// second (no allocation inside a capture, which would abort). The replay equals an eager run,
+// bit for bit, and still does after an eager product grew (replaced) the workspace: the graph
+// keeps reading the buffer it was captured with.
+TEST(GpuRuntime, Bf16CaptureSizesItsWorkspaceFirst) {
+  FXT_SKIP_WITHOUT_GPU();
+  const int m = 128, n = 96, k = 256;
+  const auto a = random_vector(static_cast<size_t>(m) * k, 601);
+  const auto b = random_vector(static_cast<size_t>(n) * k, 602);
+  auto ga = to_device(a), gb = to_device(b);
+  auto product = [&](const Context& ctx, float* c) {
+    gemm(ctx, false, true, m, n, k, 1.0f, ga.data(), k, gb.data(), k, 0.0f, c, n);
+  };
+  Context eager_ctx;
+  eager_ctx.set_precision(Precision::kBf16);
+  DeviceBuffer<float> eager(static_cast<size_t>(m) * n);
+  product(eager_ctx, eager.data());
+  eager_ctx.sync();
+  const std::vector<float> want = eager.download();
+
+  Context ctx;
+  ctx.set_precision(Precision::kBf16);
+  EXPECT_EQ(ctx.bf16_workspace_size(), 0u);
+  DeviceBuffer<float> c(static_cast<size_t>(m) * n);
+  c.zero();
+  Graph g;
+  g.capture(ctx, [&] { product(ctx, c.data()); });
+  // A packed at the start, B after it at a 128-element boundary: exactly this, no more.
+  const size_t need = (static_cast<size_t>(m) * k + 127) / 128 * 128 + static_cast<size_t>(n) * k;
+  EXPECT_EQ(ctx.bf16_workspace_size(), need);
+  EXPECT_GE(g.node_count(), 3u);  // two conversions and the product
+  g.launch(ctx);
+  ctx.sync();
+  EXPECT_EQ(c.download(), want);
+
+  // Capturing again needs no growth; a larger eager product replaces the workspace.
+  Graph g2;
+  g2.capture(ctx, [&] { product(ctx, c.data()); });
+  EXPECT_EQ(ctx.bf16_workspace_size(), need);
+  const int big = 4 * m;
+  const auto a2 = random_vector(static_cast<size_t>(big) * k, 603);
+  auto ga2 = to_device(a2);
+  DeviceBuffer<float> c2(static_cast<size_t>(big) * n);
+  gemm(ctx, false, true, big, n, k, 1.0f, ga2.data(), k, gb.data(), k, 0.0f, c2.data(), n);
+  ctx.sync();
+  EXPECT_GT(ctx.bf16_workspace_size(), need);
+  c.zero();
+  g.launch(ctx);
+  ctx.sync();
+  EXPECT_EQ(c.download(), want);
 }
 
 void run_linear(int rows, int in, int out, bool bias, bool want_dx, bool want_dw, bool want_db,
@@ -347,11 +557,14 @@ TEST(GpuRuntime, ColumnSum) {
 // gemm_tn_rows: C = beta C + A^T B over k rows, split into chunks with partials in the context's
 // scratch. A [k, lda] holds `batch` problems' columns at stride sa, B at stride sb (0: shared),
 // C at stride sc with row stride ldc.
+// In bf16 the reference is the double product of the BF16-rounded A and B (what the device
+// multiplies), so the same FP32 accumulation tolerance applies.
 void run_gemm_tn_rows(int m, int n, int k, int batch, long long sa, long long sb, long long sc,
-                      int lda, int ldb, int ldc, float beta, uint64_t seed) {
-  const std::string what = "gemm_tn_rows " + std::to_string(m) + "x" + std::to_string(n) + " k " +
-                           std::to_string(k) + " batch " + std::to_string(batch) + " beta " +
-                           std::to_string(beta);
+                      int lda, int ldb, int ldc, float beta, uint64_t seed,
+                      Precision precision = Precision::kFp32) {
+  const std::string what = std::string(precision_name(precision)) + " gemm_tn_rows " +
+                           std::to_string(m) + "x" + std::to_string(n) + " k " + std::to_string(k) +
+                           " batch " + std::to_string(batch) + " beta " + std::to_string(beta);
   const size_t a_n = static_cast<size_t>(k) * lda;
   const size_t b_n = static_cast<size_t>(k) * ldb + static_cast<size_t>(sb) * (batch - 1);
   const size_t c_n = static_cast<size_t>(m) * ldc + static_cast<size_t>(sc) * (batch - 1);
@@ -366,12 +579,15 @@ void run_gemm_tn_rows(int m, int n, int k, int batch, long long sa, long long sb
         for (int j = 0; j < n; ++j)
           c0[static_cast<size_t>(p * sc) + static_cast<size_t>(i) * ldc + j] = NAN;
   }
+  const bool bf16 = precision == Precision::kBf16;
+  const std::vector<float> ar = bf16 ? bf16_rounded(a) : a, br = bf16 ? bf16_rounded(b) : b;
   for (int p = 0; p < batch; ++p) {
-    host_gemm(true, false, m, n, k, 1.0f, a, lda, b, ldb, beta, ref, ldc,
+    host_gemm(true, false, m, n, k, 1.0f, ar, lda, br, ldb, beta, ref, ldc,
               static_cast<size_t>(sa) * p, static_cast<size_t>(sb) * p,
               static_cast<size_t>(sc) * p);
   }
   Context ctx;
+  ctx.set_precision(precision);
   auto ga = to_device(a), gb = to_device(b), gc = to_device(c0);
   gemm_tn_rows(ctx, m, n, k, ga.data(), lda, sa, gb.data(), ldb, sb, beta, gc.data(), ldc, sc,
                batch);
@@ -403,6 +619,20 @@ TEST(GpuRuntime, GemmTnRows) {
   run_gemm_tn_rows(8, 32, 3000, 4, 10, 0, 500, 45, 32, 40, 0.0f, 96);
   // k = 0: C = beta C.
   run_gemm_tn_rows(3, 4, 0, 1, 0, 0, 0, 3, 4, 4, 1.0f, 97);
+}
+
+// The split-row weight-gradient products (gemm_tn_rows: chunked strided batches, a tail chunk,
+// the adjacent-columns batch and the per-problem loop) read BF16-rounded operands too.
+TEST(GpuRuntime, Bf16GemmTnRowsIsTheProductOfBf16RoundedInputs) {
+  FXT_SKIP_WITHOUT_GPU();
+  const Precision p = Precision::kBf16;
+  run_gemm_tn_rows(13, 9, 200, 1, 0, 0, 0, 13, 9, 9, 1.0f, 190, p);
+  run_gemm_tn_rows(128, 128, 16384, 1, 0, 0, 0, 128, 128, 128, 1.0f, 191, p);
+  run_gemm_tn_rows(37, 40, 2048 + 45, 1, 0, 0, 0, 40, 41, 45, 0.0f, 192, p);
+  run_gemm_tn_rows(16, 16, 4096, 5, 16, 4096LL * 16, 700, 100, 16, 16, 1.0f, 193, p);
+  run_gemm_tn_rows(24, 32, 8192 + 3, 5, 24, 0, 2000, 130, 32, 32, 1.0f, 195, p);
+  run_gemm_tn_rows(8, 32, 3000, 4, 10, 0, 500, 45, 32, 40, 0.0f, 196, p);
+  run_gemm_tn_rows(3, 4, 0, 1, 0, 0, 0, 3, 4, 4, 1.0f, 197, p);  // k = 0: C = beta C
 }
 
 TEST(GpuRuntime, FillBroadcastAddCopy) {

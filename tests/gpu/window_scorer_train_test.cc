@@ -166,5 +166,43 @@ TEST(WindowScorerGpu, ModelSizeWindowInOnePass) {
   check_against_cpu({64, 1, 32, false});
 }
 
+// Scoring in bf16 (the scorer's warm-up forward sizes the context's BF16 workspace before its
+// capture): the logits within 4 e normwise of the CPU model in double (e = 2^-8, the bound of
+// PerceptionGpu.ReducedPrecisionWithinItsRoundingScale), above FP32 level (BF16 products in
+// effect), and the same bytes when scored again.
+TEST(WindowScorerGpu, Bf16WithinItsRoundingScale) {
+  FXT_SKIP_WITHOUT_GPU();
+  const Case c{64, 1, 32, false};
+  model::PerceptionConfig pc;
+  pc.features = kF;
+  pc.horizons = kH;
+  const Store st = make_store(c);
+  std::vector<float> params(model::perception_layout(pc).total);
+  model::perception_init<float>(pc, params.data(), 3);
+  ScoringShape shape;
+  shape.window = c.window;
+  shape.stride = c.stride;
+  shape.batch = c.batch;
+  shape.elapsed = c.elapsed;
+  WindowScorer scorer(pc, shape);
+  scorer.set_precision(Precision::kBf16);
+  scorer.set_params(params);
+  scorer.upload_rows(st.features.data(), st.elapsed.data(), Store::kRows);
+  std::vector<float> gpu(st.ends.size() * kH), again(gpu.size());
+  scorer.score(st.ends.data(), st.ends.size(), gpu.data());
+  scorer.score(st.ends.data(), st.ends.size(), again.data());
+  const std::vector<double> ref = cpu_last<double>(pc, params, c, st);
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    num += (gpu[i] - ref[i]) * (gpu[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  const double err = std::sqrt(num / den), e = precision_input_error(Precision::kBf16);
+  std::printf("[window-scorer bf16] normwise logits %.3e (%.2f e)\n", err, err / e);
+  EXPECT_LE(err, 4 * e);
+  EXPECT_GT(err, 1e-5);
+  EXPECT_EQ(gpu, again);
+}
+
 }  // namespace
 }  // namespace fxt::gpu

@@ -32,7 +32,7 @@ __device__ void block_dense(const float* __restrict__ params, const DeviceLayer&
 // the logits over the advantages, thread k column k), then thread a the expected value of action
 // a (value_row: atoms null for QR-DQN), then thread 0 the greedy action (the first maximum) or,
 // with probability ε, a uniform one from the lane's Rng (CPU order: one unit() draw, then
-// uniform(A) only when exploring; no draw at ε = 0). kTrain: ε from the device step counter, and
+// uniform(A) only when exploring; no draw at ε = 0). train: ε from the device step counter, and
 // the lane's observation and action copied into its replay slot (replay_next + rows·i) mod
 // capacity (1-step: ring 0; --mirror: rows 2, the mirror image into the next slot) or, with
 // n-step returns (nstep_store_kernel writes both rows), into its row (step mod ring) of the
@@ -40,18 +40,16 @@ __device__ void block_dense(const float* __restrict__ params, const DeviceLayer&
 // IQN (net.iqn_e > 0): the torso gives ψ = x; then for k = 0..K−1 in order, with τ = (k + ½)/K,
 // y = cos(π·i·τ) [E], z = ReLU(embed(y)) ⊙ ψ [H], y = head(z) [A] (dueling: value into v, combined
 // by thread 0), and thread a accumulates q[a] += y[a]/K (DqnAgent::iqn_q's order).
-// Thompson (kTrain, eps.thompson and ε > 0; DqnAgent::act's draws from the lane's Rng, no ε coin):
+// Thompson (train, eps.thompson and ε > 0; DqnAgent::act's draws from the lane's Rng, no ε coin):
 // thread 0, for a = 0..A−1 in order, draws one return of action a — C51 the atom of
 // c51_sample_index at one unit(), QR-DQN quantile uniform(K), IQN the head output at policy τ
 // index uniform(K) (drawn before the τ loop, which keeps y[a] at that index) — and takes the first
 // highest. ε = 0: greedy, no draw.
-template <bool kTrain>
-__device__ __forceinline__ void act_lane(const float* __restrict__ params, NetLayout net,
-                                         const float* __restrict__ atoms, int K, int A,
-                                         const float* __restrict__ obs, int d, Rng* rngs,
-                                         EpsSchedule eps, const DeviceLearnerStats* stats,
-                                         int* actions, float* q_out, float* r_obs, int* r_act,
-                                         int cap, int ring, Mirror mir) {
+__global__ void act_kernel(bool train, const float* __restrict__ params, NetLayout net,
+                           const float* __restrict__ atoms, int K, int A,
+                           const float* __restrict__ obs, int d, Rng* rngs, EpsSchedule eps,
+                           const DeviceLearnerStats* stats, int* actions, float* q_out,
+                           float* r_obs, int* r_act, int cap, int ring, Mirror mir) {
   extern __shared__ float smem[];
   int width = d;
   for (int l = 0; l < net.count; ++l) width = max(width, net.layer[l].out);
@@ -67,10 +65,10 @@ __device__ __forceinline__ void act_lane(const float* __restrict__ params, NetLa
   const int lane = blockIdx.x, tid = threadIdx.x;
   // Every thread knows whether this step samples (IQN: threads keep y[a] at the drawn τ).
   double e = 0;
-  if (kTrain) e = linear_epsilon(eps.start, eps.end, eps.fraction, eps.total, stats->env_steps);
-  const bool thompson = kTrain && eps.thompson && e > 0;
-  Rng r(0);  // thread 0: the lane's Rng (kTrain)
-  if (kTrain && tid == 0) r = rngs[lane];
+  if (train) e = linear_epsilon(eps.start, eps.end, eps.fraction, eps.total, stats->env_steps);
+  const bool thompson = train && eps.thompson && e > 0;
+  Rng r(0);  // thread 0: the lane's Rng (train)
+  if (train && tid == 0) r = rngs[lane];
   const float* o = obs + static_cast<size_t>(lane) * d;
   for (int i = tid; i < d; i += blockDim.x) x[i] = o[i];
   __syncthreads();
@@ -140,13 +138,13 @@ __device__ __forceinline__ void act_lane(const float* __restrict__ params, NetLa
     } else {
       for (int a = 1; a < A; ++a)
         if (q[a] > q[best]) best = a;
-      if (kTrain && e > 0 && r.unit() < e)
+      if (train && e > 0 && r.unit() < e)
         best = static_cast<int>(r.uniform(static_cast<uint64_t>(A)));
     }
-    if (kTrain) rngs[lane] = r;
+    if (train) rngs[lane] = r;
     actions[lane] = best;
   }
-  if (kTrain) {
+  if (train) {
     const long long step = stats->env_steps / gridDim.x;
     const size_t slot = ring > 0
                             ? static_cast<size_t>(lane) * ring + static_cast<size_t>(step % ring)
@@ -160,23 +158,6 @@ __device__ __forceinline__ void act_lane(const float* __restrict__ params, NetLa
     if (tid == 0) r_act[slot] = actions[lane];
     if (tid == 0 && mirror) r_act[mslot] = mir.action[actions[lane]];
   }
-}
-
-__global__ void act_train_kernel(const float* __restrict__ params, NetLayout net,
-                                 const float* __restrict__ atoms, int K, int A,
-                                 const float* __restrict__ obs, int d, Rng* rngs, EpsSchedule eps,
-                                 const DeviceLearnerStats* stats, int* actions, float* q_out,
-                                 float* r_obs, int* r_act, int cap, int ring, Mirror mir) {
-  act_lane<true>(params, net, atoms, K, A, obs, d, rngs, eps, stats, actions, q_out, r_obs, r_act,
-                 cap, ring, mir);
-}
-__global__ void act_eval_kernel(const float* __restrict__ params, NetLayout net,
-                                const float* __restrict__ atoms, int K, int A,
-                                const float* __restrict__ obs, int d, Rng* rngs, EpsSchedule eps,
-                                const DeviceLearnerStats* stats, int* actions, float* q_out,
-                                float* r_obs, int* r_act, int cap, int ring, Mirror mir) {
-  act_lane<false>(params, net, atoms, K, A, obs, d, rngs, eps, stats, actions, q_out, r_obs, r_act,
-                  cap, ring, mir);
 }
 
 }  // namespace fxt::rl

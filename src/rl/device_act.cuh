@@ -18,19 +18,13 @@ struct EpsSchedule {
   bool thompson;
 };
 
-// One env step's acting for every lane (kTrain) or greedy evaluation (!kTrain: no Rngs, stats or
+// One env step's acting for every lane (train) or greedy evaluation (!train: no Rngs, stats or
 // replay). Launch: grid (N lanes), block kLearnerThreads, dynamic shared memory 2·max_width +
-// 3·A + K floats (IQN: one more max_width). act_train_kernel: kTrain,
-// act_eval_kernel: !kTrain.
-__global__ void act_train_kernel(const float* __restrict__ params, NetLayout net,
-                                 const float* __restrict__ atoms, int K, int A,
-                                 const float* __restrict__ obs, int d, Rng* rngs, EpsSchedule eps,
-                                 const DeviceLearnerStats* stats, int* actions, float* q_out,
-                                 float* r_obs, int* r_act, int cap, int ring, Mirror mir);
-__global__ void act_eval_kernel(const float* __restrict__ params, NetLayout net,
-                                const float* __restrict__ atoms, int K, int A,
-                                const float* __restrict__ obs, int d, Rng* rngs, EpsSchedule eps,
-                                const DeviceLearnerStats* stats, int* actions, float* q_out,
-                                float* r_obs, int* r_act, int cap, int ring, Mirror mir);
+// 3·A + K floats (IQN: one more max_width).
+__global__ void act_kernel(bool train, const float* __restrict__ params, NetLayout net,
+                           const float* __restrict__ atoms, int K, int A,
+                           const float* __restrict__ obs, int d, Rng* rngs, EpsSchedule eps,
+                           const DeviceLearnerStats* stats, int* actions, float* q_out,
+                           float* r_obs, int* r_act, int cap, int ring, Mirror mir);
 
 }  // namespace fxt::rl

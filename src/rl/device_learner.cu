@@ -172,25 +172,22 @@ DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv*
   m.net.iqn_e = cfg.iqn_embedding;
   m.net.iqn_k = cfg.iqn_policy_taus;
   m.act_smem = ((iqn ? 3 : 2) * W + 3 * static_cast<size_t>(cfg.num_actions) + K) * sizeof(float);
-  m.loss_smem = (iqn            ? iqn_loss_smem_floats(cfg.num_actions, cfg.iqn_taus)
-                 : cfg.quantile ? qr_loss_smem_floats(cfg.num_actions, cfg.atoms)
-                                : c51_loss_smem_floats(cfg.num_actions, cfg.atoms)) *
+  m.loss_smem = (iqn || cfg.quantile
+                     ? quantile_loss_smem_floats(cfg.num_actions, iqn ? cfg.iqn_taus : cfg.atoms)
+                     : c51_loss_smem_floats(cfg.num_actions, cfg.atoms)) *
                 sizeof(float);
-  FXT_CUDA_CHECK(cudaFuncSetAttribute(act_train_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  FXT_CUDA_CHECK(cudaFuncSetAttribute(act_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(m.act_smem)));
-  FXT_CUDA_CHECK(cudaFuncSetAttribute(act_eval_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(m.act_smem)));
+  const int loss_smem = static_cast<int>(m.loss_smem);
   if (iqn) {
     FXT_CUDA_CHECK(cudaFuncSetAttribute(iqn_loss_kernel,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(m.loss_smem)));
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, loss_smem));
   } else if (cfg.quantile) {
-    FXT_CUDA_CHECK(cudaFuncSetAttribute(qr_loss_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(m.loss_smem)));
+    FXT_CUDA_CHECK(cudaFuncSetAttribute(qr_dqn_loss_kernel,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, loss_smem));
   } else {
     FXT_CUDA_CHECK(cudaFuncSetAttribute(c51_loss_kernel,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(m.loss_smem)));
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, loss_smem));
   }
   gpu::AdamWConfig ac;
   ac.eps = cfg.adam_eps;
@@ -253,8 +250,8 @@ void DeviceC51Learner::enqueue_env_step() {
   const EpsSchedule eps{cfg_.eps_start, cfg_.eps_end, cfg_.exploration_fraction,
                         static_cast<long long>(cfg_.total_steps), cfg_.thompson};
   const bool nstep = cfg_.n_step > 1;
-  act_train_kernel<<<static_cast<unsigned>(N), kLearnerThreads, m.act_smem, ctx_.stream()>>>(
-      m.online.data(), m.net, m.atom_values, cfg_.atoms, cfg_.num_actions, env_->obs(), d,
+  act_kernel<<<static_cast<unsigned>(N), kLearnerThreads, m.act_smem, ctx_.stream()>>>(
+      true, m.online.data(), m.net, m.atom_values, cfg_.atoms, cfg_.num_actions, env_->obs(), d,
       m.act_rngs.data(), eps, m.stats.data(), m.actions.data(), m.q_last.data(),
       nstep ? m.p_obs.data() : m.r_obs.data(), nstep ? m.p_act.data() : m.r_act.data(),
       cfg_.buffer_size, nstep ? cfg_.n_step : 0, m.mirror);
@@ -380,9 +377,9 @@ std::vector<double> DeviceC51Learner::evaluate(DeviceVecEnv* eval_env, uint64_t 
   gpu::Graph g;
   g.capture(ctx_, [&] {
     for (int k = 0; k < kEvalChunk; ++k) {
-      act_eval_kernel<<<static_cast<unsigned>(n), kLearnerThreads, m.act_smem, s>>>(
-          m.online.data(), m.net, m.atom_values, cfg_.atoms, A, eval_env->obs(), cfg_.obs_dim,
-          nullptr, none, nullptr, actions.data(), q.data(), nullptr, nullptr, 1, 0,
+      act_kernel<<<static_cast<unsigned>(n), kLearnerThreads, m.act_smem, s>>>(
+          false, m.online.data(), m.net, m.atom_values, cfg_.atoms, A, eval_env->obs(),
+          cfg_.obs_dim, nullptr, none, nullptr, actions.data(), q.data(), nullptr, nullptr, 1, 0,
           Mirror{nullptr, nullptr});
       FXT_CUDA_LAUNCH_CHECK();
       eval_env->step(actions.data(), s);

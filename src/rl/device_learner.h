@@ -231,6 +231,7 @@ class DeviceC51Learner {
   void finish_update();             // AdamW, the stats, the new priorities
   const float* is_weights() const;  // the IS weights [batch]; null with uniform replay
   void backward_iqn();
+  void backward_layers(int top, const float* dy);  // layers top … 0 into the gradients
   DeviceLearnerConfig cfg_;
   DeviceVecEnv* env_;
   const gpu::Context& ctx_;

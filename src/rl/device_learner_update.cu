@@ -113,9 +113,10 @@ void DeviceC51Learner::enqueue_update_iqn() {
   float* out = m.acts.back().data();
   forward_iqn(m.online.data(), m.b_obs.data(), B, m.taus.data(), N, out, true);
   const float inv_b = 1.0f / static_cast<float>(B);
+  const IqnQuantiles layout{m.q_sel.data(), cfg_.munchausen ? m.q_cur.data() : nullptr,
+                            m.taus.data(), N, cfg_.num_actions};
   iqn_loss_kernel<<<static_cast<unsigned>(B), kLearnerThreads, m.loss_smem, s>>>(
-      out, m.next_t.data(), m.q_sel.data(), cfg_.munchausen ? m.q_cur.data() : nullptr,
-      m.taus.data(), N, cfg_.num_actions, cfg_.munchausen, cfg_.mdqn, m.b_act.data(),
+      layout, out, m.next_t.data(), cfg_.num_actions, cfg_.munchausen, cfg_.mdqn, m.b_act.data(),
       m.b_rew.data(), m.b_disc.data(), is_weights(), inv_b, m.d_out.data(), m.loss_b.data(),
       m.q_b.data());
   FXT_CUDA_LAUNCH_CHECK();
@@ -172,16 +173,36 @@ void DeviceC51Learner::backward_iqn() {
   const DeviceLayer& em = cfg_.embed;
   gpu::linear_backward(ctx_, m.k_cos.data(), m.online.data() + em.w_offset, m.d_mix.data(), nullptr,
                        m.grads.data() + em.w_offset, m.grads.data() + em.b_offset, R, E, H);
-  // The torso from dψ (already masked by ψ's ReLU), as enqueue_update's loop.
-  dy = m.d_psi.data();
+  backward_layers(L - 2, m.d_psi.data());  // the torso from dψ (masked by ψ's ReLU)
+}
+
+// Layers top, top − 1, …, 0 of the kept forward (x: the batch's obs, then m.acts), from dy (the
+// gradient of layer top's output): linear_backward adds into the gradient buffer and the input
+// gradient, masked by the ReLU of the layer below; the head (top = L − 1) with the dueling head
+// first splits dy to the value and advantage streams, both adding into the torso's dx.
+void DeviceC51Learner::backward_layers(int top, const float* dy) {
+  Impl& m = *impl_;
+  const int B = cfg_.batch, L = static_cast<int>(cfg_.layers.size());
+  cudaStream_t s = ctx_.stream();
   float* dx_buf = m.d_a.data();
   float* other = m.d_b.data();
-  for (int l = L - 2; l >= 0; --l) {
+  for (int l = top; l >= 0; --l) {
     const DeviceLayer& layer = cfg_.layers[static_cast<size_t>(l)];
     const float* x = l == 0 ? m.b_obs.data() : m.acts[static_cast<size_t>(l - 1)].data();
     float* dx = l > 0 ? dx_buf : nullptr;
     const size_t nx = static_cast<size_t>(B) * static_cast<size_t>(layer.in);
     if (dx) gpu::fill(ctx_, dx, 0.0f, nx);
+    if (l == L - 1 && cfg_.dueling) {  // the gradient split to the streams, both adding into dx
+      const size_t n = static_cast<size_t>(B) * static_cast<size_t>(cfg_.atoms);
+      dueling_backward_kernel<<<grid_for(n, 256), 256, 0, s>>>(dy, m.d_value.data(), m.d_adv.data(),
+                                                               B, cfg_.num_actions, cfg_.atoms);
+      FXT_CUDA_LAUNCH_CHECK();
+      const DeviceLayer& v = cfg_.value;
+      gpu::linear_backward(ctx_, x, m.online.data() + v.w_offset, m.d_value.data(), dx,
+                           m.grads.data() + v.w_offset, m.grads.data() + v.b_offset, B, v.in,
+                           v.out);
+      dy = m.d_adv.data();
+    }
     gpu::linear_backward(ctx_, x, m.online.data() + layer.w_offset, dy, dx,
                          m.grads.data() + layer.w_offset, m.grads.data() + layer.b_offset, B,
                          layer.in, layer.out);
@@ -225,10 +246,11 @@ void DeviceC51Learner::enqueue_update(bool sample) {
   const float* next_sel = online_next ? m.next_o.data() : m.next_t.data();
   const float* cur_t = cfg_.munchausen ? m.cur_t.data() : nullptr;
   if (cfg_.quantile) {
-    qr_loss_kernel<<<static_cast<unsigned>(B), kLearnerThreads, m.loss_smem, s>>>(
-        out, m.next_t.data(), next_sel, cur_t, cfg_.atoms, cfg_.num_actions, cfg_.munchausen,
-        cfg_.mdqn, m.b_act.data(), m.b_rew.data(), m.b_disc.data(), is_weights(), inv_b,
-        m.d_out.data(), m.loss_b.data(), m.q_b.data());
+    const QrDqnQuantiles layout{next_sel, cur_t, cfg_.atoms, cfg_.num_actions};
+    qr_dqn_loss_kernel<<<static_cast<unsigned>(B), kLearnerThreads, m.loss_smem, s>>>(
+        layout, out, m.next_t.data(), cfg_.num_actions, cfg_.munchausen, cfg_.mdqn, m.b_act.data(),
+        m.b_rew.data(), m.b_disc.data(), is_weights(), inv_b, m.d_out.data(), m.loss_b.data(),
+        m.q_b.data());
   } else {
     c51_loss_kernel<<<static_cast<unsigned>(B), kLearnerThreads, m.loss_smem, s>>>(
         out, m.next_t.data(), next_sel, cur_t, m.atoms.data(), cfg_.atoms, cfg_.num_actions,
@@ -238,38 +260,9 @@ void DeviceC51Learner::enqueue_update(bool sample) {
         m.d_out.data(), m.loss_b.data(), m.q_b.data());
   }
   FXT_CUDA_LAUNCH_CHECK();
-  // Backward: grads = 0, then layer by layer from the head (linear_backward adds into dx, dw, db).
+  // Backward: grads = 0, then layer by layer from the head.
   gpu::fill(ctx_, m.grads.data(), 0.0f, cfg_.num_params);
-  const float* dy = m.d_out.data();
-  float* dx_buf = m.d_a.data();
-  float* other = m.d_b.data();
-  for (int l = L - 1; l >= 0; --l) {
-    const DeviceLayer& layer = cfg_.layers[static_cast<size_t>(l)];
-    const float* x = l == 0 ? m.b_obs.data() : m.acts[static_cast<size_t>(l - 1)].data();
-    float* dx = l > 0 ? dx_buf : nullptr;
-    const size_t nx = static_cast<size_t>(B) * static_cast<size_t>(layer.in);
-    if (dx) gpu::fill(ctx_, dx, 0.0f, nx);
-    if (l == L - 1 && cfg_.dueling) {  // the gradient split to the streams, both adding into dx
-      const size_t n = static_cast<size_t>(B) * static_cast<size_t>(cfg_.atoms);
-      dueling_backward_kernel<<<grid_for(n, 256), 256, 0, s>>>(dy, m.d_value.data(), m.d_adv.data(),
-                                                               B, cfg_.num_actions, cfg_.atoms);
-      FXT_CUDA_LAUNCH_CHECK();
-      const DeviceLayer& v = cfg_.value;
-      gpu::linear_backward(ctx_, x, m.online.data() + v.w_offset, m.d_value.data(), dx,
-                           m.grads.data() + v.w_offset, m.grads.data() + v.b_offset, B, v.in,
-                           v.out);
-      dy = m.d_adv.data();
-    }
-    gpu::linear_backward(ctx_, x, m.online.data() + layer.w_offset, dy, dx,
-                         m.grads.data() + layer.w_offset, m.grads.data() + layer.b_offset, B,
-                         layer.in, layer.out);
-    if (dx) {
-      relu_mask_kernel<<<grid_for(nx, 256), 256, 0, s>>>(x, dx, nx);
-      FXT_CUDA_LAUNCH_CHECK();
-      dy = dx;
-      std::swap(dx_buf, other);
-    }
-  }
+  backward_layers(L - 1, m.d_out.data());
   finish_update();
 }
 

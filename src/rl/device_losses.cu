@@ -170,45 +170,48 @@ __global__ void c51_loss_kernel(const float* __restrict__ out, const float* __re
   }
 }
 
-// ---- the QR-DQN target, loss and gradient ------------------------------------------------------
-
-// The loss kernel's dynamic shared memory in floats: the target quantiles [A·K], the per-quantile
+// ---- the quantile loss (QR-DQN and IQN) -------------------------------------------------------
+// The kernel's dynamic shared memory in floats: the target quantiles [A·K], the per-quantile
 // losses [K], then qs, qc, w and comp (ints) [A] each.
-size_t qr_loss_smem_floats(int A, int K) {
+size_t quantile_loss_smem_floats(int A, int K) {
   return static_cast<size_t>(A) * static_cast<size_t>(K) + static_cast<size_t>(K) +
          4 * static_cast<size_t>(A);
 }
 
-// Launch: grid (B), block kLearnerThreads, dynamic shared memory qr_loss_smem_floats(A, K). Block b
-// is sample b, in DqnAgent::update's arithmetic (K = N quantiles per action). Thread 0 picks the
-// components (bootstrap_components: values are quantile means); thread e = c·K + k writes target
-// quantile e from the target net's θ'(s', comp[c])_k: plain r + g·θ', Munchausen
-// r + bonus + g·(θ' − τ ln π(a'|s')), each of weight w[c]/K. Thread i takes the prediction θ_i
-// of the taken action at τ̂_i = (2i + 1)/(2K) and sums over the targets in order the quantile
-// Huber loss w·|τ̂_i − 1{u < 0}|·L_1(u), u = target − θ_i, and its gradient (κ = 1: the
-// arithmetic of quantile_huber_loss_at in rl/distributional.cc); thread 0 sums the K losses in
-// order (the CPU one running sum: equal to float rounding). d_out = w_b·inv_b·dL/dθ on the taken
-// action's row, 0 elsewhere (w_b = weight[b], the IS weight; 1 when null).
-__global__ void qr_loss_kernel(const float* __restrict__ out, const float* __restrict__ next_t,
-                               const float* __restrict__ next_sel, const float* __restrict__ cur_t,
-                               int K, int A, bool munchausen, MunchausenConfig mc, const int* b_act,
-                               const float* b_rew, const float* b_disc, const float* weight,
-                               float inv_b, float* d_out, float* loss_b, float* q_b) {
+// Block b is sample b, in DqnAgent::update's (QR-DQN) or update_iqn's (IQN) arithmetic, with K =
+// layout.count() predicted quantiles of the taken action. Thread 0 picks the components
+// (bootstrap_components, from layout.values: the quantile means, or IQN's K-τ means); thread e =
+// c·K + k writes target quantile e from the target net's quantile k of action comp[c]
+// (layout.at): plain r + g·θ', Munchausen r + bonus + g·(θ' − τ ln π(a'|s')), each of weight
+// w[c]/K. Thread i takes the prediction θ_i of the taken action at fraction layout.fraction(b, i)
+// and sums over the targets in order the quantile Huber loss w·|τ_i − 1{u < 0}|·L_1(u),
+// u = target − θ_i, and its gradient (quantile_huber_at); thread 0 sums the K losses in order (the
+// CPU one running sum: equal to float rounding) and the mean (layout.mean). d_out =
+// w_b·inv_b·dL/dθ at the taken action's quantiles, 0 elsewhere (w_b = weight[b], the IS weight;
+// 1 when null).
+template <class Layout>
+__device__ __forceinline__ void quantile_loss(const Layout& layout, const float* __restrict__ out,
+                                              const float* __restrict__ next_t, int A,
+                                              bool munchausen, MunchausenConfig mc,
+                                              const int* b_act, const float* b_rew,
+                                              const float* b_disc, const float* weight, float inv_b,
+                                              float* d_out, float* loss_b, float* q_b) {
   extern __shared__ float sm[];
+  const int K = layout.count();
   float* tq = sm;                               // [C·K] the target quantiles
   float* lq = tq + static_cast<size_t>(A) * K;  // [K] each predicted quantile's loss
   float* qs = lq + K;                           // [A] values at s', then ln π(a'|s')
   float* qc = qs + A;                           // [A] Munchausen: values at s, then ln π(·|s)
   float* w = qc + A;                            // [A] component weights, then / K
-  int* comp = reinterpret_cast<int*>(w + A);    // [A] component rows (actions at s')
+  int* comp = reinterpret_cast<int*>(w + A);    // [A] component actions at s'
   __shared__ int n_comp;
   __shared__ float bonus;
   const int b = blockIdx.x, tid = threadIdx.x;
-  const size_t row = static_cast<size_t>(b) * A * K;
+  const size_t row = layout.block(b);  // sample b's outputs
   const int a = b_act[b];
   const float r = b_rew[b], g = b_disc[b];
   const float kf = static_cast<float>(K);
-  action_values(next_sel, munchausen ? cur_t : nullptr, row, nullptr, K, A, qs, qc);
+  layout.values(b, qs, qc);
   __syncthreads();
   if (tid == 0) {
     n_comp = bootstrap_components(munchausen, mc, A, a, qs, qc, comp, w, &bonus);
@@ -219,105 +222,45 @@ __global__ void qr_loss_kernel(const float* __restrict__ out, const float* __res
   const float tau = static_cast<float>(mc.tau);
   for (int e = tid; e < C * K; e += blockDim.x) {
     const int c = e / K;
-    const float z = next_t[row + static_cast<size_t>(comp[c]) * K + e % K];
+    const float z = next_t[row + layout.at(e % K, comp[c])];
     tq[e] = munchausen ? r + bonus + g * (z - tau * qs[c]) : r + g * z;
   }
   __syncthreads();
-  const float* pred = out + row + static_cast<size_t>(a) * K;
   const float wb = (weight != nullptr ? weight[b] : 1.0f) * inv_b;
   for (int i = tid; i < K; i += blockDim.x) {
-    const float theta = pred[i];
-    const float tau_i = (2.0f * static_cast<float>(i) + 1.0f) / (2.0f * kf);
+    const size_t at = row + layout.at(i, a);
     float loss, grad;
-    quantile_huber_at(theta, tau_i, tq, w, K, C * K, &loss, &grad);
+    quantile_huber_at(out[at], layout.fraction(b, i), tq, w, K, C * K, &loss, &grad);
     lq[i] = loss;
-    d_out[row + static_cast<size_t>(a) * K + i] = wb * grad;
+    d_out[at] = wb * grad;
   }
   for (int e = tid; e < A * K; e += blockDim.x)
-    if (e / K != a) d_out[row + e] = 0.0f;
+    if (layout.action_of(e) != a) d_out[row + e] = 0.0f;
   __syncthreads();
   if (tid == 0) {
     float loss = 0;
     for (int i = 0; i < K; ++i) loss += lq[i];
     loss_b[b] = loss;
-    q_b[b] = value_row(pred, nullptr, K);
+    q_b[b] = layout.mean(out + row, a);
   }
 }
 
-// The loss kernel's dynamic shared memory in floats: the target quantiles [A·N], the
-// per-fraction losses [N], then qs, qc, w and comp (ints) [A] each.
-size_t iqn_loss_smem_floats(int A, int N) {
-  return qr_loss_smem_floats(A, N);
+// The kernels: one per layout, the same body.
+__global__ void qr_dqn_loss_kernel(QrDqnQuantiles layout, const float* __restrict__ out,
+                                   const float* __restrict__ next_t, int A, bool munchausen,
+                                   MunchausenConfig mc, const int* b_act, const float* b_rew,
+                                   const float* b_disc, const float* weight, float inv_b,
+                                   float* d_out, float* loss_b, float* q_b) {
+  quantile_loss(layout, out, next_t, A, munchausen, mc, b_act, b_rew, b_disc, weight, inv_b, d_out,
+                loss_b, q_b);
 }
-
-// Launch: grid (B), block kLearnerThreads, dynamic shared memory iqn_loss_smem_floats(A, N). Block
-// b is sample b of DqnAgent::update_iqn: out [B, N, A] the online net at s at the sampled τ, next_t
-// [B, N, A] the target net at s' at τ', q_sel [B, A] the K-τ values at s' that pick a* (online
-// with double Q, else target; the target's with Munchausen), q_cur [B, A] the target's at s
-// (Munchausen, else null). Thread 0 picks the components (bootstrap_components); thread e =
-// c·N + k writes target e from θ'(s', τ'_k, comp[c]): plain r + g·θ', Munchausen r + bonus +
-// g·(θ' − τ ln π(a'|s')), weight w[c]/N. Thread i takes θ_i = out[b, i, a] at taus[b, i] and sums
-// the quantile Huber loss over the targets in order (quantile_huber_at); thread 0 sums the N
-// losses in order and the mean Σ θ_i/N. d_out = w_b·inv_b·dL/dθ at column a of the N rows, 0
-// elsewhere (w_b = weight[b], the IS weight; 1 when null).
-__global__ void iqn_loss_kernel(const float* __restrict__ out, const float* __restrict__ next_t,
-                                const float* __restrict__ q_sel, const float* __restrict__ q_cur,
-                                const float* __restrict__ taus, int N, int A, bool munchausen,
+__global__ void iqn_loss_kernel(IqnQuantiles layout, const float* __restrict__ out,
+                                const float* __restrict__ next_t, int A, bool munchausen,
                                 MunchausenConfig mc, const int* b_act, const float* b_rew,
                                 const float* b_disc, const float* weight, float inv_b, float* d_out,
                                 float* loss_b, float* q_b) {
-  extern __shared__ float sm[];
-  float* tq = sm;                               // [C·N] the target quantiles
-  float* lq = tq + static_cast<size_t>(A) * N;  // [N] each predicted quantile's loss
-  float* qs = lq + N;                           // [A] values at s', then ln π(a'|s')
-  float* qc = qs + A;                           // [A] Munchausen: values at s, then ln π(·|s)
-  float* w = qc + A;                            // [A] component weights, then / N
-  int* comp = reinterpret_cast<int*>(w + A);    // [A] component columns (actions at s')
-  __shared__ int n_comp;
-  __shared__ float bonus;
-  const int b = blockIdx.x, tid = threadIdx.x;
-  const size_t row = static_cast<size_t>(b) * N * A;  // sample b's [N, A] block
-  const int a = b_act[b];
-  const float r = b_rew[b], g = b_disc[b];
-  const float nf = static_cast<float>(N);
-  for (int j = tid; j < A; j += blockDim.x) {
-    qs[j] = q_sel[static_cast<size_t>(b) * A + j];
-    if (munchausen) qc[j] = q_cur[static_cast<size_t>(b) * A + j];
-  }
-  __syncthreads();
-  if (tid == 0) {
-    n_comp = bootstrap_components(munchausen, mc, A, a, qs, qc, comp, w, &bonus);
-    for (int c = 0; c < n_comp; ++c) w[c] = w[c] / nf;
-  }
-  __syncthreads();
-  const int C = n_comp;
-  const float tau = static_cast<float>(mc.tau);
-  for (int e = tid; e < C * N; e += blockDim.x) {
-    const int c = e / N;
-    const float z = next_t[row + static_cast<size_t>(e % N) * A + comp[c]];
-    tq[e] = munchausen ? r + bonus + g * (z - tau * qs[c]) : r + g * z;
-  }
-  __syncthreads();
-  const float wb = (weight != nullptr ? weight[b] : 1.0f) * inv_b;
-  for (int i = tid; i < N; i += blockDim.x) {
-    const size_t at = row + static_cast<size_t>(i) * A + a;
-    float loss, grad;
-    quantile_huber_at(out[at], taus[static_cast<size_t>(b) * N + i], tq, w, N, C * N, &loss, &grad);
-    lq[i] = loss;
-    d_out[at] = wb * grad;
-  }
-  for (int e = tid; e < N * A; e += blockDim.x)
-    if (e % A != a) d_out[row + e] = 0.0f;
-  __syncthreads();
-  if (tid == 0) {
-    float loss = 0, mean = 0;
-    for (int i = 0; i < N; ++i) {
-      loss += lq[i];
-      mean += out[row + static_cast<size_t>(i) * A + a] / nf;
-    }
-    loss_b[b] = loss;
-    q_b[b] = mean;
-  }
+  quantile_loss(layout, out, next_t, A, munchausen, mc, b_act, b_rew, b_disc, weight, inv_b, d_out,
+                loss_b, q_b);
 }
 
 // One thread: the batch means in the CPU's order (Σ_b double(w_b·loss_b)·inv_b, w_b the IS weight

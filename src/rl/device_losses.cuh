@@ -10,16 +10,15 @@
 
 #include "gpu/adamw.h"
 #include "rl/device_learner.h"
+#include "rl/device_net.cuh"  // value_row
 #include "rl/dqn_schedule.h"  // MunchausenConfig
 
 namespace fxt::rl {
 
-// Each loss kernel's dynamic shared memory in floats (A actions, K atoms / quantiles, N τ).
+// The C51 loss (one block per sample): the projection of the target mixture onto the atoms, the
+// cross-entropy and its gradient. Launch: grid (B), block kLearnerThreads, dynamic shared memory
+// c51_loss_smem_floats(A, K) floats.
 size_t c51_loss_smem_floats(int A, int K);
-size_t qr_loss_smem_floats(int A, int K);
-size_t iqn_loss_smem_floats(int A, int N);
-
-// Launch (each loss): grid (B), block kLearnerThreads, the dynamic shared memory above.
 __global__ void c51_loss_kernel(const float* __restrict__ out, const float* __restrict__ next_t,
                                 const float* __restrict__ next_sel, const float* __restrict__ cur_t,
                                 const float* __restrict__ atoms, int K, int A, float v_min,
@@ -27,14 +26,78 @@ __global__ void c51_loss_kernel(const float* __restrict__ out, const float* __re
                                 const int* b_act, const float* b_rew, const float* b_disc,
                                 const float* weight, float inv_b, float* d_out, float* loss_b,
                                 float* q_b);
-__global__ void qr_loss_kernel(const float* __restrict__ out, const float* __restrict__ next_t,
-                               const float* __restrict__ next_sel, const float* __restrict__ cur_t,
-                               int K, int A, bool munchausen, MunchausenConfig mc, const int* b_act,
-                               const float* b_rew, const float* b_disc, const float* weight,
-                               float inv_b, float* d_out, float* loss_b, float* q_b);
-__global__ void iqn_loss_kernel(const float* __restrict__ out, const float* __restrict__ next_t,
-                                const float* __restrict__ q_sel, const float* __restrict__ q_cur,
-                                const float* __restrict__ taus, int N, int A, bool munchausen,
+
+// The quantile loss's two layouts, its only differences between the heads: where quantile k of
+// action a lies in a sample's outputs, the fraction of predicted quantile i, the values that pick
+// the bootstrap (DqnAgent::update's and update_iqn's), and the mean Q of the taken action.
+//
+// QR-DQN: a sample's outputs are rows [A, K] (quantile k of action a at a·K + k), the fractions
+// the fixed τ̂_i = (2i + 1)/(2K); the values are the quantile means (value_row) of next_sel's rows
+// (the online net at s' with double Q, else the target) and, with Munchausen, cur_t's (the target
+// net at s; null otherwise); the mean Q is the taken action's quantile mean.
+struct QrDqnQuantiles {
+  const float* next_sel;
+  const float* cur_t;
+  int K, A;
+  __device__ int count() const { return K; }
+  __device__ size_t block(int b) const { return static_cast<size_t>(b) * A * K; }
+  __device__ size_t at(int k, int a) const { return static_cast<size_t>(a) * K + k; }
+  __device__ int action_of(int e) const { return e / K; }
+  __device__ float fraction(int /*b*/, int i) const {
+    return (2.0f * static_cast<float>(i) + 1.0f) / (2.0f * static_cast<float>(K));
+  }
+  // Threads j: qs[j], qc[j] (Munchausen) of sample b.
+  __device__ void values(int b, float* qs, float* qc) const {
+    const size_t row = block(b);
+    for (int j = threadIdx.x; j < A; j += blockDim.x) {
+      qs[j] = value_row(next_sel + row + at(0, j), nullptr, K);
+      if (cur_t != nullptr) qc[j] = value_row(cur_t + row + at(0, j), nullptr, K);
+    }
+  }
+  __device__ float mean(const float* blk, int a) const {
+    return value_row(blk + at(0, a), nullptr, K);
+  }
+};
+
+// IQN: a sample's outputs are a block [N, A] (the net at N sampled τ: fraction i at row i), the
+// fractions taus [B, N]; the values are the K-τ means q_sel [B, A] (online at s' with double Q,
+// else target; the target's with Munchausen) and q_cur [B, A] (the target's at s; Munchausen,
+// else null); the mean Q is Σ_i θ_i/N in order.
+struct IqnQuantiles {
+  const float* q_sel;
+  const float* q_cur;
+  const float* taus;
+  int N, A;
+  __device__ int count() const { return N; }
+  __device__ size_t block(int b) const { return static_cast<size_t>(b) * N * A; }
+  __device__ size_t at(int k, int a) const { return static_cast<size_t>(k) * A + a; }
+  __device__ int action_of(int e) const { return e % A; }
+  __device__ float fraction(int b, int i) const { return taus[static_cast<size_t>(b) * N + i]; }
+  __device__ void values(int b, float* qs, float* qc) const {
+    for (int j = threadIdx.x; j < A; j += blockDim.x) {
+      qs[j] = q_sel[static_cast<size_t>(b) * A + j];
+      if (q_cur != nullptr) qc[j] = q_cur[static_cast<size_t>(b) * A + j];
+    }
+  }
+  __device__ float mean(const float* blk, int a) const {
+    float mean = 0;
+    for (int i = 0; i < N; ++i) mean += blk[at(i, a)] / static_cast<float>(N);
+    return mean;
+  }
+};
+
+// The quantile Huber loss (κ = 1) of the taken action's K = layout.count() quantiles against the
+// target mixture's, and its gradient; one block per sample. Launch: grid (B), block
+// kLearnerThreads, dynamic shared memory quantile_loss_smem_floats(A, K) floats. One body
+// (quantile_loss in device_losses.cu); a kernel per layout.
+size_t quantile_loss_smem_floats(int A, int K);
+__global__ void qr_dqn_loss_kernel(QrDqnQuantiles layout, const float* __restrict__ out,
+                                   const float* __restrict__ next_t, int A, bool munchausen,
+                                   MunchausenConfig mc, const int* b_act, const float* b_rew,
+                                   const float* b_disc, const float* weight, float inv_b,
+                                   float* d_out, float* loss_b, float* q_b);
+__global__ void iqn_loss_kernel(IqnQuantiles layout, const float* __restrict__ out,
+                                const float* __restrict__ next_t, int A, bool munchausen,
                                 MunchausenConfig mc, const int* b_act, const float* b_rew,
                                 const float* b_disc, const float* weight, float inv_b, float* d_out,
                                 float* loss_b, float* q_b);

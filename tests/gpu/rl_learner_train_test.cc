@@ -204,32 +204,52 @@ void expect_update_matches_cpu(const DqnConfig& cfg, const char* env_name,
   EXPECT_EQ(std::vector<float>(copy.params().begin(), copy.params().end()), g);
 }
 
-TEST(RlLearnerGpu, UpdateMatchesCpuAgent) {
-  FXT_SKIP_WITHOUT_GPU();
-  for (bool double_q : {false, true}) {
-    SCOPED_TRACE(double_q ? "double Q" : "target argmax");
-    expect_update_matches_cpu(small_config(double_q), "cartpole");
+// The update-parity grid: expect_update_matches_cpu on the head's small config for every
+// (dueling, Munchausen) pair, env and double-Q setting listed (in that nesting order), with
+// n_step, 3-step discounts in the batch and prioritised replay (α = per_alpha, β0 = 0.4) as given.
+struct UpdateCases {
+  Algo algo = Algo::kC51;
+  std::vector<std::pair<bool, bool>> dueling_munchausen = {{false, false}};
+  std::vector<const char*> envs = {"cartpole", "execution"};  // 2 and 21 actions
+  std::vector<bool> double_q = {false, true};
+  int n_step = 1;
+  bool nstep_discounts = false;
+  double per_alpha = 0;
+};
+
+void expect_updates_match_cpu(const UpdateCases& cases) {
+  for (auto [dueling, munchausen] : cases.dueling_munchausen) {
+    for (const char* env : cases.envs) {
+      for (bool double_q : cases.double_q) {
+        SCOPED_TRACE(std::string(algo_name(cases.algo)) + ", " + env +
+                     (dueling ? ", dueling" : "") + (munchausen ? ", Munchausen" : "") +
+                     (double_q ? ", double Q" : ", target argmax"));
+        DqnConfig cfg = cases.algo == Algo::kQrDqn ? small_qr_config(double_q)
+                        : cases.algo == Algo::kIqn ? small_iqn_config(double_q)
+                                                   : small_config(double_q);
+        cfg.dueling = dueling;
+        cfg.munchausen = munchausen;
+        cfg.n_step = cases.n_step;
+        if (cases.per_alpha > 0) {
+          cfg.per_alpha = cases.per_alpha;
+          cfg.per_beta0 = 0.4;
+        }
+        expect_update_matches_cpu(cfg, env, cases.nstep_discounts);
+      }
+    }
   }
 }
 
-// The options on 2 actions (CartPole) and 21 (execution), each with both double-Q settings.
-void expect_updates_match_cpu(bool dueling, bool munchausen) {
-  for (const char* env : {"cartpole", "execution"}) {
-    for (bool double_q : {false, true}) {
-      SCOPED_TRACE(std::string(env) + (double_q ? ", double Q" : ", target argmax"));
-      DqnConfig cfg = small_config(double_q);
-      cfg.dueling = dueling;
-      cfg.munchausen = munchausen;
-      expect_update_matches_cpu(cfg, env);
-    }
-  }
+TEST(RlLearnerGpu, UpdateMatchesCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  expect_updates_match_cpu({.envs = {"cartpole"}});
 }
 
 // The dueling head: value and advantage streams, combined and split back by rl/dueling_head.h
 // (with 21 actions the advantage mean has more to centre).
 TEST(RlLearnerGpu, DuelingUpdateMatchesCpuAgent) {
   FXT_SKIP_WITHOUT_GPU();
-  expect_updates_match_cpu(true, false);
+  expect_updates_match_cpu({.dueling_munchausen = {{true, false}}});
 }
 
 // The Munchausen target: the π(a'|s')-weighted mixture over every next action with the bonus of
@@ -237,12 +257,12 @@ TEST(RlLearnerGpu, DuelingUpdateMatchesCpuAgent) {
 // the CPU's update (which ignores the setting too).
 TEST(RlLearnerGpu, MunchausenUpdateMatchesCpuAgent) {
   FXT_SKIP_WITHOUT_GPU();
-  expect_updates_match_cpu(false, true);
+  expect_updates_match_cpu({.dueling_munchausen = {{false, true}}});
 }
 
 TEST(RlLearnerGpu, DuelingMunchausenUpdateMatchesCpuAgent) {
   FXT_SKIP_WITHOUT_GPU();
-  expect_updates_match_cpu(true, true);
+  expect_updates_match_cpu({.dueling_munchausen = {{true, true}}});
 }
 
 // QR-DQN (32 quantiles, the quantile Huber loss with κ = 1 at τ̂_i = (2i + 1)/64): on 2 and 21
@@ -250,33 +270,16 @@ TEST(RlLearnerGpu, DuelingMunchausenUpdateMatchesCpuAgent) {
 // means), 3-step discounts γ³ next to 1-step ones and terminals in the batch.
 TEST(RlLearnerGpu, QrDqnUpdateMatchesCpuAgent) {
   FXT_SKIP_WITHOUT_GPU();
-  for (const char* env : {"cartpole", "execution"}) {
-    for (bool double_q : {false, true}) {
-      SCOPED_TRACE(std::string(env) + (double_q ? ", double Q" : ", target argmax"));
-      DqnConfig cfg = small_qr_config(double_q);
-      cfg.n_step = 3;
-      expect_update_matches_cpu(cfg, env, /*nstep_discounts=*/true);
-    }
-  }
+  expect_updates_match_cpu({.algo = Algo::kQrDqn, .n_step = 3, .nstep_discounts = true});
 }
 
 // QR-DQN with the dueling head, Munchausen (the π(a'|s')/N-weighted targets of every action) and
 // both: the same comparison.
 TEST(RlLearnerGpu, QrDqnDuelingMunchausenUpdatesMatchCpuAgent) {
   FXT_SKIP_WITHOUT_GPU();
-  for (auto [dueling, munchausen] : {std::pair{true, false}, {false, true}, {true, true}}) {
-    for (const char* env : {"cartpole", "execution"}) {
-      for (bool double_q : {false, true}) {
-        SCOPED_TRACE(std::string(env) + (dueling ? ", dueling" : "") +
-                     (munchausen ? ", Munchausen" : "") +
-                     (double_q ? ", double Q" : ", target argmax"));
-        DqnConfig cfg = small_qr_config(double_q);
-        cfg.dueling = dueling;
-        cfg.munchausen = munchausen;
-        expect_update_matches_cpu(cfg, env, /*nstep_discounts=*/true);
-      }
-    }
-  }
+  expect_updates_match_cpu({.algo = Algo::kQrDqn,
+                            .dueling_munchausen = {{true, false}, {false, true}, {true, true}},
+                            .nstep_discounts = true});
 }
 
 // IQN (N = N' = 8 sampled τ fed from the CPU's draws, K = 32 policy τ that pick a* and the
@@ -284,20 +287,10 @@ TEST(RlLearnerGpu, QrDqnDuelingMunchausenUpdatesMatchCpuAgent) {
 // actions, both double-Q settings, 3-step discounts and terminals in the batch.
 TEST(RlLearnerGpu, IqnUpdateMatchesCpuAgent) {
   FXT_SKIP_WITHOUT_GPU();
-  for (auto [dueling, munchausen] :
-       {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
-    for (const char* env : {"cartpole", "execution"}) {
-      for (bool double_q : {false, true}) {
-        SCOPED_TRACE(std::string(env) + (dueling ? ", dueling" : "") +
-                     (munchausen ? ", Munchausen" : "") +
-                     (double_q ? ", double Q" : ", target argmax"));
-        DqnConfig cfg = small_iqn_config(double_q);
-        cfg.dueling = dueling;
-        cfg.munchausen = munchausen;
-        expect_update_matches_cpu(cfg, env, /*nstep_discounts=*/true);
-      }
-    }
-  }
+  expect_updates_match_cpu(
+      {.algo = Algo::kIqn,
+       .dueling_munchausen = {{false, false}, {true, false}, {false, true}, {true, true}},
+       .nstep_discounts = true});
 }
 
 // Prioritised replay (α = 0.6, β0 = 0.4; rl/device_replay.h) with each head: C51 plain on 2 and 21
@@ -306,28 +299,18 @@ TEST(RlLearnerGpu, IqnUpdateMatchesCpuAgent) {
 // plus its prioritised ones (picks exact, IS weights, leaves, total, largest priority).
 TEST(RlLearnerGpu, PrioritisedUpdateMatchesCpuAgent) {
   FXT_SKIP_WITHOUT_GPU();
-  auto with_per = [](DqnConfig c) {
-    c.per_alpha = 0.6;
-    c.per_beta0 = 0.4;
-    return c;
-  };
-  for (const char* env : {"cartpole", "execution"}) {
-    for (bool double_q : {false, true}) {
-      SCOPED_TRACE(std::string("C51, ") + env + (double_q ? ", double Q" : ", target argmax"));
-      expect_update_matches_cpu(with_per(small_config(double_q)), env);
-    }
-  }
-  for (Algo algo : {Algo::kC51, Algo::kQrDqn, Algo::kIqn}) {
-    for (bool options : {false, true}) {
-      if (algo == Algo::kC51 && !options) continue;  // above
-      SCOPED_TRACE(std::string(algo_name(algo)) + (options ? ", dueling + Munchausen" : ""));
-      DqnConfig cfg = with_per(algo == Algo::kQrDqn ? small_qr_config(true)
-                               : algo == Algo::kIqn ? small_iqn_config(true)
-                                                    : small_config(true));
-      cfg.dueling = cfg.munchausen = options;
-      expect_update_matches_cpu(cfg, "cartpole", /*nstep_discounts=*/algo != Algo::kC51);
-    }
-  }
+  expect_updates_match_cpu({.per_alpha = 0.6});
+  expect_updates_match_cpu({.dueling_munchausen = {{true, true}},
+                            .envs = {"cartpole"},
+                            .double_q = {true},
+                            .per_alpha = 0.6});
+  for (Algo algo : {Algo::kQrDqn, Algo::kIqn})
+    expect_updates_match_cpu({.algo = algo,
+                              .dueling_munchausen = {{false, false}, {true, true}},
+                              .envs = {"cartpole"},
+                              .double_q = {true},
+                              .nstep_discounts = true,
+                              .per_alpha = 0.6});
 }
 
 // The device sum tree (rl/device_replay.cu) against the CPU's SumTree over 100 slots (128

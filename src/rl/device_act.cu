@@ -21,6 +21,33 @@ __device__ void block_dense(const float* __restrict__ params, const DeviceLayer&
   }
 }
 
+// The lane's forward in one block from observation o (⊙ sign when sign is non-null: the mirror
+// image) through every layer (IQN: the torso only), ping-ponging between the buffers x and y
+// (dueling: the value stream into v [K], then dueling_combine, thread k column k). Returns the
+// buffer holding the output. Every thread calls it; it ends synchronised.
+__device__ float* block_forward(const float* __restrict__ params, const NetLayout& net,
+                                const float* o, const float* sign, int d, int A, int K, float* x,
+                                float* y, float* v) {
+  const int tid = threadIdx.x;
+  for (int i = tid; i < d; i += blockDim.x) x[i] = sign != nullptr ? sign[i] * o[i] : o[i];
+  __syncthreads();
+  const int body = net.iqn_e > 0 ? net.count - 1 : net.count;  // IQN: the torso only here
+  for (int l = 0; l < body; ++l) {
+    const bool head = l + 1 == net.count;
+    block_dense(params, net.layer[l], x, y, !head);
+    if (head && net.dueling) block_dense(params, net.value, x, v, false);
+    __syncthreads();
+    if (head && net.dueling) {
+      for (int k = tid; k < K; k += blockDim.x) dueling_combine(v, y, A, K, k, y);
+      __syncthreads();
+    }
+    float* t = x;
+    x = y;
+    y = t;
+  }
+  return x;
+}
+
 }  // namespace
 
 // ---- acting ------------------------------------------------------------------------------------
@@ -49,7 +76,7 @@ __global__ void act_kernel(bool train, const float* __restrict__ params, NetLayo
                            const float* __restrict__ atoms, int K, int A,
                            const float* __restrict__ obs, int d, Rng* rngs, EpsSchedule eps,
                            const DeviceLearnerStats* stats, int* actions, float* q_out,
-                           float* r_obs, int* r_act, int cap, int ring, Mirror mir) {
+                           float* r_obs, int* r_act, int cap, int ring, Mirror mir, Mirror sym) {
   extern __shared__ float smem[];
   int width = d;
   for (int l = 0; l < net.count; ++l) width = max(width, net.layer[l].out);
@@ -67,26 +94,12 @@ __global__ void act_kernel(bool train, const float* __restrict__ params, NetLayo
   double e = 0;
   if (train) e = linear_epsilon(eps.start, eps.end, eps.fraction, eps.total, stats->env_steps);
   const bool thompson = train && eps.thompson && e > 0;
-  Rng r(0);  // thread 0: the lane's Rng (train)
-  if (train && tid == 0) r = rngs[lane];
+  Rng r(0);  // thread 0: the lane's Rng (training; evaluation with the symmetric policy)
+  if (rngs != nullptr && tid == 0) r = rngs[lane];
   const float* o = obs + static_cast<size_t>(lane) * d;
-  for (int i = tid; i < d; i += blockDim.x) x[i] = o[i];
-  __syncthreads();
-  const int body = iqn ? net.count - 1 : net.count;  // IQN: the torso only here
-  for (int l = 0; l < body; ++l) {
-    const bool head = l + 1 == net.count;
-    block_dense(params, net.layer[l], x, y, !head);
-    if (head && net.dueling) block_dense(params, net.value, x, v, false);
-    __syncthreads();
-    if (head && net.dueling) {
-      for (int k = tid; k < K; k += blockDim.x) dueling_combine(v, y, A, K, k, y);
-      __syncthreads();
-    }
-    float* t = x;
-    x = y;
-    y = t;
-  }
-  if (iqn) {  // x holds ψ [H]
+  x = block_forward(params, net, o, nullptr, d, A, K, x, y, v);
+  y = x == smem ? smem + width : smem;  // the other buffer
+  if (iqn) {                            // x holds ψ [H]
     const DeviceLayer& head = net.layer[net.count - 1];
     const int H = net.embed.out, KP = net.iqn_k;
     for (int a = tid; a < A; a += blockDim.x) q[a] = 0.0f;
@@ -114,10 +127,14 @@ __global__ void act_kernel(bool train, const float* __restrict__ params, NetLayo
     }
     for (int a = tid; a < A; a += blockDim.x) q_out[static_cast<size_t>(lane) * A + a] = q[a];
   } else {  // x holds the logits [A, K]
-    for (int a = tid; a < A; a += blockDim.x) {
-      q[a] = value_row(x + a * K, atoms, K);
-      q_out[static_cast<size_t>(lane) * A + a] = q[a];
+    for (int a = tid; a < A; a += blockDim.x) q[a] = value_row(x + a * K, atoms, K);
+    if (sym.sign != nullptr) {  // DqnAgent::row_values: q[a] = ½[q(s, a) + q(m(s), m(a))]
+      __syncthreads();          // x is read; the mirror's forward reuses the buffers
+      const float* xm = block_forward(params, net, o, sym.sign, d, A, K, smem, smem + width, v);
+      for (int a = tid; a < A; a += blockDim.x)
+        q[a] = 0.5f * (q[a] + value_row(xm + sym.action[a] * K, atoms, K));
     }
+    for (int a = tid; a < A; a += blockDim.x) q_out[static_cast<size_t>(lane) * A + a] = q[a];
   }
   __syncthreads();
   if (tid == 0) {
@@ -135,13 +152,19 @@ __global__ void act_kernel(bool train, const float* __restrict__ params, NetLayo
         }
         if (a == 0 || val > best_v) best = a, best_v = val;
       }
+    } else if (train && e > 0 && r.unit() < e) {  // DqnAgent::act's order: the ε coin first
+      best = static_cast<int>(r.uniform(static_cast<uint64_t>(A)));
     } else {
       for (int a = 1; a < A; ++a)
         if (q[a] > q[best]) best = a;
-      if (train && e > 0 && r.unit() < e)
-        best = static_cast<int>(r.uniform(static_cast<uint64_t>(A)));
+      // Symmetric policy: a tie of best with its mirror image (a state that is its own mirror)
+      // goes to either by a fair coin (DqnAgent::act's).
+      if (sym.sign != nullptr && rngs != nullptr) {
+        const int mb = sym.action[best];
+        if (mb != best && q[mb] == q[best] && r.unit() < 0.5) best = mb;
+      }
     }
-    if (train) rngs[lane] = r;
+    if (rngs != nullptr) rngs[lane] = r;
     actions[lane] = best;
   }
   if (train) {

@@ -18,13 +18,14 @@ struct EpsSchedule {
   bool thompson;
 };
 
-// One env step's acting for every lane (train) or greedy evaluation (!train: no Rngs, stats or
-// replay). Launch: grid (N lanes), block kLearnerThreads, dynamic shared memory 2·max_width +
-// 3·A + K floats (IQN: one more max_width).
+// One env step's acting for every lane (train) or greedy evaluation (!train: no stats or replay;
+// Rngs only for the symmetric policy's tie coin). mir: --mirror's stored images; sym: the
+// symmetric policy's mirror (null sign: none). Launch: grid (N lanes), block kLearnerThreads,
+// dynamic shared memory 2·max_width + 3·A + K floats (IQN: one more max_width).
 __global__ void act_kernel(bool train, const float* __restrict__ params, NetLayout net,
                            const float* __restrict__ atoms, int K, int A,
                            const float* __restrict__ obs, int d, Rng* rngs, EpsSchedule eps,
                            const DeviceLearnerStats* stats, int* actions, float* q_out,
-                           float* r_obs, int* r_act, int cap, int ring, Mirror mir);
+                           float* r_obs, int* r_act, int cap, int ring, Mirror mir, Mirror sym);
 
 }  // namespace fxt::rl

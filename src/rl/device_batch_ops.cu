@@ -40,6 +40,13 @@ __global__ void dueling_backward_kernel(const float* d_out, float* d_value, floa
                              d_value + r * static_cast<size_t>(K), d_adv + r * AK);
   }
 }
+// The symmetric policy's mirrored batch: out[r, k] = sign[k]·x[r, k] (DqnAgent::mirror_rows on a
+// sign-flip mirror: ±x exactly).
+__global__ void mirror_rows_kernel(const float* sign, const float* x, size_t n, int d, float* out) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    out[i] = sign[i % static_cast<size_t>(d)] * x[i];
+}
 // target ← t·online + (1 − t)·target (DqnAgent::update_target's float arithmetic).
 __global__ void polyak_kernel(const float* online, float* target, float t, size_t n) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;

@@ -18,6 +18,8 @@ __global__ void relu_mask_kernel(const float* y, float* d, size_t n);
 __global__ void dueling_forward_kernel(const float* value, float* out, int rows, int A, int K);
 __global__ void dueling_backward_kernel(const float* d_out, float* d_value, float* d_adv, int rows,
                                         int A, int K);
+// out [rows, d] = x ⊙ sign per row (n = rows·d elements): the mirrored states.
+__global__ void mirror_rows_kernel(const float* sign, const float* x, size_t n, int d, float* out);
 // target ← t·online + (1 − t)·target.
 __global__ void polyak_kernel(const float* online, float* target, float t, size_t n);
 

@@ -70,6 +70,8 @@ DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv*
           cfg.embed.out == cfg.layers.back().in && cfg.iqn_taus >= 1 && cfg.iqn_policy_taus >= 1));
   assert(cfg.buffer_size >= cfg.num_envs);
   assert(cfg.n_step >= 1);
+  assert(!(cfg.mirror || cfg.symmetric_policy) || !cfg.mirror_sign.empty());
+  assert(!cfg.symmetric_policy || (!iqn && !cfg.thompson));  // DqnConfig::validate's refusals
   Impl& m = *impl_;
   const size_t P = cfg.num_params, N = static_cast<size_t>(cfg.num_envs);
   const size_t B = static_cast<size_t>(cfg.batch), d = static_cast<size_t>(cfg.obs_dim);
@@ -87,7 +89,8 @@ DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv*
            cfg.mirror_action.size() == static_cast<size_t>(cfg.num_actions));
     m.mirror_sign.upload(cfg.mirror_sign);
     m.mirror_action.upload(cfg.mirror_action);
-    m.mirror = {m.mirror_sign.data(), m.mirror_action.data()};
+    if (cfg.mirror) m.mirror = {m.mirror_sign.data(), m.mirror_action.data()};
+    if (cfg.symmetric_policy) m.sym = {m.mirror_sign.data(), m.mirror_action.data()};
   }
   m.sample_rngs.resize(B);
   m.actions.resize(N);
@@ -130,6 +133,13 @@ DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv*
   m.q_b.resize(B);
   const size_t K = static_cast<size_t>(cfg.atoms);
   if (cfg.munchausen) m.cur_t.resize(B * AK);
+  if (cfg.symmetric_policy) {
+    m.b_obs_m.resize(B * d);
+    m.b_next_m.resize(B * d);
+    m.next_tm.resize(B * AK);
+    m.next_om.resize(B * AK);
+    m.cur_tm.resize(B * AK);
+  }
   // IQN: the head runs on B·N or B·K rows (its value stream too).
   const size_t NT = static_cast<size_t>(cfg.iqn_taus),
                KT = static_cast<size_t>(cfg.iqn_policy_taus);
@@ -173,7 +183,8 @@ DeviceC51Learner::DeviceC51Learner(const DeviceLearnerConfig& cfg, DeviceVecEnv*
   m.net.iqn_k = cfg.iqn_policy_taus;
   m.act_smem = ((iqn ? 3 : 2) * W + 3 * static_cast<size_t>(cfg.num_actions) + K) * sizeof(float);
   m.loss_smem = (iqn || cfg.quantile
-                     ? quantile_loss_smem_floats(cfg.num_actions, iqn ? cfg.iqn_taus : cfg.atoms)
+                     ? quantile_loss_smem_floats(cfg.num_actions, iqn ? cfg.iqn_taus : cfg.atoms,
+                                                 cfg.symmetric_policy)
                      : c51_loss_smem_floats(cfg.num_actions, cfg.atoms)) *
                 sizeof(float);
   FXT_CUDA_CHECK(cudaFuncSetAttribute(act_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -254,7 +265,7 @@ void DeviceC51Learner::enqueue_env_step() {
       true, m.online.data(), m.net, m.atom_values, cfg_.atoms, cfg_.num_actions, env_->obs(), d,
       m.act_rngs.data(), eps, m.stats.data(), m.actions.data(), m.q_last.data(),
       nstep ? m.p_obs.data() : m.r_obs.data(), nstep ? m.p_act.data() : m.r_act.data(),
-      cfg_.buffer_size, nstep ? cfg_.n_step : 0, m.mirror);
+      cfg_.buffer_size, nstep ? cfg_.n_step : 0, m.mirror, m.sym);
   FXT_CUDA_LAUNCH_CHECK();
   env_->step(m.actions.data(), ctx_.stream());
   if (m.per) m.per->enqueue_insert(ctx_.stream(), m.stats.data(), N, cfg_.n_step, m.mirror.rows());
@@ -368,6 +379,14 @@ std::vector<double> DeviceC51Learner::evaluate(DeviceVecEnv* eval_env, uint64_t 
   gpu::DeviceBuffer<uint8_t> done(static_cast<size_t>(n));
   gpu::DeviceBuffer<int> actions(static_cast<size_t>(n)), remaining(1);
   gpu::DeviceBuffer<float> q(static_cast<size_t>(n) * static_cast<size_t>(A));
+  // Symmetric policy: eval lane i's tie coin from Rng(lane_seed(seed, i, 19)) (the CPU's
+  // evaluate_agent draws its coins from one Rng(0): the same law, not the same draws).
+  gpu::DeviceBuffer<Rng> coin(m.sym.sign != nullptr ? static_cast<size_t>(n) : 0);
+  if (m.sym.sign != nullptr) {
+    seed_rngs_kernel<<<grid_for(static_cast<size_t>(n), 256), 256, 0, ctx_.stream()>>>(coin.data(),
+                                                                                       n, seed, 19);
+    FXT_CUDA_LAUNCH_CHECK();
+  }
   ret.zero();
   done.zero();
   ctx_.sync();
@@ -379,8 +398,8 @@ std::vector<double> DeviceC51Learner::evaluate(DeviceVecEnv* eval_env, uint64_t 
     for (int k = 0; k < kEvalChunk; ++k) {
       act_kernel<<<static_cast<unsigned>(n), kLearnerThreads, m.act_smem, s>>>(
           false, m.online.data(), m.net, m.atom_values, cfg_.atoms, A, eval_env->obs(),
-          cfg_.obs_dim, nullptr, none, nullptr, actions.data(), q.data(), nullptr, nullptr, 1, 0,
-          Mirror{nullptr, nullptr});
+          cfg_.obs_dim, m.sym.sign != nullptr ? coin.data() : nullptr, none, nullptr,
+          actions.data(), q.data(), nullptr, nullptr, 1, 0, Mirror{nullptr, nullptr}, m.sym);
       FXT_CUDA_LAUNCH_CHECK();
       eval_env->step(actions.data(), s);
       eval_accumulate_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(

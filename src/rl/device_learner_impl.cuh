@@ -18,9 +18,13 @@ namespace fxt::rl {
 struct DeviceC51Learner::Impl {
   gpu::DeviceBuffer<float> online, target, grads, atoms;
   gpu::DeviceBuffer<Rng> act_rngs, sample_rngs;
-  gpu::DeviceBuffer<float> mirror_sign;  // --mirror: [d] (empty: none)
+  gpu::DeviceBuffer<float> mirror_sign;  // the env's mirror: [d] (empty: none)
   gpu::DeviceBuffer<int> mirror_action;  // [A]
-  Mirror mirror{nullptr, nullptr};
+  Mirror mirror{nullptr, nullptr};       // --mirror: the stored rows' mirror images (null: none)
+  Mirror sym{nullptr, nullptr};          // --symmetric-policy: the policy's mirror (null: none)
+  // Symmetric policy: the batch's mirrored states m(s), m(s') [B, d] and the nets' outputs there
+  // [B, A·K]: target at m(s'), online at m(s') (double Q), target at m(s) (Munchausen).
+  gpu::DeviceBuffer<float> b_obs_m, b_next_m, next_tm, next_om, cur_tm;
   gpu::DeviceBuffer<int> actions, r_act, idx, b_act;
   gpu::DeviceBuffer<float> q_last, r_obs, r_next, r_rew, r_disc;
   // n-step returns: each lane's last n steps, [lane · n + (step mod n)] (empty with n = 1).

@@ -240,13 +240,30 @@ void DeviceC51Learner::enqueue_update(bool sample) {
   forward(m.target.data(), m.b_next.data(), B, m.next_t.data(), false);
   if (online_next) forward(m.online.data(), m.b_next.data(), B, m.next_o.data(), false);
   if (cfg_.munchausen) forward(m.target.data(), m.b_obs.data(), B, m.cur_t.data(), false);
+  MirrorOutputs mo{nullptr, nullptr, nullptr, nullptr};
+  if (m.sym.sign != nullptr) {  // the same forwards at the mirrored states m(s'), m(s)
+    const size_t nd = static_cast<size_t>(B) * static_cast<size_t>(d);
+    mirror_rows_kernel<<<grid_for(nd, 256), 256, 0, s>>>(m.sym.sign, m.b_next.data(), nd, d,
+                                                         m.b_next_m.data());
+    FXT_CUDA_LAUNCH_CHECK();
+    forward(m.target.data(), m.b_next_m.data(), B, m.next_tm.data(), false);
+    if (online_next) forward(m.online.data(), m.b_next_m.data(), B, m.next_om.data(), false);
+    if (cfg_.munchausen) {
+      mirror_rows_kernel<<<grid_for(nd, 256), 256, 0, s>>>(m.sym.sign, m.b_obs.data(), nd, d,
+                                                           m.b_obs_m.data());
+      FXT_CUDA_LAUNCH_CHECK();
+      forward(m.target.data(), m.b_obs_m.data(), B, m.cur_tm.data(), false);
+    }
+    mo = {m.next_tm.data(), online_next ? m.next_om.data() : m.next_tm.data(),
+          cfg_.munchausen ? m.cur_tm.data() : nullptr, m.sym.action};
+  }
   float* out = m.acts.back().data();
   forward(m.online.data(), m.b_obs.data(), B, out, true);
   const float inv_b = 1.0f / static_cast<float>(B);
   const float* next_sel = online_next ? m.next_o.data() : m.next_t.data();
   const float* cur_t = cfg_.munchausen ? m.cur_t.data() : nullptr;
   if (cfg_.quantile) {
-    const QrDqnQuantiles layout{next_sel, cur_t, cfg_.atoms, cfg_.num_actions};
+    const QrDqnQuantiles layout{next_sel, cur_t, mo, cfg_.atoms, cfg_.num_actions};
     qr_dqn_loss_kernel<<<static_cast<unsigned>(B), kLearnerThreads, m.loss_smem, s>>>(
         layout, out, m.next_t.data(), cfg_.num_actions, cfg_.munchausen, cfg_.mdqn, m.b_act.data(),
         m.b_rew.data(), m.b_disc.data(), is_weights(), inv_b, m.d_out.data(), m.loss_b.data(),
@@ -256,7 +273,7 @@ void DeviceC51Learner::enqueue_update(bool sample) {
         out, m.next_t.data(), next_sel, cur_t, m.atoms.data(), cfg_.atoms, cfg_.num_actions,
         static_cast<float>(cfg_.v_min), static_cast<float>(cfg_.v_max),
         static_cast<float>((cfg_.v_max - cfg_.v_min) / (cfg_.atoms - 1)), cfg_.munchausen,
-        cfg_.mdqn, m.b_act.data(), m.b_rew.data(), m.b_disc.data(), is_weights(), inv_b,
+        cfg_.mdqn, mo, m.b_act.data(), m.b_rew.data(), m.b_disc.data(), is_weights(), inv_b,
         m.d_out.data(), m.loss_b.data(), m.q_b.data());
   }
   FXT_CUDA_LAUNCH_CHECK();

@@ -7,12 +7,19 @@ namespace {
 
 // Threads a of a loss block: qs[a] = the value of action a at s' from next_sel's rows (the online
 // net with double Q, else the target) and, with Munchausen (cur non-null), qc[a] = the target
-// net's at s. Rows of sample b start at `row`; atoms null for QR-DQN (value_row).
+// net's at s. Rows of sample b start at `row`; atoms null for QR-DQN (value_row). Symmetric
+// policy (mo.action non-null): each then ½[q(s, a) + q(m(s), m(a))] with q(m(s), ·) from mo's
+// rows (DqnAgent::row_values).
 __device__ void action_values(const float* next_sel, const float* cur, size_t row,
-                              const float* atoms, int K, int A, float* qs, float* qc) {
+                              const float* atoms, int K, int A, const MirrorOutputs& mo, float* qs,
+                              float* qc) {
   for (int j = threadIdx.x; j < A; j += blockDim.x) {
     qs[j] = value_row(next_sel + row + static_cast<size_t>(j) * K, atoms, K);
     if (cur != nullptr) qc[j] = value_row(cur + row + static_cast<size_t>(j) * K, atoms, K);
+    if (mo.action == nullptr) continue;
+    const size_t mj = row + static_cast<size_t>(mo.action[j]) * K;
+    qs[j] = 0.5f * (qs[j] + value_row(mo.next_sel + mj, atoms, K));
+    if (cur != nullptr) qc[j] = 0.5f * (qc[j] + value_row(mo.cur_t + mj, atoms, K));
   }
 }
 
@@ -66,10 +73,10 @@ __device__ void quantile_huber_at(float theta, float tau_i, const float* tq, con
 
 // ---- the C51 target, loss and gradient ---------------------------------------------------------
 // The loss kernel's dynamic shared memory in floats: p [A·K], m [K], log Z [1], then qs, qc, w,
-// shift and comp (ints) [A] each.
+// shift, comp (ints), and the mirror rows' maxima and sums [A] each.
 size_t c51_loss_smem_floats(int A, int K) {
   return static_cast<size_t>(A) * static_cast<size_t>(K) + static_cast<size_t>(K) + 1 +
-         5 * static_cast<size_t>(A);
+         7 * static_cast<size_t>(A);
 }
 
 // Launch: grid (B), block kLearnerThreads, dynamic shared memory c51_loss_smem_floats(A, K). Block
@@ -90,9 +97,9 @@ __global__ void c51_loss_kernel(const float* __restrict__ out, const float* __re
                                 const float* __restrict__ next_sel, const float* __restrict__ cur_t,
                                 const float* __restrict__ atoms, int K, int A, float v_min,
                                 float v_max, float dz, bool munchausen, MunchausenConfig mc,
-                                const int* b_act, const float* b_rew, const float* b_disc,
-                                const float* weight, float inv_b, float* d_out, float* loss_b,
-                                float* q_b) {
+                                MirrorOutputs mo, const int* b_act, const float* b_rew,
+                                const float* b_disc, const float* weight, float inv_b, float* d_out,
+                                float* loss_b, float* q_b) {
   extern __shared__ float sm[];
   float* p = sm;                                  // [C, K] the components' probabilities
   float* m = p + static_cast<size_t>(A) * K;      // [K] the projected target
@@ -102,12 +109,14 @@ __global__ void c51_loss_kernel(const float* __restrict__ out, const float* __re
   float* w = qc + A;                              // [A] component weights
   float* shift = w + A;                           // [A] component shifts
   int* comp = reinterpret_cast<int*>(shift + A);  // [A] component rows (actions at s')
+  float* mx_m = shift + 2 * A;                    // [A] symmetric: the mirror rows' maxima
+  float* sum_m = mx_m + A;                        // [A] and their Σ exp
   __shared__ int n_comp;
   const int b = blockIdx.x, tid = threadIdx.x;
   const size_t row = static_cast<size_t>(b) * A * K;
   const int a = b_act[b];
   const float r = b_rew[b], g = b_disc[b];
-  action_values(next_sel, munchausen ? cur_t : nullptr, row, atoms, K, A, qs, qc);
+  action_values(next_sel, munchausen ? cur_t : nullptr, row, atoms, K, A, mo, qs, qc);
   __syncthreads();
   if (tid == 0) {
     float bonus;
@@ -125,11 +134,23 @@ __global__ void c51_loss_kernel(const float* __restrict__ out, const float* __re
     for (int j = 0; j < K; ++j) sum += expf(l[j] - mx);
     qs[c] = mx;
     qc[c] = sum;
+    if (mo.action == nullptr) continue;  // symmetric: the same of Z(m(s'), m(comp[c]))
+    const float* lm = mo.next_t + row + static_cast<size_t>(mo.action[comp[c]]) * K;
+    float mxm = lm[0];
+    for (int j = 1; j < K; ++j) mxm = fmaxf(mxm, lm[j]);
+    float summ = 0;
+    for (int j = 0; j < K; ++j) summ += expf(lm[j] - mxm);
+    mx_m[c] = mxm;
+    sum_m[c] = summ;
   }
   __syncthreads();
   for (int e = tid; e < C * K; e += blockDim.x) {
     const int c = e / K, j = e % K;
     p[e] = expf(next_t[row + static_cast<size_t>(comp[c]) * K + j] - qs[c]) / qc[c];
+    if (mo.action != nullptr) {  // the even mixture's probabilities, DqnAgent::update's
+      const float* lm = mo.next_t + row + static_cast<size_t>(mo.action[comp[c]]) * K;
+      p[e] = 0.5f * (p[e] + expf(lm[j] - mx_m[c]) / sum_m[c]);
+    }
   }
   __syncthreads();
   for (int i = tid; i < K; i += blockDim.x) {
@@ -173,9 +194,9 @@ __global__ void c51_loss_kernel(const float* __restrict__ out, const float* __re
 // ---- the quantile loss (QR-DQN and IQN) -------------------------------------------------------
 // The kernel's dynamic shared memory in floats: the target quantiles [A·K], the per-quantile
 // losses [K], then qs, qc, w and comp (ints) [A] each.
-size_t quantile_loss_smem_floats(int A, int K) {
-  return static_cast<size_t>(A) * static_cast<size_t>(K) + static_cast<size_t>(K) +
-         4 * static_cast<size_t>(A);
+size_t quantile_loss_smem_floats(int A, int K, bool symmetric) {
+  return (symmetric ? 2 : 1) * static_cast<size_t>(A) * static_cast<size_t>(K) +
+         static_cast<size_t>(K) + 4 * static_cast<size_t>(A);
 }
 
 // Block b is sample b, in DqnAgent::update's (QR-DQN) or update_iqn's (IQN) arithmetic, with K =
@@ -198,12 +219,12 @@ __device__ __forceinline__ void quantile_loss(const Layout& layout, const float*
                                               float* d_out, float* loss_b, float* q_b) {
   extern __shared__ float sm[];
   const int K = layout.count();
-  float* tq = sm;                               // [C·K] the target quantiles
-  float* lq = tq + static_cast<size_t>(A) * K;  // [K] each predicted quantile's loss
-  float* qs = lq + K;                           // [A] values at s', then ln π(a'|s')
-  float* qc = qs + A;                           // [A] Munchausen: values at s, then ln π(·|s)
-  float* w = qc + A;                            // [A] component weights, then / K
-  int* comp = reinterpret_cast<int*>(w + A);    // [A] component actions at s'
+  float* tq = sm;  // [C·K·halves] the target quantiles
+  float* lq = tq + static_cast<size_t>(layout.halves()) * A * K;  // [K] each quantile's loss
+  float* qs = lq + K;                         // [A] values at s', then ln π(a'|s')
+  float* qc = qs + A;                         // [A] Munchausen: values at s, then ln π(·|s)
+  float* w = qc + A;                          // [A] component weights, then / K
+  int* comp = reinterpret_cast<int*>(w + A);  // [A] component actions at s'
   __shared__ int n_comp;
   __shared__ float bonus;
   const int b = blockIdx.x, tid = threadIdx.x;
@@ -213,16 +234,19 @@ __device__ __forceinline__ void quantile_loss(const Layout& layout, const float*
   const float kf = static_cast<float>(K);
   layout.values(b, qs, qc);
   __syncthreads();
+  const int halves = layout.halves();  // symmetric: each target quantile, then its mirror's
+  const int per = halves * K;          // targets per component
   if (tid == 0) {
     n_comp = bootstrap_components(munchausen, mc, A, a, qs, qc, comp, w, &bonus);
-    for (int c = 0; c < n_comp; ++c) w[c] = w[c] / kf;
+    for (int c = 0; c < n_comp; ++c) w[c] = (halves == 2 ? 0.5f * w[c] : w[c]) / kf;
   }
   __syncthreads();
   const int C = n_comp;
   const float tau = static_cast<float>(mc.tau);
-  for (int e = tid; e < C * K; e += blockDim.x) {
-    const int c = e / K;
-    const float z = next_t[row + layout.at(e % K, comp[c])];
+  for (int e = tid; e < C * per; e += blockDim.x) {
+    const int c = e / per, k = (e % per) / halves;
+    const float z = e % halves == 0 ? next_t[row + layout.at(k, comp[c])]
+                                    : layout.mirror_target(row, k, comp[c]);
     tq[e] = munchausen ? r + bonus + g * (z - tau * qs[c]) : r + g * z;
   }
   __syncthreads();
@@ -230,7 +254,7 @@ __device__ __forceinline__ void quantile_loss(const Layout& layout, const float*
   for (int i = tid; i < K; i += blockDim.x) {
     const size_t at = row + layout.at(i, a);
     float loss, grad;
-    quantile_huber_at(out[at], layout.fraction(b, i), tq, w, K, C * K, &loss, &grad);
+    quantile_huber_at(out[at], layout.fraction(b, i), tq, w, per, C * per, &loss, &grad);
     lq[i] = loss;
     d_out[at] = wb * grad;
   }

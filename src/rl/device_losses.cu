@@ -23,6 +23,16 @@ __device__ void action_values(const float* next_sel, const float* cur, size_t ro
   }
 }
 
+// One logit row's maximum and Σ_j exp(l_j − max) summed in order (softmax_row's arithmetic).
+__device__ void softmax_stats(const float* l, int K, float* mx_out, float* sum_out) {
+  float mx = l[0];
+  for (int j = 1; j < K; ++j) mx = fmaxf(mx, l[j]);
+  float sum = 0;
+  for (int j = 0; j < K; ++j) sum += expf(l[j] - mx);
+  *mx_out = mx;
+  *sum_out = sum;
+}
+
 // Thread 0 of a loss block: the bootstrap target's components as DqnAgent::update picks them,
 // from action_values' qs and qc: plain, one, the first argmax a* of qs, weight 1 (*bonus 0);
 // Munchausen, every a' in order with weight π(a'|s') (log_policy_row: qs becomes ln π(a'|s') in
@@ -127,21 +137,10 @@ __global__ void c51_loss_kernel(const float* __restrict__ out, const float* __re
   __syncthreads();
   const int C = n_comp;
   for (int c = tid; c < C; c += blockDim.x) {
-    const float* l = next_t + row + static_cast<size_t>(comp[c]) * K;
-    float mx = l[0];
-    for (int j = 1; j < K; ++j) mx = fmaxf(mx, l[j]);
-    float sum = 0;
-    for (int j = 0; j < K; ++j) sum += expf(l[j] - mx);
-    qs[c] = mx;
-    qc[c] = sum;
-    if (mo.action == nullptr) continue;  // symmetric: the same of Z(m(s'), m(comp[c]))
-    const float* lm = mo.next_t + row + static_cast<size_t>(mo.action[comp[c]]) * K;
-    float mxm = lm[0];
-    for (int j = 1; j < K; ++j) mxm = fmaxf(mxm, lm[j]);
-    float summ = 0;
-    for (int j = 0; j < K; ++j) summ += expf(lm[j] - mxm);
-    mx_m[c] = mxm;
-    sum_m[c] = summ;
+    softmax_stats(next_t + row + static_cast<size_t>(comp[c]) * K, K, &qs[c], &qc[c]);
+    if (mo.action != nullptr)  // symmetric: the same of Z(m(s'), m(comp[c]))
+      softmax_stats(mo.next_t + row + static_cast<size_t>(mo.action[comp[c]]) * K, K, &mx_m[c],
+                    &sum_m[c]);
   }
   __syncthreads();
   for (int e = tid; e < C * K; e += blockDim.x) {
@@ -171,10 +170,8 @@ __global__ void c51_loss_kernel(const float* __restrict__ out, const float* __re
   __syncthreads();
   const float* pred = out + row + static_cast<size_t>(a) * K;
   if (tid == 0) {
-    float mx = pred[0];
-    for (int j = 1; j < K; ++j) mx = fmaxf(mx, pred[j]);
-    float sum = 0;
-    for (int j = 0; j < K; ++j) sum += expf(pred[j] - mx);
+    float mx, sum;
+    softmax_stats(pred, K, &mx, &sum);
     const float lz = mx + logf(sum);
     float loss = 0;
     for (int j = 0; j < K; ++j) loss -= m[j] * (pred[j] - lz);

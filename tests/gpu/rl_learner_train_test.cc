@@ -918,7 +918,7 @@ std::vector<uint8_t> device_copy(const uint8_t* p, size_t n) {
 }
 
 // --symmetric-policy in the fused acting kernel against DqnAgent::act, lane by lane: 64
-// market-making lanes (plain and dueling head) act greedily (ε = 0) for two env steps from their
+// market-making lanes (plain and dueling head) act greedily (ε = 0) for three env steps from their
 // seeded lane Rngs, and the CPU agent (the same mirror) acts on each lane's observation (n = 1)
 // from its own copy of the lane's Rng. The q values must be DqnAgent::q_values' averaged ones to
 // 1e-4; the first step's states are their own mirrors (inventory 0), so a lane whose best action
@@ -961,7 +961,7 @@ void expect_symmetric_acting_matches_cpu(Algo algo) {
     std::vector<Rng> cpu_rngs;
     for (int i = 0; i < N; ++i)
       cpu_rngs.emplace_back(lane_seed(cfg.seed, static_cast<uint64_t>(i), 11));
-    for (int step = 0; step < 2; ++step) {
+    for (int step = 0; step < 3; ++step) {
       SCOPED_TRACE("env step " + std::to_string(step));
       if (step > 0) obs = device_copy(env->obs(), obs.size());  // the device lanes' next states
       learner.env_step();

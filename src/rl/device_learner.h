@@ -42,9 +42,13 @@
 // Each of "one env step", "one update", "k env steps" and "k env steps + one update" is captured
 // once as a CUDA graph and replayed (k = train_frequency / num_envs when that divides).
 //
-//   - --mirror (DeviceLearnerConfig::mirror_sign): every stored row is followed by its mirror
-//     image, so a step stores 2 rows per lane.
-// Not on the GPU: the symmetric policy (device_learner_supports() refuses it).
+//   - --mirror (DeviceLearnerConfig::mirror): every stored row is followed by its mirror image, so
+//     a step stores 2 rows per lane.
+//   - --symmetric-policy (DeviceLearnerConfig::symmetric_policy; C51 and QR-DQN, ε-greedy): the
+//     acting kernel also runs the lane's forward at the mirrored observation and acts on the
+//     averaged values (a tie with the mirror action: a coin from the lane's Rng); the update also
+//     runs the nets at the mirrored batch, and the loss kernels pick and mix the bootstrap as
+//     DqnAgent::update does.
 //
 // Deterministic: no floating-point atomics; every reduction has a fixed order; cuBLAS GEMMs are
 // deterministic for a fixed handle, shape and stream; every draw from seeded device Rngs. The
@@ -111,12 +115,20 @@ struct DeviceLearnerConfig {
   double per_alpha = 0, per_beta0 = 0.4;
   double polyak = 1.0;
   double eps_start = 1, eps_end = 0.05, exploration_fraction = 0.5;
-  // --mirror (an env whose mirror flips signs of observation entries, market making): each stored
-  // transition is followed by its mirror image, obs and next_obs ⊙ mirror_sign [obs_dim, ±1],
-  // the action mirror_action[a] [num_actions], the same reward and discount (the CPU trainer's
-  // store order: slots next + 2i and next + 2i + 1 for lane i). Empty: no mirror.
+  // The env's mirror m (set_device_mirror; an env whose mirror flips signs of observation
+  // entries, market making): m(obs) = obs ⊙ mirror_sign [obs_dim, ±1], m(a) = mirror_action[a]
+  // [num_actions]. Empty: none; required by either flag below.
   std::vector<float> mirror_sign;
   std::vector<int> mirror_action;
+  // --mirror: each stored transition is followed by its mirror image (obs, next_obs and action
+  // mirrored, the same reward and discount; the CPU trainer's store order: slots next + 2i and
+  // next + 2i + 1 for lane i).
+  bool mirror = false;
+  // --symmetric-policy (C51 and QR-DQN, ε-greedy): acting and every value that picks the bootstrap
+  // use ½[Q(s, a) + Q(m(s), m(a))], the bootstrap distribution of a' is the even mixture of
+  // Z(s', a') and Z(m(s'), m(a')), and a greedy tie of an action with its mirror image is broken
+  // by a fair coin from the lane's Rng (DqnAgent::q_values, act and update).
+  bool symmetric_policy = false;
   // Thompson exploration: while ε > 0 each lane acts on one return sampled from each action's
   // distribution (DqnAgent::act's draws from the lane's Rng) instead of the ε coin.
   bool thompson = false;
@@ -231,6 +243,7 @@ class DeviceC51Learner {
   void finish_update();             // AdamW, the stats, the new priorities
   const float* is_weights() const;  // the IS weights [batch]; null with uniform replay
   void backward_iqn();
+  void backward_layers(int top, const float* dy);  // layers top … 0 into the gradients
   DeviceLearnerConfig cfg_;
   DeviceVecEnv* env_;
   const gpu::Context& ctx_;

@@ -19,7 +19,8 @@ Status device_learner_supports(const DqnConfig& cfg) {
   auto no = [](const char* what) {
     return UsageError("--device cuda: the GPU learner has no {} (use --device cpu)", what);
   };
-  if (cfg.symmetric_policy) return no("symmetric policy (--symmetric-policy)");
+  // The symmetric policy's own refusals (IQN, Thompson exploration) are DqnConfig::validate's.
+  if (cfg.symmetric_policy) FXT_RETURN_IF_ERROR(cfg.validate());
   if (cfg.hidden.size() > 7) return no("torso deeper than 7 layers (--hidden)");
   const int rows = cfg.mirror ? 2 : 1;  // --mirror: each transition and its mirror image
   if (rows * cfg.num_envs > cfg.buffer_size)
@@ -48,7 +49,8 @@ Status set_device_mirror(const EnvSpec& spec, DeviceLearnerConfig* d) {
     const float s = ma[k] == a[k] ? 1.0f : -1.0f;
     if (ma[k] != s * a[k] || mb[k] != s * b[k])
       return UsageError(
-          "--device cuda: the GPU learner's --mirror needs a mirror that flips "
+          "--device cuda: the GPU learner's mirror (--mirror, --symmetric-policy) needs a "
+          "mirror that flips "
           "signs of observation entries; env '{}' maps entry {} otherwise",
           spec.name, k);
     d->mirror_sign[k] = s;
@@ -104,6 +106,8 @@ DeviceLearnerConfig device_learner_config(const DqnConfig& cfg, int obs_dim, int
   d.eps_end = cfg.eps_end;
   d.exploration_fraction = cfg.exploration_fraction;
   d.thompson = cfg.exploration == Exploration::kThompson;
+  d.mirror = cfg.mirror;
+  d.symmetric_policy = cfg.symmetric_policy;
   d.total_steps = cfg.total_steps;
   d.num_envs = cfg.num_envs;
   d.train_frequency = cfg.train_frequency;
@@ -159,7 +163,7 @@ Result<TrainResult> train_dqn_device(const EnvSpec& spec, const TrainOptions& op
   auto eval_env = make_device_env(spec, opts.eval_episodes);
   const std::vector<float> init(agent->params().begin(), agent->params().end());
   DeviceLearnerConfig dcfg = device_learner_config(cfg, env->obs_dim(), env->num_actions());
-  if (cfg.mirror) FXT_RETURN_IF_ERROR(set_device_mirror(spec, &dcfg));
+  if (cfg.mirror || cfg.symmetric_policy) FXT_RETURN_IF_ERROR(set_device_mirror(spec, &dcfg));
   DeviceC51Learner learner(dcfg, env.get(), ctx, init);
   learner.reset(lane_seed(cfg.seed, 3, 17));  // the CPU trainer's env seed
   TrainResult result;

@@ -19,8 +19,9 @@
 namespace fxt::rl {
 
 // Ok when the GPU learner implements every option cfg asks for; else a one-line usage error
-// naming the first one it does not (the symmetric policy, more than 7 torso layers, num_envs above
-// buffer_size, or above half of it with --mirror).
+// naming the first one it does not (more than 7 torso layers, num_envs above buffer_size, or above
+// half of it with --mirror; the symmetric policy with what the CPU agent refuses it with: IQN,
+// Thompson exploration).
 Status device_learner_supports(const DqnConfig& cfg);
 
 // The learner's config from a validated, supported DqnConfig and the env's dimensions: the
@@ -28,8 +29,9 @@ Status device_learner_supports(const DqnConfig& cfg);
 // AdamW segments (its ParamSpecs), C51's atom values of the Support or QR-DQN's quantile count;
 // IQN: the embedding layer apart from the torso and head, and N, K and E.
 DeviceLearnerConfig device_learner_config(const DqnConfig& cfg, int obs_dim, int num_actions);
-// --mirror: d's mirror_sign and mirror_action from the env's mirror (env_mirror_map); an error
-// when the env has none or its mirror is not a sign flip of observation entries.
+// --mirror or --symmetric-policy: d's mirror_sign and mirror_action from the env's mirror
+// (env_mirror_map); an error when the env has none or its mirror is not a sign flip of
+// observation entries.
 Status set_device_mirror(const EnvSpec& spec, DeviceLearnerConfig* d);
 
 // The device env of spec with n lanes (the CPU env's dynamics, rl/device_env.h).

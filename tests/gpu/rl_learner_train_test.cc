@@ -87,6 +87,13 @@ void expect_update_matches_cpu(const DqnConfig& cfg, const char* env_name,
   const int d = spec.make(1)->obs_dim(), A = spec.make(1)->num_actions(), n = cfg.buffer_size;
   ASSERT_TRUE(device_learner_supports(cfg).ok()) << device_learner_supports(cfg).message();
   DqnAgent agent(cfg, d, A);
+  DeviceLearnerConfig dc = device_learner_config(cfg, d, A);
+  if (cfg.symmetric_policy) {  // both agents act and bootstrap on the env's mirror
+    auto mirror = env_mirror_map(spec);
+    ASSERT_TRUE(mirror.ok()) << mirror.status().message();
+    agent.set_mirror(*mirror);
+    ASSERT_TRUE(set_device_mirror(spec, &dc).ok());
+  }
   const std::vector<float> before(agent.params().begin(), agent.params().end());
   const bool per = cfg.per_alpha > 0;
   ReplayBuffer replay(n, d, cfg.per_alpha);
@@ -106,7 +113,7 @@ void expect_update_matches_cpu(const DqnConfig& cfg, const char* env_name,
   }
   gpu::Context ctx(0);
   auto env = make_device_env(spec, 1);
-  DeviceC51Learner learner(device_learner_config(cfg, d, A), env.get(), ctx, before);
+  DeviceC51Learner learner(dc, env.get(), ctx, before);
   learner.load_replay(obs, action, reward, next, discount);
   Rng rng(42);
   for (int u = 0; u < 2; ++u) {  // two steps: the second uses AdamW's moments
@@ -204,32 +211,56 @@ void expect_update_matches_cpu(const DqnConfig& cfg, const char* env_name,
   EXPECT_EQ(std::vector<float>(copy.params().begin(), copy.params().end()), g);
 }
 
-TEST(RlLearnerGpu, UpdateMatchesCpuAgent) {
-  FXT_SKIP_WITHOUT_GPU();
-  for (bool double_q : {false, true}) {
-    SCOPED_TRACE(double_q ? "double Q" : "target argmax");
-    expect_update_matches_cpu(small_config(double_q), "cartpole");
+// The update-parity grid: expect_update_matches_cpu on the head's small config for every
+// (dueling, Munchausen) pair, env and double-Q setting listed (in that nesting order), with
+// n_step, 3-step discounts in the batch, prioritised replay (α = per_alpha, β0 = 0.4) and the
+// symmetric policy as given.
+struct UpdateCases {
+  Algo algo = Algo::kC51;
+  std::vector<std::pair<bool, bool>> dueling_munchausen = {{false, false}};
+  std::vector<const char*> envs = {"cartpole", "execution"};  // 2 and 21 actions
+  std::vector<bool> double_q = {false, true};
+  int n_step = 1;
+  bool nstep_discounts = false;
+  double per_alpha = 0;
+  bool symmetric = false;  // --symmetric-policy (an env with a mirror: market making)
+};
+
+void expect_updates_match_cpu(const UpdateCases& cases) {
+  for (auto [dueling, munchausen] : cases.dueling_munchausen) {
+    for (const char* env : cases.envs) {
+      for (bool double_q : cases.double_q) {
+        SCOPED_TRACE(std::string(algo_name(cases.algo)) + ", " + env +
+                     (dueling ? ", dueling" : "") + (munchausen ? ", Munchausen" : "") +
+                     (double_q ? ", double Q" : ", target argmax") +
+                     (cases.symmetric ? ", symmetric policy" : ""));
+        DqnConfig cfg = cases.algo == Algo::kQrDqn ? small_qr_config(double_q)
+                        : cases.algo == Algo::kIqn ? small_iqn_config(double_q)
+                                                   : small_config(double_q);
+        cfg.dueling = dueling;
+        cfg.munchausen = munchausen;
+        cfg.n_step = cases.n_step;
+        cfg.symmetric_policy = cases.symmetric;
+        if (cases.per_alpha > 0) {
+          cfg.per_alpha = cases.per_alpha;
+          cfg.per_beta0 = 0.4;
+        }
+        expect_update_matches_cpu(cfg, env, cases.nstep_discounts);
+      }
+    }
   }
 }
 
-// The options on 2 actions (CartPole) and 21 (execution), each with both double-Q settings.
-void expect_updates_match_cpu(bool dueling, bool munchausen) {
-  for (const char* env : {"cartpole", "execution"}) {
-    for (bool double_q : {false, true}) {
-      SCOPED_TRACE(std::string(env) + (double_q ? ", double Q" : ", target argmax"));
-      DqnConfig cfg = small_config(double_q);
-      cfg.dueling = dueling;
-      cfg.munchausen = munchausen;
-      expect_update_matches_cpu(cfg, env);
-    }
-  }
+TEST(RlLearnerGpu, UpdateMatchesCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  expect_updates_match_cpu({.envs = {"cartpole"}});
 }
 
 // The dueling head: value and advantage streams, combined and split back by rl/dueling_head.h
 // (with 21 actions the advantage mean has more to centre).
 TEST(RlLearnerGpu, DuelingUpdateMatchesCpuAgent) {
   FXT_SKIP_WITHOUT_GPU();
-  expect_updates_match_cpu(true, false);
+  expect_updates_match_cpu({.dueling_munchausen = {{true, false}}});
 }
 
 // The Munchausen target: the π(a'|s')-weighted mixture over every next action with the bonus of
@@ -237,12 +268,12 @@ TEST(RlLearnerGpu, DuelingUpdateMatchesCpuAgent) {
 // the CPU's update (which ignores the setting too).
 TEST(RlLearnerGpu, MunchausenUpdateMatchesCpuAgent) {
   FXT_SKIP_WITHOUT_GPU();
-  expect_updates_match_cpu(false, true);
+  expect_updates_match_cpu({.dueling_munchausen = {{false, true}}});
 }
 
 TEST(RlLearnerGpu, DuelingMunchausenUpdateMatchesCpuAgent) {
   FXT_SKIP_WITHOUT_GPU();
-  expect_updates_match_cpu(true, true);
+  expect_updates_match_cpu({.dueling_munchausen = {{true, true}}});
 }
 
 // QR-DQN (32 quantiles, the quantile Huber loss with κ = 1 at τ̂_i = (2i + 1)/64): on 2 and 21
@@ -250,33 +281,16 @@ TEST(RlLearnerGpu, DuelingMunchausenUpdateMatchesCpuAgent) {
 // means), 3-step discounts γ³ next to 1-step ones and terminals in the batch.
 TEST(RlLearnerGpu, QrDqnUpdateMatchesCpuAgent) {
   FXT_SKIP_WITHOUT_GPU();
-  for (const char* env : {"cartpole", "execution"}) {
-    for (bool double_q : {false, true}) {
-      SCOPED_TRACE(std::string(env) + (double_q ? ", double Q" : ", target argmax"));
-      DqnConfig cfg = small_qr_config(double_q);
-      cfg.n_step = 3;
-      expect_update_matches_cpu(cfg, env, /*nstep_discounts=*/true);
-    }
-  }
+  expect_updates_match_cpu({.algo = Algo::kQrDqn, .n_step = 3, .nstep_discounts = true});
 }
 
 // QR-DQN with the dueling head, Munchausen (the π(a'|s')/N-weighted targets of every action) and
 // both: the same comparison.
 TEST(RlLearnerGpu, QrDqnDuelingMunchausenUpdatesMatchCpuAgent) {
   FXT_SKIP_WITHOUT_GPU();
-  for (auto [dueling, munchausen] : {std::pair{true, false}, {false, true}, {true, true}}) {
-    for (const char* env : {"cartpole", "execution"}) {
-      for (bool double_q : {false, true}) {
-        SCOPED_TRACE(std::string(env) + (dueling ? ", dueling" : "") +
-                     (munchausen ? ", Munchausen" : "") +
-                     (double_q ? ", double Q" : ", target argmax"));
-        DqnConfig cfg = small_qr_config(double_q);
-        cfg.dueling = dueling;
-        cfg.munchausen = munchausen;
-        expect_update_matches_cpu(cfg, env, /*nstep_discounts=*/true);
-      }
-    }
-  }
+  expect_updates_match_cpu({.algo = Algo::kQrDqn,
+                            .dueling_munchausen = {{true, false}, {false, true}, {true, true}},
+                            .nstep_discounts = true});
 }
 
 // IQN (N = N' = 8 sampled τ fed from the CPU's draws, K = 32 policy τ that pick a* and the
@@ -284,20 +298,10 @@ TEST(RlLearnerGpu, QrDqnDuelingMunchausenUpdatesMatchCpuAgent) {
 // actions, both double-Q settings, 3-step discounts and terminals in the batch.
 TEST(RlLearnerGpu, IqnUpdateMatchesCpuAgent) {
   FXT_SKIP_WITHOUT_GPU();
-  for (auto [dueling, munchausen] :
-       {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
-    for (const char* env : {"cartpole", "execution"}) {
-      for (bool double_q : {false, true}) {
-        SCOPED_TRACE(std::string(env) + (dueling ? ", dueling" : "") +
-                     (munchausen ? ", Munchausen" : "") +
-                     (double_q ? ", double Q" : ", target argmax"));
-        DqnConfig cfg = small_iqn_config(double_q);
-        cfg.dueling = dueling;
-        cfg.munchausen = munchausen;
-        expect_update_matches_cpu(cfg, env, /*nstep_discounts=*/true);
-      }
-    }
-  }
+  expect_updates_match_cpu(
+      {.algo = Algo::kIqn,
+       .dueling_munchausen = {{false, false}, {true, false}, {false, true}, {true, true}},
+       .nstep_discounts = true});
 }
 
 // Prioritised replay (α = 0.6, β0 = 0.4; rl/device_replay.h) with each head: C51 plain on 2 and 21
@@ -306,28 +310,42 @@ TEST(RlLearnerGpu, IqnUpdateMatchesCpuAgent) {
 // plus its prioritised ones (picks exact, IS weights, leaves, total, largest priority).
 TEST(RlLearnerGpu, PrioritisedUpdateMatchesCpuAgent) {
   FXT_SKIP_WITHOUT_GPU();
-  auto with_per = [](DqnConfig c) {
-    c.per_alpha = 0.6;
-    c.per_beta0 = 0.4;
-    return c;
-  };
-  for (const char* env : {"cartpole", "execution"}) {
-    for (bool double_q : {false, true}) {
-      SCOPED_TRACE(std::string("C51, ") + env + (double_q ? ", double Q" : ", target argmax"));
-      expect_update_matches_cpu(with_per(small_config(double_q)), env);
-    }
-  }
-  for (Algo algo : {Algo::kC51, Algo::kQrDqn, Algo::kIqn}) {
-    for (bool options : {false, true}) {
-      if (algo == Algo::kC51 && !options) continue;  // above
-      SCOPED_TRACE(std::string(algo_name(algo)) + (options ? ", dueling + Munchausen" : ""));
-      DqnConfig cfg = with_per(algo == Algo::kQrDqn ? small_qr_config(true)
-                               : algo == Algo::kIqn ? small_iqn_config(true)
-                                                    : small_config(true));
-      cfg.dueling = cfg.munchausen = options;
-      expect_update_matches_cpu(cfg, "cartpole", /*nstep_discounts=*/algo != Algo::kC51);
-    }
-  }
+  expect_updates_match_cpu({.per_alpha = 0.6});
+  expect_updates_match_cpu({.dueling_munchausen = {{true, true}},
+                            .envs = {"cartpole"},
+                            .double_q = {true},
+                            .per_alpha = 0.6});
+  for (Algo algo : {Algo::kQrDqn, Algo::kIqn})
+    expect_updates_match_cpu({.algo = algo,
+                              .dueling_munchausen = {{false, false}, {true, true}},
+                              .envs = {"cartpole"},
+                              .double_q = {true},
+                              .nstep_discounts = true,
+                              .per_alpha = 0.6});
+}
+
+// --symmetric-policy (market making's mirror: the inventory negated, bid and ask depths swapped;
+// 2 observation entries, the mirror's action map on its quotes): the update also runs the nets at
+// m(s') (and at m(s) with Munchausen); every value that picks a* or the Munchausen policy is
+// ½[Q(s, a) + Q(m(s), m(a))], and the bootstrap of a' is the even mixture of Z(s', a') and
+// Z(m(s'), m(a')) (C51 the probabilities averaged, QR-DQN both quantile sets at half weight).
+// C51 and QR-DQN, plain, dueling, Munchausen and both, both double-Q settings, then C51 with all
+// options and prioritised replay: expect_update_matches_cpu's bars against DqnAgent::update with
+// the same mirror.
+TEST(RlLearnerGpu, SymmetricPolicyUpdateMatchesCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  for (Algo algo : {Algo::kC51, Algo::kQrDqn})
+    expect_updates_match_cpu(
+        {.algo = algo,
+         .dueling_munchausen = {{false, false}, {true, false}, {false, true}, {true, true}},
+         .envs = {"mm"},
+         .nstep_discounts = algo == Algo::kQrDqn,
+         .symmetric = true});
+  expect_updates_match_cpu({.dueling_munchausen = {{true, true}},
+                            .envs = {"mm"},
+                            .double_q = {true},
+                            .per_alpha = 0.6,
+                            .symmetric = true});
 }
 
 // The device sum tree (rl/device_replay.cu) against the CPU's SumTree over 100 slots (128
@@ -732,11 +750,15 @@ std::string file_bytes(const std::string& path) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-// Three seeded GPU runs of `base` (6000 steps on 2 CartPole lanes, one update per 4 env steps:
+// Three seeded GPU runs of `base` (6000 steps on 2 lanes of env_name, CartPole unless given, one
+// update per 4 env steps:
 // chunks of k = 2 env steps and single steps around the log and target boundaries; Polyak 0.5)
 // with seeds 7, 7 and 8: the first two must write identical checkpoint bytes, the third other
 // bytes. The checkpoint loads into a CPU agent (fxt rl eval's path) and plays.
-void expect_same_seed_same_bytes(const DqnConfig& base, const std::string& tag) {
+void expect_same_seed_same_bytes(const DqnConfig& base, const std::string& tag,
+                                 const char* env_name = "cartpole") {
+  const EnvSpec spec = spec_named(env_name);
+  auto probe = spec.make(1);
   std::string bytes[3];
   for (int run = 0; run < 3; ++run) {
     DqnConfig cfg = base;
@@ -745,12 +767,12 @@ void expect_same_seed_same_bytes(const DqnConfig& base, const std::string& tag) 
     cfg.num_envs = 2;
     cfg.train_frequency = 4;
     cfg.polyak = 0.5;  // the Polyak kernel
-    DqnAgent agent(cfg, 4, 2);
+    DqnAgent agent(cfg, probe->obs_dim(), probe->num_actions());
     TrainOptions o =
         cartpole_options(test::scratch_dir() + "/gpu_same_seed_" + tag + std::to_string(run));
     o.stop_return = std::nan("");
     o.eval_every = 0;
-    auto r = train_dqn_device(spec_named("cartpole"), o, &agent);
+    auto r = train_dqn_device(spec, o, &agent);
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(r->env_steps, 6000);
     EXPECT_EQ(r->updates, (6000 - 1000) / 4 + 1);
@@ -839,6 +861,51 @@ TEST(RlLearnerGpu, SameSeedSameCheckpointBytesPrioritised) {
   expect_same_seed_same_bytes(cfg, "per_iqn_munchausen_dueling");
 }
 
+// --symmetric-policy on market making (the mirror's forwards in acting and in the update, the tie
+// coin from the lane Rngs): C51 plain, then QR-DQN with Munchausen, the dueling head, double Q
+// off and --mirror (each stored row followed by its mirror image). The checkpoint keeps the flag
+// and plays on the CPU (fxt rl eval rebuilds the mirror from the env).
+TEST(RlLearnerGpu, SameSeedSameCheckpointBytesSymmetricPolicy) {
+  FXT_SKIP_WITHOUT_GPU();
+  const EnvSpec spec = spec_named("mm");
+  DqnConfig cfg = cartpole_config(7);
+  cfg.support = spec.default_support();
+  cfg.symmetric_policy = true;
+  expect_same_seed_same_bytes(cfg, "symmetric", "mm");
+  cfg.algo = Algo::kQrDqn;
+  cfg.quantiles = 32;
+  cfg.munchausen = true;
+  cfg.dueling = true;
+  cfg.double_q = false;
+  cfg.mirror = true;
+  expect_same_seed_same_bytes(cfg, "symmetric_qrdqn_munchausen_dueling_mirror", "mm");
+}
+
+// The symmetric policy's greedy evaluation on the device (the tie coin from each eval lane's own
+// Rng, seeded from the eval seed): the same seed gives the same returns, and the episodes end.
+TEST(RlLearnerGpu, SymmetricPolicyEvaluationIsSeeded) {
+  FXT_SKIP_WITHOUT_GPU();
+  const EnvSpec spec = spec_named("mm");
+  DqnConfig cfg = small_config(true);
+  cfg.support = spec.default_support();
+  cfg.symmetric_policy = true;
+  auto probe = spec.make(1);
+  const int d = probe->obs_dim(), A = probe->num_actions();
+  DqnAgent agent(cfg, d, A);
+  gpu::Context ctx(0);
+  auto env = make_device_env(spec, 1);
+  auto eval_env = make_device_env(spec, 16);
+  DeviceLearnerConfig dc = device_learner_config(cfg, d, A);
+  ASSERT_TRUE(set_device_mirror(spec, &dc).ok());
+  const std::vector<float> params(agent.params().begin(), agent.params().end());
+  DeviceC51Learner learner(dc, env.get(), ctx, params);
+  const std::vector<double> a = learner.evaluate(eval_env.get(), 5),
+                            b = learner.evaluate(eval_env.get(), 5);
+  ASSERT_EQ(a.size(), 16u);
+  EXPECT_EQ(a, b);
+  for (double r : a) EXPECT_TRUE(std::isfinite(r));
+}
+
 std::vector<float> device_copy(const float* p, size_t n) {
   std::vector<float> h(n);
   FXT_CUDA_CHECK(cudaMemcpy(h.data(), p, n * sizeof(float), cudaMemcpyDeviceToHost));
@@ -848,6 +915,102 @@ std::vector<uint8_t> device_copy(const uint8_t* p, size_t n) {
   std::vector<uint8_t> h(n);
   FXT_CUDA_CHECK(cudaMemcpy(h.data(), p, n, cudaMemcpyDeviceToHost));
   return h;
+}
+
+// --symmetric-policy in the fused acting kernel against DqnAgent::act, lane by lane: 64
+// market-making lanes (plain and dueling head) act greedily (ε = 0) for three env steps from their
+// seeded lane Rngs, and the CPU agent (the same mirror) acts on each lane's observation (n = 1)
+// from its own copy of the lane's Rng. The q values must be DqnAgent::q_values' averaged ones to
+// 1e-4; the first step's states are their own mirrors (inventory 0), so a lane whose best action
+// is not its own mirror ties it with its mirror image and flips the coin (rng.unit() < 0.5). The
+// lane Rngs must end in the CPU's state exactly and the actions must be equal, except on lanes
+// where another action is within 1e-4 of the best (a rounding there may pick another branch; such
+// a lane's CPU Rng is then set to the device's for the next step).
+void expect_symmetric_acting_matches_cpu(Algo algo) {
+  const EnvSpec spec = spec_named("mm");
+  auto mirror = env_mirror_map(spec);
+  ASSERT_TRUE(mirror.ok()) << mirror.status().message();
+  int compared = 0, coins = 0, lanes = 0;
+  for (bool dueling : {false, true}) {
+    SCOPED_TRACE(dueling ? "dueling" : "plain head");
+    DqnConfig cfg = small_config(true);
+    cfg.algo = algo;
+    cfg.quantiles = 32;
+    cfg.dueling = dueling;
+    cfg.support = spec.default_support();
+    cfg.symmetric_policy = true;
+    cfg.eps_start = cfg.eps_end = 0;  // greedy: the coin is the only draw
+    cfg.num_envs = 64;
+    ASSERT_TRUE(cfg.validate().ok());
+    ASSERT_TRUE(device_learner_supports(cfg).ok()) << device_learner_supports(cfg).message();
+    const int N = cfg.num_envs;
+    auto cpu_env = spec.make(N);
+    const int d = cpu_env->obs_dim(), A = cpu_env->num_actions();
+    DqnAgent agent(cfg, d, A);
+    agent.set_mirror(*mirror);
+    gpu::Context ctx(0);
+    auto env = make_device_env(spec, N);
+    DeviceLearnerConfig dc = device_learner_config(cfg, d, A);
+    ASSERT_TRUE(set_device_mirror(spec, &dc).ok());
+    const std::vector<float> params(agent.params().begin(), agent.params().end());
+    DeviceC51Learner learner(dc, env.get(), ctx, params);
+    const uint64_t seed = 77;
+    learner.reset(seed);
+    std::vector<float> obs(static_cast<size_t>(N * d));
+    cpu_env->reset(seed, obs);  // the first step's observations
+    std::vector<Rng> cpu_rngs;
+    for (int i = 0; i < N; ++i)
+      cpu_rngs.emplace_back(lane_seed(cfg.seed, static_cast<uint64_t>(i), 11));
+    for (int step = 0; step < 3; ++step) {
+      SCOPED_TRACE("env step " + std::to_string(step));
+      if (step > 0) obs = device_copy(env->obs(), obs.size());  // the device lanes' next states
+      learner.env_step();
+      std::vector<float> q_cpu;
+      agent.q_values(obs, N, &q_cpu);
+      gpu::testing::expect_close(learner.last_q(), q_cpu, 1e-4, "q", 1.0);
+      const std::vector<int> act = learner.last_actions();
+      const std::vector<Rng> rngs = learner.act_rngs();
+      ASSERT_EQ(rngs.size(), static_cast<size_t>(N));
+      for (int i = 0; i < N; ++i) {
+        const size_t si = static_cast<size_t>(i);
+        const std::span<const float> o(&obs[si * static_cast<size_t>(d)], static_cast<size_t>(d));
+        std::vector<int> a_cpu;
+        agent.act(o, 1, 0.0, cpu_rngs[si], &a_cpu);
+        const float* q = &q_cpu[si * static_cast<size_t>(A)];
+        int best = 0;
+        for (int a = 1; a < A; ++a)
+          if (q[a] > q[best]) best = a;
+        const int mb = mirror->action[static_cast<size_t>(best)];
+        bool near = false;  // another action (not an exact mirror tie) within 1e-4 of the best
+        for (int a = 0; a < A; ++a)
+          if (a != best && !(a == mb && q[a] == q[best]) &&
+              q[best] - q[a] <= 1e-4f * std::max(1.0f, std::abs(q[best])))
+            near = true;
+        ++lanes;
+        if (near) {
+          cpu_rngs[si] = rngs[si];
+          continue;
+        }
+        coins += mb != best && q[mb] == q[best];
+        Rng g = rngs[si], c = cpu_rngs[si];
+        for (int t = 0; t < 4; ++t) EXPECT_EQ(g.next(), c.next()) << "lane " << i << " Rng";
+        EXPECT_EQ(act[si], a_cpu[0]) << "lane " << i;
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GT(compared, lanes * 3 / 4);  // few lanes skipped as near-ties
+  EXPECT_GT(coins, 0);                 // some lanes broke a mirror tie by the coin
+}
+
+TEST(RlLearnerGpu, SymmetricPolicyActingMatchesCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  expect_symmetric_acting_matches_cpu(Algo::kC51);
+}
+
+TEST(RlLearnerGpu, QrDqnSymmetricPolicyActingMatchesCpuAgent) {
+  FXT_SKIP_WITHOUT_GPU();
+  expect_symmetric_acting_matches_cpu(Algo::kQrDqn);
 }
 
 TEST(RlLearnerGpu, NStepReplayHoldsTheCpuAccumulatorsTransitions) {
@@ -1094,7 +1257,23 @@ TEST(RlLearnerGpu, RefusesWhatItDoesNotHave) {
         c->num_envs = c->buffer_size / 2 + 1;  // two rows per lane and step
       },
       "two with --mirror");
-  refused([](DqnConfig* c) { c->symmetric_policy = true; }, "--symmetric-policy");
+  DqnConfig sym = cartpole_config(1);
+  sym.symmetric_policy = true;
+  EXPECT_TRUE(device_learner_supports(sym).ok());  // the symmetric policy (C51, QR-DQN)
+  sym.algo = Algo::kQrDqn;
+  EXPECT_TRUE(device_learner_supports(sym).ok());
+  refused(  // the CPU agent's own refusals (DqnConfig::validate)
+      [](DqnConfig* c) {
+        c->symmetric_policy = true;
+        c->algo = Algo::kIqn;
+      },
+      "C51 or QR-DQN only");
+  refused(
+      [](DqnConfig* c) {
+        c->symmetric_policy = true;
+        c->exploration = Exploration::kThompson;
+      },
+      "epsilon-greedy");
   refused([](DqnConfig* c) { c->hidden = {8, 8, 8, 8, 8, 8, 8, 8}; }, "7 layers");
   refused([](DqnConfig* c) { c->num_envs = c->buffer_size + 1; }, "--buffer-size");
 }

@@ -468,20 +468,28 @@ class LaneSim {
     const LaneItem* nd = next_delivery();
     int64_t tm = nm != nullptr ? nm->t : kLaneNever;
     int64_t td = nd != nullptr ? nd->t + c_.feed_ns : kLaneNever;
-    while (!st.finished && st.error == kLaneOk) {
-      if (tm == kLaneNever && st.end == kLaneNever)  // every market row is processed
-        st.end = st.t == kLaneMinTime ? st.now : st.t + c_.feed_ns;
-      const int64_t ta = st.arr_n > 0 ? max_of(st.arrivals[st.arr_head].t, st.t) : kLaneNever;
-      const int64_t tr = st.resp_n > 0 ? st.responses[st.resp_head].t : kLaneNever;
-      int64_t t = tm;
-      if (ta < t) t = ta;
-      if (td < t) t = td;
-      if (tr < t) t = tr;
-      if (t == kLaneNever || t > st.end) {
-        if (st.t != kLaneMinTime) sample_equity(st.t);
-        if (st.end != kLaneNever && st.now < st.end) st.now = st.end;
-        st.finished = 1;
-        return;
+    if (st.finished) return;
+    while (st.error == kLaneOk) {
+      // The next event: the earliest of market row m (tm), the first order message (ta),
+      // delivery d (td) and the first response (tr). The common case is short: with no
+      // message in flight either way (ta = tr = never) and a market row left (so the end of
+      // the replay is not set yet: st.end stays never until tm is), it is min(tm, td), before
+      // the end; the general choice below gives the same event then.
+      int64_t t = td < tm ? td : tm;
+      int64_t ta = kLaneNever, tr = kLaneNever;
+      if (st.arr_n != 0 || st.resp_n != 0 || tm == kLaneNever) {
+        if (tm == kLaneNever && st.end == kLaneNever)  // every market row is processed
+          st.end = st.t == kLaneMinTime ? st.now : st.t + c_.feed_ns;
+        if (st.arr_n > 0) ta = max_of(st.arrivals[st.arr_head].t, st.t);
+        if (st.resp_n > 0) tr = st.responses[st.resp_head].t;
+        if (ta < t) t = ta;
+        if (tr < t) t = tr;
+        if (t == kLaneNever || t > st.end) {
+          if (st.t != kLaneMinTime) sample_equity(st.t);
+          if (st.end != kLaneNever && st.now < st.end) st.now = st.end;
+          st.finished = 1;
+          return;
+        }
       }
       // Equal times: the market row, then order arrivals, then deliveries (market first).
       if (tm == t) {

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "sim/exec_rules.h"
 #include "sim/fill_rules.h"
@@ -53,10 +54,41 @@ enum : uint8_t { kLaneStrategyMm, kLaneStrategyExec, kLaneStrategySignal };
 // kLaneOrderClear (an MBO 'R') clears every L3 queue.
 enum : uint8_t { kLaneSnapshot = 0, kLaneTrade = 1, kLaneOrderEvent = 2, kLaneOrderClear = 3 };
 enum : uint8_t { kLaneSessionL2 = 1, kLaneSessionL3 = 2 };  // LaneItem::session_start
-// LaneItem::book bits (snapshots): the book is crossed or locked (kFlagCrossed | kFlagLocked);
-// the bid (ask) side's kBookLevels prices and sizes are, bit for bit, those of the previous
-// snapshot row of the same store.
-enum : uint8_t { kLaneBookCrossed = 1, kLaneBidSame = 2, kLaneAskSame = 4 };
+// LaneItem::book (snapshots): bit 0 (kLaneBookCrossed) the book is crossed or locked
+// (kFlagCrossed | kFlagLocked); bits 1-3 the bid side's unchanged prefix, bits 4-6 the ask
+// side's: code k in 1..6, the side's levels [0, k) (prices and sizes, bit for bit) are those of
+// the previous snapshot row of the same store; kLaneSideSame (7): all kBookLevels levels are;
+// 0: not even level 0, or no previous snapshot (7, 8 or 9 unchanged levels are coded 6).
+enum : uint8_t { kLaneBookCrossed = 1 };
+constexpr int kLaneBidPrefixShift = 1, kLaneAskPrefixShift = 4;
+constexpr uint8_t kLanePrefixMask = 7, kLaneSideSame = 7, kLanePrefixMax = 6;
+static_assert(kBookLevels > kLanePrefixMax, "code 7 must mean every level");
+constexpr uint8_t kLaneBidSame = kLaneSideSame << kLaneBidPrefixShift;  // whole sides equal
+constexpr uint8_t kLaneAskSame = kLaneSideSame << kLaneAskPrefixShift;
+FXT_HD inline uint8_t lane_prefix_code(uint8_t book, int side) {
+  return (book >> (side > 0 ? kLaneBidPrefixShift : kLaneAskPrefixShift)) & kLanePrefixMask;
+}
+// A side's code (host, when the stream is built): how many of its first levels (px, sz) are,
+// bit for bit, those of the previous snapshot (px2, sz2).
+inline uint8_t lane_side_prefix_code(const int64_t* px, const double* sz, const int64_t* px2,
+                                     const double* sz2) {
+  int k = 0;
+  while (k < kBookLevels && px[k] == px2[k] && std::memcmp(&sz[k], &sz2[k], sizeof(double)) == 0)
+    ++k;
+  if (k == kBookLevels) return kLaneSideSame;
+  return static_cast<uint8_t>(k < kLanePrefixMax ? k : kLanePrefixMax);
+}
+// True when level_size_at(p, ., side, px, .) of this snapshot's side `p` is, bit for bit, what
+// it was at the previous snapshot of the store (value and `known`), from the row's code alone
+// and at most one price: with levels [0, k) unchanged and px at or better than level k − 1,
+// level_size_at's scan stops at or before level k − 1 (it stops at an empty level, at px, or
+// past it), so it reads unchanged levels only. Exact for any side, ordered or not.
+FXT_HD inline bool lane_level_unchanged(uint8_t book, int side, int64_t px, const int64_t* p) {
+  const uint8_t k = lane_prefix_code(book, side);
+  if (k == kLaneSideSame) return true;
+  if (k == 0) return false;
+  return side > 0 ? px >= p[k - 1] : px <= p[k - 1];
+}
 constexpr uint64_t kLaneNoSeq = UINT64_MAX;  // an order event no queue tracks
 
 // One market row of the stream, in replay order. Order-event rows (sim/lane_l3.h) reuse the
@@ -79,7 +111,7 @@ struct LaneItem {
   uint8_t kind = kLaneSnapshot;
   int8_t side = 0;            // trade aggressor
   uint8_t session_start = 0;  // first row of its store: kLaneSessionL2 / kLaneSessionL3 begins
-  uint8_t book = 0;           // snapshots: kLaneBookCrossed | kLaneBidSame | kLaneAskSame
+  uint8_t book = 0;           // snapshots: kLaneBookCrossed and the sides' unchanged prefixes
 };
 
 // The `mm` strategy's market estimates at one delivered row (sim/mm_rules.h mm_observe /
@@ -1076,10 +1108,14 @@ class LaneSim {
     }
     prune_resting();
   }
-  // A snapshot row. A queue on a side of the book that did not change since the last snapshot
-  // (which it saw: a lane processes every snapshot row) and that nothing traded against since
-  // keeps its estimate (L2Queue::settled) without the level's lookup. The resting list is
-  // pruned only when a fill ended an order (only fills change it here).
+  // A snapshot row. A queue whose level reads the same as at the last snapshot (which it saw:
+  // a lane processes every snapshot row; lane_level_unchanged, from the row's unchanged prefix
+  // of its side) and that nothing traded against since keeps its estimate (L2Queue::settled:
+  // on_level with the same size would change nothing) without the level's lookup. Its
+  // level_size is that snapshot's size (set by on_level there, or by join from the book row it
+  // joined at: that snapshot's, or this one's for a rejoin), unless the level was below the
+  // displayed depth there: then it is now too, and on_level returns without a change. The
+  // resting list is pruned only when a fill ended an order (only fills change it here).
   FXT_HD void on_book(const LaneItem& it, int64_t t) {
     LaneState& st = st_;
     const int64_t row = it.book_row;
@@ -1099,7 +1135,8 @@ class LaneSim {
       if (o.rejoin) start_queue(o);  // first book of a new session: back of the level
       if (o.l3) {
         o.l2.traded = 0;  // the event is complete: its fills' cancels have arrived
-      } else if ((it.book & (o.side > 0 ? kLaneBidSame : kLaneAskSame)) != 0 && o.l2.settled()) {
+      } else if (lane_prefix_code(it.book, o.side) != 0 && o.l2.settled() &&
+                 lane_level_unchanged(it.book, o.side, o.px, book.px(o.side))) {
         o.l2.traded = 0;  // on_level's one effect here
       } else {
         bool known = false;

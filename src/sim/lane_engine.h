@@ -1215,7 +1215,16 @@ class LaneSim {
     e.seen_ns = st.now;
     e.bid_px = row.bid_px;
     e.ask_px = row.ask_px;
-    lane_session(s_, it, &e);
+    // The store's session span (lane_session), read once per store and advance call: a
+    // lane's rows come store by store. A store without a span gets the row's time, per row.
+    if (static_cast<int64_t>(it.store) != span_store_) {
+      lane_session(s_, it, &e);
+      span_start_ = e.session_start;
+      span_end_ = e.session_end;
+      span_store_ = it.store < s_.n_sessions ? static_cast<int64_t>(it.store) : -1;
+    }
+    e.session_start = span_start_;
+    e.session_end = span_end_;
     e.p = it.p;
     mm_decide(c_.mm, c_.has_signal, &st.mm, e, row.mid_ticks, row.sigma, row.arrival, c_.tick_px,
               c_.mm_tick_limit, *this);
@@ -1254,6 +1263,8 @@ class LaneSim {
   const LaneConfig& c_;
   LaneState& st_;
   LaneCapture cap_;
+  int64_t span_store_ = -1;  // the store whose span is cached below; -1: none
+  int64_t span_start_ = 0, span_end_ = 0;
 };
 
 }  // namespace fxt::sim

@@ -61,12 +61,6 @@ int64_t first_level_with_size(const int64_t* px, const double* sz) {
   return kEmptyPx;
 }
 
-// Two rows of one side of the book equal bit for bit (prices and sizes of every level).
-bool same_side(const int64_t* px, const double* sz, const int64_t* px2, const double* sz2) {
-  return std::memcmp(px, px2, kBookLevels * sizeof(int64_t)) == 0 &&
-         std::memcmp(sz, sz2, kBookLevels * sizeof(double)) == 0;
-}
-
 }  // namespace
 
 LaneStreamData build_lane_stream(const LaneMarket& market, bool l3, Status* status) {
@@ -137,10 +131,12 @@ LaneStreamData build_lane_stream(const LaneMarket& market, bool l3, Status* stat
         it.book = (r.flags[i] & (kFlagCrossed | kFlagLocked)) != 0 ? kLaneBookCrossed : 0;
         if (previous >= 0) {
           const uint64_t j = static_cast<uint64_t>(previous) - offset;
-          if (same_side(r.bid_px.row(i), r.bid_sz.row(i), r.bid_px.row(j), r.bid_sz.row(j)))
-            it.book |= kLaneBidSame;
-          if (same_side(r.ask_px.row(i), r.ask_sz.row(i), r.ask_px.row(j), r.ask_sz.row(j)))
-            it.book |= kLaneAskSame;
+          it.book |= static_cast<uint8_t>(lane_side_prefix_code(r.bid_px.row(i), r.bid_sz.row(i),
+                                                                r.bid_px.row(j), r.bid_sz.row(j))
+                                          << kLaneBidPrefixShift);
+          it.book |= static_cast<uint8_t>(lane_side_prefix_code(r.ask_px.row(i), r.ask_sz.row(i),
+                                                                r.ask_px.row(j), r.ask_sz.row(j))
+                                          << kLaneAskPrefixShift);
         }
         it.best_bid = first_level_with_size(r.bid_px.row(i), r.bid_sz.row(i));
         it.best_ask = first_level_with_size(r.ask_px.row(i), r.ask_sz.row(i));

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "sim/exec_rules.h"
 #include "sim/fill_rules.h"
@@ -53,10 +54,41 @@ enum : uint8_t { kLaneStrategyMm, kLaneStrategyExec, kLaneStrategySignal };
 // kLaneOrderClear (an MBO 'R') clears every L3 queue.
 enum : uint8_t { kLaneSnapshot = 0, kLaneTrade = 1, kLaneOrderEvent = 2, kLaneOrderClear = 3 };
 enum : uint8_t { kLaneSessionL2 = 1, kLaneSessionL3 = 2 };  // LaneItem::session_start
-// LaneItem::book bits (snapshots): the book is crossed or locked (kFlagCrossed | kFlagLocked);
-// the bid (ask) side's kBookLevels prices and sizes are, bit for bit, those of the previous
-// snapshot row of the same store.
-enum : uint8_t { kLaneBookCrossed = 1, kLaneBidSame = 2, kLaneAskSame = 4 };
+// LaneItem::book (snapshots): bit 0 (kLaneBookCrossed) the book is crossed or locked
+// (kFlagCrossed | kFlagLocked); bits 1-3 the bid side's unchanged prefix, bits 4-6 the ask
+// side's: code k in 1..6, the side's levels [0, k) (prices and sizes, bit for bit) are those of
+// the previous snapshot row of the same store; kLaneSideSame (7): all kBookLevels levels are;
+// 0: not even level 0, or no previous snapshot (7, 8 or 9 unchanged levels are coded 6).
+enum : uint8_t { kLaneBookCrossed = 1 };
+constexpr int kLaneBidPrefixShift = 1, kLaneAskPrefixShift = 4;
+constexpr uint8_t kLanePrefixMask = 7, kLaneSideSame = 7, kLanePrefixMax = 6;
+static_assert(kBookLevels > kLanePrefixMax, "code 7 must mean every level");
+constexpr uint8_t kLaneBidSame = kLaneSideSame << kLaneBidPrefixShift;  // whole sides equal
+constexpr uint8_t kLaneAskSame = kLaneSideSame << kLaneAskPrefixShift;
+FXT_HD inline uint8_t lane_prefix_code(uint8_t book, int side) {
+  return (book >> (side > 0 ? kLaneBidPrefixShift : kLaneAskPrefixShift)) & kLanePrefixMask;
+}
+// A side's code (host, when the stream is built): how many of its first levels (px, sz) are,
+// bit for bit, those of the previous snapshot (px2, sz2).
+inline uint8_t lane_side_prefix_code(const int64_t* px, const double* sz, const int64_t* px2,
+                                     const double* sz2) {
+  int k = 0;
+  while (k < kBookLevels && px[k] == px2[k] && std::memcmp(&sz[k], &sz2[k], sizeof(double)) == 0)
+    ++k;
+  if (k == kBookLevels) return kLaneSideSame;
+  return static_cast<uint8_t>(k < kLanePrefixMax ? k : kLanePrefixMax);
+}
+// True when level_size_at(p, ., side, px, .) of this snapshot's side `p` is, bit for bit, what
+// it was at the previous snapshot of the store (value and `known`), from the row's code alone
+// and at most one price: with levels [0, k) unchanged and px at or better than level k − 1,
+// level_size_at's scan stops at or before level k − 1 (it stops at an empty level, at px, or
+// past it), so it reads unchanged levels only. Exact for any side, ordered or not.
+FXT_HD inline bool lane_level_unchanged(uint8_t book, int side, int64_t px, const int64_t* p) {
+  const uint8_t k = lane_prefix_code(book, side);
+  if (k == kLaneSideSame) return true;
+  if (k == 0) return false;
+  return side > 0 ? px >= p[k - 1] : px <= p[k - 1];
+}
 constexpr uint64_t kLaneNoSeq = UINT64_MAX;  // an order event no queue tracks
 
 // One market row of the stream, in replay order. Order-event rows (sim/lane_l3.h) reuse the
@@ -79,7 +111,7 @@ struct LaneItem {
   uint8_t kind = kLaneSnapshot;
   int8_t side = 0;            // trade aggressor
   uint8_t session_start = 0;  // first row of its store: kLaneSessionL2 / kLaneSessionL3 begins
-  uint8_t book = 0;           // snapshots: kLaneBookCrossed | kLaneBidSame | kLaneAskSame
+  uint8_t book = 0;           // snapshots: kLaneBookCrossed and the sides' unchanged prefixes
 };
 
 // The `mm` strategy's market estimates at one delivered row (sim/mm_rules.h mm_observe /
@@ -468,20 +500,28 @@ class LaneSim {
     const LaneItem* nd = next_delivery();
     int64_t tm = nm != nullptr ? nm->t : kLaneNever;
     int64_t td = nd != nullptr ? nd->t + c_.feed_ns : kLaneNever;
-    while (!st.finished && st.error == kLaneOk) {
-      if (tm == kLaneNever && st.end == kLaneNever)  // every market row is processed
-        st.end = st.t == kLaneMinTime ? st.now : st.t + c_.feed_ns;
-      const int64_t ta = st.arr_n > 0 ? max_of(st.arrivals[st.arr_head].t, st.t) : kLaneNever;
-      const int64_t tr = st.resp_n > 0 ? st.responses[st.resp_head].t : kLaneNever;
-      int64_t t = tm;
-      if (ta < t) t = ta;
-      if (td < t) t = td;
-      if (tr < t) t = tr;
-      if (t == kLaneNever || t > st.end) {
-        if (st.t != kLaneMinTime) sample_equity(st.t);
-        if (st.end != kLaneNever && st.now < st.end) st.now = st.end;
-        st.finished = 1;
-        return;
+    if (st.finished) return;
+    while (st.error == kLaneOk) {
+      // The next event: the earliest of market row m (tm), the first order message (ta),
+      // delivery d (td) and the first response (tr). The common case is short: with no
+      // message in flight either way (ta = tr = never) and a market row left (so the end of
+      // the replay is not set yet: st.end stays never until tm is), it is min(tm, td), before
+      // the end; the general choice below gives the same event then.
+      int64_t t = td < tm ? td : tm;
+      int64_t ta = kLaneNever, tr = kLaneNever;
+      if (st.arr_n != 0 || st.resp_n != 0 || tm == kLaneNever) {
+        if (tm == kLaneNever && st.end == kLaneNever)  // every market row is processed
+          st.end = st.t == kLaneMinTime ? st.now : st.t + c_.feed_ns;
+        if (st.arr_n > 0) ta = max_of(st.arrivals[st.arr_head].t, st.t);
+        if (st.resp_n > 0) tr = st.responses[st.resp_head].t;
+        if (ta < t) t = ta;
+        if (tr < t) t = tr;
+        if (t == kLaneNever || t > st.end) {
+          if (st.t != kLaneMinTime) sample_equity(st.t);
+          if (st.end != kLaneNever && st.now < st.end) st.now = st.end;
+          st.finished = 1;
+          return;
+        }
       }
       // Equal times: the market row, then order arrivals, then deliveries (market first).
       if (tm == t) {
@@ -1068,10 +1108,14 @@ class LaneSim {
     }
     prune_resting();
   }
-  // A snapshot row. A queue on a side of the book that did not change since the last snapshot
-  // (which it saw: a lane processes every snapshot row) and that nothing traded against since
-  // keeps its estimate (L2Queue::settled) without the level's lookup. The resting list is
-  // pruned only when a fill ended an order (only fills change it here).
+  // A snapshot row. A queue whose level reads the same as at the last snapshot (which it saw:
+  // a lane processes every snapshot row; lane_level_unchanged, from the row's unchanged prefix
+  // of its side) and that nothing traded against since keeps its estimate (L2Queue::settled:
+  // on_level with the same size would change nothing) without the level's lookup. Its
+  // level_size is that snapshot's size (set by on_level there, or by join from the book row it
+  // joined at: that snapshot's, or this one's for a rejoin), unless the level was below the
+  // displayed depth there: then it is now too, and on_level returns without a change. The
+  // resting list is pruned only when a fill ended an order (only fills change it here).
   FXT_HD void on_book(const LaneItem& it, int64_t t) {
     LaneState& st = st_;
     const int64_t row = it.book_row;
@@ -1091,7 +1135,8 @@ class LaneSim {
       if (o.rejoin) start_queue(o);  // first book of a new session: back of the level
       if (o.l3) {
         o.l2.traded = 0;  // the event is complete: its fills' cancels have arrived
-      } else if ((it.book & (o.side > 0 ? kLaneBidSame : kLaneAskSame)) != 0 && o.l2.settled()) {
+      } else if (lane_prefix_code(it.book, o.side) != 0 && o.l2.settled() &&
+                 lane_level_unchanged(it.book, o.side, o.px, book.px(o.side))) {
         o.l2.traded = 0;  // on_level's one effect here
       } else {
         bool known = false;
@@ -1170,7 +1215,16 @@ class LaneSim {
     e.seen_ns = st.now;
     e.bid_px = row.bid_px;
     e.ask_px = row.ask_px;
-    lane_session(s_, it, &e);
+    // The store's session span (lane_session), read once per store and advance call: a
+    // lane's rows come store by store. A store without a span gets the row's time, per row.
+    if (static_cast<int64_t>(it.store) != span_store_) {
+      lane_session(s_, it, &e);
+      span_start_ = e.session_start;
+      span_end_ = e.session_end;
+      span_store_ = it.store < s_.n_sessions ? static_cast<int64_t>(it.store) : -1;
+    }
+    e.session_start = span_start_;
+    e.session_end = span_end_;
     e.p = it.p;
     mm_decide(c_.mm, c_.has_signal, &st.mm, e, row.mid_ticks, row.sigma, row.arrival, c_.tick_px,
               c_.mm_tick_limit, *this);
@@ -1209,6 +1263,8 @@ class LaneSim {
   const LaneConfig& c_;
   LaneState& st_;
   LaneCapture cap_;
+  int64_t span_store_ = -1;  // the store whose span is cached below; -1: none
+  int64_t span_start_ = 0, span_end_ = 0;
 };
 
 }  // namespace fxt::sim

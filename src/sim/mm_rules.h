@@ -39,6 +39,10 @@ struct MmParams {
   double requote_ticks = 1, skew_ticks = 1;
   int warmup = 100;
   double as_spread = 0;  // (2 / gamma)·log1p(gamma / k): AS's constant spread term
+  // The inventory limit with its tolerance, eps = 1e-9·max_inventory: a bid is quoted while
+  // inventory + order_qty <= max_inventory + eps, an ask while inventory − order_qty >=
+  // −max_inventory − eps (mm_params sets both).
+  double inventory_hi = 0, inventory_lo = 0;
   GlftTerms glft_terms;  // glft_terms(gamma, k, 1)
 };
 
@@ -118,18 +122,16 @@ FXT_HD inline MarketMakerQuote mm_quote_at(const MmParams& c, bool has_signal, i
   const double shift = has_signal ? c.skew_ticks * (2 * mm_clamp(p, 0.0, 1.0) - 1) : 0.0;
   const double bid_t = ::floor(raw.bid + shift + 1e-9);  // round the bid down
   const double ask_t = ::ceil(raw.ask + shift - 1e-9);   // and the ask up
-  if (!mm_finite(bid_t) || !mm_finite(ask_t) || ::fabs(bid_t) > tick_limit ||
-      ::fabs(ask_t) > tick_limit) {
-    return out;
-  }
+  // Finite and within the tick limit, in one comparison each: tick_limit is finite, and a NaN
+  // or infinite bid_t / ask_t fails `<=` (the same quotes as testing mm_finite first).
+  if (!(::fabs(bid_t) <= tick_limit) || !(::fabs(ask_t) <= tick_limit)) return out;
   const int64_t bid_cap = ask0 - tick_px, ask_floor = bid0 + tick_px;
   const int64_t bid_px = static_cast<int64_t>(bid_t) * tick_px;
   const int64_t ask_px = static_cast<int64_t>(ask_t) * tick_px;
   out.bid_px = bid_cap < bid_px ? bid_cap : bid_px;      // std::min
   out.ask_px = ask_px < ask_floor ? ask_floor : ask_px;  // std::max
-  const double eps = 1e-9 * c.max_inventory;
-  out.has_bid = out.bid_px > 0 && inventory + c.order_qty <= c.max_inventory + eps;
-  out.has_ask = inventory - c.order_qty >= -c.max_inventory - eps;
+  out.has_bid = out.bid_px > 0 && inventory + c.order_qty <= c.inventory_hi;
+  out.has_ask = inventory - c.order_qty >= c.inventory_lo;
   return out;
 }
 

@@ -67,6 +67,9 @@ MmParams mm_params(const MarketMakerConfig& config) {
   p.skew_ticks = config.skew_ticks;
   p.warmup = config.warmup;
   p.as_spread = avellaneda_stoikov_spread_term(config.gamma, config.k);
+  const double eps = 1e-9 * config.max_inventory;  // the bits mm_quote_at computed per quote
+  p.inventory_hi = config.max_inventory + eps;
+  p.inventory_lo = -config.max_inventory - eps;
   p.glft_terms = glft_terms(config.gamma, config.k, 1.0);
   return p;
 }

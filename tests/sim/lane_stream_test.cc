@@ -2,8 +2,11 @@
 // add_lane_mm_table): the `mm` estimates per row and tick (LaneMmRow), each snapshot's touches
 // with size and its book flags (LaneItem::best_bid / best_ask / book), checked by hand; lanes
 // of a second tick get their own table and still equal the CPU engine; a lane whose tick has no
-// table stops (and is rerun on the CPU) instead of reading another tick's estimates.
+// table stops (and is rerun on the CPU) instead of reading another tick's estimates; the
+// unchanged prefix of each side (LaneItem::book) reads what the level scan would, and the queue
+// shortcut it allows changes no result.
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -122,6 +125,172 @@ TEST(LaneStream, ALaneWithoutItsTicksTableStops) {
   EXPECT_EQ(st.error, kLaneOverflow);
   EXPECT_EQ(st.fills, 0u);
   EXPECT_EQ(st.m, 0u);  // not a row was replayed
+}
+
+uint64_t bits(double x) {
+  uint64_t b = 0;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
+// lane_level_unchanged against the scan it stands for: over random pairs of one side's levels
+// (ordered or not, an empty tail, the next row equal on a random prefix), wherever it says a
+// price's level reads the same, level_size_at gives the same bits and the same `known` in both
+// rows; and it says so for prefixes short of the whole side, not only for unchanged sides.
+TEST(LaneStream, AnUnchangedPrefixReadsTheSameLevel) {
+  Rng rng(17);
+  int fired = 0, fired_partial = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    const int side = trial % 2 == 0 ? +1 : -1;
+    int64_t p0[kBookLevels], p1[kBookLevels];
+    double s0[kBookLevels], s1[kBookLevels];
+    const int depth = static_cast<int>(rng.uniform(kBookLevels + 1));
+    int64_t level = 100;
+    for (int i = 0; i < kBookLevels; ++i) {
+      level -= side * static_cast<int64_t>(1 + rng.uniform(2));
+      if (rng.uniform(25) == 0) level += side * 3;  // now and then out of order
+      p0[i] = i < depth ? level : kEmptyPx;
+      s0[i] = static_cast<double>(rng.uniform(4));
+    }
+    const int keep = static_cast<int>(rng.uniform(kBookLevels + 1));
+    for (int i = 0; i < kBookLevels; ++i) {
+      p1[i] = p0[i];
+      s1[i] = s0[i];
+      if (i < keep) continue;
+      if (rng.uniform(2) == 0) s1[i] = static_cast<double>(rng.uniform(4));
+      if (rng.uniform(3) == 0) p1[i] = rng.uniform(4) == 0 ? kEmptyPx : p0[i] - side;
+    }
+    const uint8_t code = lane_side_prefix_code(p1, s1, p0, s0);
+    const uint8_t book =
+        static_cast<uint8_t>(code << (side > 0 ? kLaneBidPrefixShift : kLaneAskPrefixShift));
+    ASSERT_EQ(lane_prefix_code(book, side), code);
+    for (int64_t px = 80; px <= 120; ++px) {
+      if (!lane_level_unchanged(book, side, px, p1)) continue;
+      bool known0 = false, known1 = false;
+      const double a = level_size_at(p0, s0, side, px, &known0);
+      const double b = level_size_at(p1, s1, side, px, &known1);
+      ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << "trial " << trial << " px " << px;
+      ASSERT_EQ(known0, known1) << "trial " << trial << " px " << px;
+      ++fired;
+      if (code != kLaneSideSame) ++fired_partial;
+    }
+  }
+  EXPECT_GT(fired_partial, 1000);
+  EXPECT_GT(fired, fired_partial);
+}
+
+// A market whose snapshots change one level of one side at a time (a size, a level gone or
+// back at the end), now and then nothing or the whole touch moving, with trades at the touch:
+// every code of the unchanged prefix occurs.
+std::vector<test::Row> sticky_market(int n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<test::Row> rows;
+  int64_t bid = 100;
+  int levels[2] = {5, 5};
+  double sizes[2][5];
+  for (auto& side : sizes)
+    for (double& x : side) x = static_cast<double>(1 + rng.uniform(12));
+  for (int i = 0; i < n; ++i) {
+    const int64_t ts = (i + 1) * 20 * kLaneMs;
+    const uint64_t what = rng.uniform(20);
+    if (what == 0 && bid > 90) {
+      --bid;
+    } else if (what == 1) {
+      ++bid;
+    } else if (what == 2) {
+      // nothing changes
+    } else if (what == 3) {
+      const int s = static_cast<int>(rng.uniform(2));
+      levels[s] = levels[s] == 5 ? 4 : 5;  // the deepest level leaves or comes back
+    } else {
+      sizes[rng.uniform(2)][rng.uniform(5)] = static_cast<double>(1 + rng.uniform(12));
+    }
+    if (rng.uniform(3) == 0) {
+      const bool at_bid = rng.uniform(2) == 0;
+      rows.push_back(T(trade(ts - kLaneMs, at_bid ? bid : bid + 1,
+                             static_cast<double>(1 + rng.uniform(6)), at_bid ? -1 : +1)));
+    }
+    test::Levels bids, asks;
+    for (int64_t l = 0; l < levels[0]; ++l) bids.push_back({bid - l, sizes[0][l]});
+    for (int64_t l = 0; l < levels[1]; ++l) asks.push_back({bid + 1 + l, sizes[1][l]});
+    rows.push_back(S(book(ts, bids, asks)));
+  }
+  return rows;
+}
+
+// The shortcut of a queue whose level reads the same (LaneSim::on_book) against the full
+// update: the same lanes over the same stream with every prefix code cleared (each queue then
+// looks its level up) give the same fills, orders, equity rows and accounts, bit for bit; and
+// the lanes equal the CPU engine.
+TEST(LaneStream, TheUnchangedLevelShortcutChangesNoResult) {
+  const LaneMarket market = open_market(write_store(sticky_market(3000, 5)));
+  const std::vector<Lane> lanes = test::mm_lanes(12);
+  LaneStreamData fast = build_lane_stream(market);
+  LaneStreamData slow = fast;
+  int partial = 0, same = 0;
+  for (LaneItem& it : slow.items) {
+    if (it.kind != kLaneSnapshot) continue;
+    for (int side : {+1, -1}) {
+      const uint8_t code = lane_prefix_code(it.book, side);
+      partial += code > 0 && code < kLaneSideSame ? 1 : 0;
+      same += code == kLaneSideSame ? 1 : 0;
+    }
+    it.book &= kLaneBookCrossed;
+  }
+  EXPECT_GT(partial, 1000);
+  EXPECT_GT(same, 1000);
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    auto config = gpu_lane_config(market, lanes[i]);
+    ASSERT_TRUE(config.ok()) << config.status().message();
+    constexpr uint32_t kCap = 1 << 14;
+    std::vector<LaneFillRow> f1(kCap), f2(kCap);
+    std::vector<LaneEquityRow> e1(kCap), e2(kCap);
+    std::vector<LaneOrderRow> o1(kCap), o2(kCap);
+    LaneState s1, s2;
+    LaneSim(fast.view(), *config, &s1, {f1.data(), e1.data(), o1.data(), kCap, kCap, kCap})
+        .advance(fast.items.size());
+    LaneSim(slow.view(), *config, &s2, {f2.data(), e2.data(), o2.data(), kCap, kCap, kCap})
+        .advance(slow.items.size());
+    ASSERT_EQ(s1.error, kLaneOk) << "lane " << i;
+    ASSERT_EQ(s2.error, kLaneOk) << "lane " << i;
+    ASSERT_GT(s1.fills, 0u) << "lane " << i;
+    ASSERT_EQ(s1.fills, s2.fills) << "lane " << i;
+    ASSERT_EQ(s1.orders, s2.orders) << "lane " << i;
+    ASSERT_EQ(s1.equity_rows, s2.equity_rows) << "lane " << i;
+    for (uint64_t k = 0; k < s1.fills; ++k) {
+      EXPECT_EQ(f1[k].ts_ns, f2[k].ts_ns);
+      EXPECT_EQ(f1[k].order_id, f2[k].order_id);
+      EXPECT_EQ(f1[k].px, f2[k].px);
+      EXPECT_EQ(bits(f1[k].qty), bits(f2[k].qty));
+      EXPECT_EQ(bits(f1[k].fee), bits(f2[k].fee));
+      EXPECT_EQ(f1[k].side, f2[k].side);
+      EXPECT_EQ(f1[k].maker, f2[k].maker);
+    }
+    for (uint64_t k = 0; k < s1.equity_rows; ++k) {
+      EXPECT_EQ(e1[k].ts_ns, e2[k].ts_ns);
+      EXPECT_EQ(bits(e1[k].position), bits(e2[k].position));
+      EXPECT_EQ(bits(e1[k].cash), bits(e2[k].cash));
+      EXPECT_EQ(bits(e1[k].equity), bits(e2[k].equity));
+    }
+    for (uint64_t k = 0; k < s1.orders; ++k) {
+      EXPECT_EQ(o1[k].arrive_ns, o2[k].arrive_ns);
+      EXPECT_EQ(o1[k].done_ns, o2[k].done_ns);
+      EXPECT_EQ(o1[k].px, o2[k].px);
+      EXPECT_EQ(o1[k].state, o2[k].state);
+      EXPECT_EQ(bits(o1[k].filled_qty), bits(o2[k].filled_qty));
+    }
+    EXPECT_EQ(bits(s1.account.cash), bits(s2.account.cash));
+    EXPECT_EQ(bits(s1.account.position), bits(s2.account.position));
+    for (int k = 0; k < kLaneSlots; ++k) {  // the queues too
+      EXPECT_EQ(bits(s1.live[k].l2.ahead), bits(s2.live[k].l2.ahead));
+      EXPECT_EQ(bits(s1.live[k].l2.level_size), bits(s2.live[k].l2.level_size));
+      EXPECT_EQ(bits(s1.live[k].l2.traded), bits(s2.live[k].l2.traded));
+    }
+  }
+  GpuLaneOptions o;
+  o.on_device = false;
+  o.threads = 2;
+  test::expect_gpu_lanes_equal_cpu(market, lanes, o);
 }
 
 }  // namespace

@@ -75,19 +75,24 @@ T quantile_huber_loss_at(std::span<const T> theta, std::span<const T> taus,
                          std::span<const T> targets, std::span<const T> target_w, T weight,
                          std::span<T> d_theta) {
   assert(taus.size() == theta.size() && d_theta.size() == theta.size());
+  // The loss is summed per predicted quantile (over the targets in order), then over the
+  // quantiles: one running sum over all N·M terms loses ~1e-5 relative at M = 4096 targets
+  // (QR-DQN + Munchausen + --symmetric-policy on 64 actions); per-quantile sums keep it near 1e-7
+  // and are the GPU loss kernels' order (rl/device_losses.cu).
   T loss = 0;
   for (size_t i = 0; i < theta.size(); ++i) {
-    T grad = 0;
+    T grad = 0, loss_i = 0;
     for (size_t j = 0; j < targets.size(); ++j) {
       const T u = targets[j] - theta[i];
       const T au = std::abs(u);
       const T huber = au <= T(1) ? T(0.5) * u * u : au - T(0.5);
       const T dhuber = au <= T(1) ? u : (u > T(0) ? T(1) : T(-1));  // dL/du
       const T k = std::abs(taus[i] - (u < T(0) ? T(1) : T(0)));
-      loss += target_w[j] * k * huber;
+      loss_i += target_w[j] * k * huber;
       grad -= target_w[j] * k * dhuber;  // du/dtheta = −1
     }
     d_theta[i] = weight * grad;
+    loss += loss_i;
   }
   return loss;
 }

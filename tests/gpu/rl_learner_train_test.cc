@@ -925,15 +925,22 @@ std::vector<uint8_t> device_copy(const uint8_t* p, size_t n) {
 // is not its own mirror ties it with its mirror image and flips the coin (rng.unit() < 0.5). The
 // lane Rngs must end in the CPU's state exactly and the actions must be equal, except on lanes
 // where another action is within 1e-4 of the best (a rounding there may pick another branch; such
-// a lane's CPU Rng is then set to the device's for the next step).
+// a lane's CPU Rng is then set to the device's for the next step). Each head must flip coins: at
+// initialisation the greedy action is nearly the same on every lane, and at many seeds it is its
+// own mirror (equal bid and ask depths: 8 of the 64 actions, and their values are not averaged
+// with another's, so they more often hold the maximum), which flips no coin at all. Seed 31 (the
+// weights and the lane Rngs) flips coins with both heads of C51 and QR-DQN: the CPU agent alone
+// draws 334 (C51) and 331 (QR-DQN) over the 384 lane steps, none skipped as a near-tie.
 void expect_symmetric_acting_matches_cpu(Algo algo) {
   const EnvSpec spec = spec_named("mm");
   auto mirror = env_mirror_map(spec);
   ASSERT_TRUE(mirror.ok()) << mirror.status().message();
-  int compared = 0, coins = 0, lanes = 0;
+  int compared = 0, lanes = 0;
   for (bool dueling : {false, true}) {
     SCOPED_TRACE(dueling ? "dueling" : "plain head");
+    int coins = 0;  // this head's lanes that broke a mirror tie by the coin
     DqnConfig cfg = small_config(true);
+    cfg.seed = 31;  // a greedy action that is not its own mirror, with either head and algo
     cfg.algo = algo;
     cfg.quantiles = 32;
     cfg.dueling = dueling;
@@ -998,9 +1005,9 @@ void expect_symmetric_acting_matches_cpu(Algo algo) {
         ++compared;
       }
     }
+    EXPECT_GT(coins, 0);  // some lanes broke a mirror tie by the coin
   }
   EXPECT_GT(compared, lanes * 3 / 4);  // few lanes skipped as near-ties
-  EXPECT_GT(coins, 0);                 // some lanes broke a mirror tie by the coin
 }
 
 TEST(RlLearnerGpu, SymmetricPolicyActingMatchesCpuAgent) {

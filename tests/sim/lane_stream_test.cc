@@ -158,7 +158,10 @@ TEST(LaneStream, AnUnchangedPrefixReadsTheSameLevel) {
       s1[i] = s0[i];
       if (i < keep) continue;
       if (rng.uniform(2) == 0) s1[i] = static_cast<double>(rng.uniform(4));
-      if (rng.uniform(3) == 0) p1[i] = rng.uniform(4) == 0 ? kEmptyPx : p0[i] - side;
+      if (rng.uniform(3) == 0) {  // a level gone, or moved one tick (an empty one stays empty)
+        const bool gone = rng.uniform(4) == 0;
+        p1[i] = gone || p0[i] == kEmptyPx ? kEmptyPx : p0[i] - side;
+      }
     }
     const uint8_t code = lane_side_prefix_code(p1, s1, p0, s0);
     const uint8_t book =

@@ -1135,8 +1135,7 @@ class LaneSim {
       if (o.rejoin) start_queue(o);  // first book of a new session: back of the level
       if (o.l3) {
         o.l2.traded = 0;  // the event is complete: its fills' cancels have arrived
-      } else if (lane_prefix_code(it.book, o.side) != 0 && o.l2.settled() &&
-                 lane_level_unchanged(it.book, o.side, o.px, book.px(o.side))) {
+      } else if (o.l2.settled() && lane_level_unchanged(it.book, o.side, o.px, book.px(o.side))) {
         o.l2.traded = 0;  // on_level's one effect here
       } else {
         bool known = false;
